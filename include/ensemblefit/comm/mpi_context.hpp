@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace ef {
+
+[[noreturn]] void mpi_fail(const char* call, int code, const char* file, int line);
+
+/// Every MPI call goes through this: a failure throws with the call, its error string and the
+/// source location.
+#define EF_MPI_CHECK(call)                                                     \
+    do {                                                                       \
+        const int ef_mpi_rc = (call);                                          \
+        if (ef_mpi_rc != MPI_SUCCESS) ::ef::mpi_fail(#call, ef_mpi_rc, __FILE__, __LINE__); \
+    } while (0)
+
+/**
+ * The ranks of a run: world rank and size, the node-local communicator from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (for placement and threads per rank) and the host
+ * name. Owns the node communicator.
+ */
+class MpiContext {
+   public:
+    explicit MpiContext(MPI_Comm world = MPI_COMM_WORLD);
+    ~MpiContext();
+    MpiContext(const MpiContext&) = delete;
+    MpiContext& operator=(const MpiContext&) = delete;
+
+    MPI_Comm world() const { return world_; }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    int local_rank() const { return local_rank_; }
+    int local_size() const { return local_size_; }
+    const std::string& host() const { return host_; }
+    bool is_root() const { return rank_ == 0; }
+
+    /// Broadcasts a string from rank 0.
+    std::string broadcast(const std::string& s) const;
+    /// Gathers one string per rank on rank 0 (empty vector elsewhere).
+    std::vector<std::string> gather(const std::string& s) const;
+
+   private:
+    MPI_Comm world_;
+    MPI_Comm node_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+    std::string host_;
+};
+
+}  // namespace ef

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ef {
+
+/// How replicas 1..R resample the data (replica 0 always fits the data as given).
+enum class ResampleMethod { smear, bootstrap };
+
+/// One fit parameter as the user configured it in a `[param.NAME]` section.
+struct ParamSpec {
+    std::string name;
+    double start = 0.0;
+    double lower = -std::numeric_limits<double>::infinity();
+    double upper = std::numeric_limits<double>::infinity();
+    bool fixed = false;
+};
+
+/// Where a key's value came from, for error messages ("file.ini:12" or "command line").
+struct KeyOrigin {
+    std::string file;
+    int line = 0;  ///< 0 when the value came from the command line or a default
+    std::string describe(const std::string& key) const;
+};
+
+/**
+ * A fully resolved `ensemblefit fit` configuration: the INI file with command-line overrides
+ * applied and every value validated. Everything a run depends on is here, so the canonical text
+ * (`canonical_text()`) stored in the output identifies a run for --resume and merge.
+ */
+struct FitConfig {
+    std::string config_file;
+
+    // [data]
+    std::string data_file;
+    std::vector<std::string> x_columns;
+    std::string y_column;
+    std::string sigma;  ///< column name, or a positive constant as text
+    bool sigma_is_constant = false;
+    double sigma_constant = 0.0;
+
+    // [model]
+    std::string model_name;  ///< formula | linear | polynomial | exponential | gaussian | dis-mellin
+    std::string formula;
+    int order = 1;
+    int peaks = 1;
+    /// Model-specific keys not listed above (`[model] key = value`), for models with options.
+    std::map<std::string, std::string> model_options;
+
+    // [param.NAME] in the order the sections appear
+    std::vector<ParamSpec> params;
+
+    // [fit]
+    long long replicas = 0;
+    ResampleMethod resample = ResampleMethod::smear;
+    std::uint64_t seed = 1;
+    int max_iterations = 1000;
+    double ftol = 1e-15;
+    double xtol = 1e-10;
+    double gtol = 1e-12;
+    int chunk = 0;  ///< replicas per work unit; 0 = automatic
+
+    // [output]
+    std::string output_file;
+
+    // [run]
+    std::string workers = "auto";
+    int threads = 0;  ///< 0 = automatic (SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, cores / local ranks)
+
+    /// Origin of every key that was set, keyed "section.key".
+    std::map<std::string, KeyOrigin> origins;
+
+    /// Canonical INI text of every setting that determines the results (not output paths,
+    /// thread counts or worker kinds): two runs with equal text produce equal replicas.
+    std::string canonical_text() const;
+    /// Full resolved INI text (canonical settings plus output and run settings).
+    std::string resolved_text() const;
+    /// "file:line: key" style location of a key for messages.
+    std::string where(const std::string& key) const;
+    std::vector<std::string> param_names() const;
+};
+
+/**
+ * Reads `path` and applies `overrides` (command-line tokens like {"--fit.replicas", "100"}).
+ * Throws ef::Error (exit code 2) naming the file and line or the key on any problem.
+ */
+FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& overrides);
+
+/// Text for `ensemblefit fit --help`: every key with its default and meaning.
+std::string fit_config_help();
+
+}  // namespace ef

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ensemblefit/comm/mpi_context.hpp>
+
+namespace ef {
+
+/// `ensemblefit fit` options that are not config keys.
+struct FitRunOptions {
+    std::string config_path;
+    std::vector<std::string> overrides;  ///< "--section.key=value" tokens
+    std::string shard;                   ///< "", "i/n" or "auto"
+    bool resume = false;
+    bool overwrite = false;
+    bool dry_run = false;
+    double progress_interval = 5.0;  ///< seconds between plain progress lines (non-terminal)
+};
+
+/**
+ * One ensemble fit over all ranks of `ctx`: every rank reads the config and data and builds
+ * its worker; rank 0 owns the output file. Replica blocks are computed on every rank (rank 0
+ * too) and written by rank 0 as they arrive. Throws ef::Error for bad input (identically on
+ * every rank, so the caller can exit cleanly); a failure in the middle of the run aborts the
+ * job after rank 0's file is flushed.
+ */
+void run_fit(const FitRunOptions& options, const MpiContext& ctx);
+
+/// `ensemblefit merge`: joins shard files into one file equal to an unsharded run's.
+void run_merge(const std::string& output, const std::vector<std::string>& inputs, bool overwrite);
+
+/// Threads for a CPU rank: `configured` if > 0, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS,
+/// else cores / ranks on this node. `warning` is set when ranks x threads exceed the cores.
+int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning);
+
+/// i/n from "i/n" or, for "auto", from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT.
+void parse_shard(const std::string& text, int& index, int& count);
+
+}  // namespace ef

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ensemblefit/config/fit_config.hpp>
+#include <ensemblefit/io/data_table.hpp>
+
+namespace ef {
+
+class CompiledModel;
+
+/**
+ * Everything a worker needs to fit replicas: the resolved config (with `params` reordered into
+ * the model's parameter order), the validated data, and the compiled model. Built once per rank
+ * and shared read-only by all threads; replica r's result depends on nothing else.
+ */
+struct FitProblem {
+    FitConfig config;
+    DataTable data;
+    std::shared_ptr<const CompiledModel> model;
+
+    int num_params() const { return static_cast<int>(config.params.size()); }
+    /// Model name and a one-line description of its size and cost.
+    std::string describe_model() const;
+    /// Model FLOPs for one evaluation at all points (values only), 0 when not counted.
+    double model_flops() const;
+};
+
+/**
+ * Compiles the configured model against the data and checks the [param.NAME] sections against
+ * the model's parameters. Throws ef::Error (exit code 2) naming the key or formula column.
+ */
+FitProblem make_fit_problem(FitConfig config, DataTable data);
+
+/// The parameter names a built-in model expects, in order (empty for `formula`).
+std::vector<std::string> builtin_param_names(const FitConfig& config);
+
+}  // namespace ef

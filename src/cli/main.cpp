@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// The ensemblefit command line: subcommands over one MPI_Init/Finalize.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include <ensemblefit/comm/mpi_context.hpp>
+#include <ensemblefit/config/fit_config.hpp>
+#include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/ensemble_run.hpp>
+
+#include "src/cli/commands.hpp"
+
+namespace po = boost::program_options;
+
+namespace ef {
+namespace {
+
+const char* kUsage =
+    "usage: ensemblefit COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  fit CONFIG.ini [--section.key VALUE ...] [--shard i/n | --shard auto] [--resume]\n"
+    "                 bootstrap ensemble fit of the configured model (run under mpirun)\n"
+    "  merge -o OUT.h5 SHARD.h5 ...   join shard files into one result\n"
+    "  --version      version and build options\n"
+    "  COMMAND --help options of one command\n";
+
+void print_version() {
+    std::printf("ensemblefit %s (%s)\nbuild: %s, %s, CUDA %s\n", EF_VERSION, EF_GIT_DESCRIBE, EF_BUILD_TYPE,
+                EF_CXX_COMPILER, EF_HAVE_CUDA ? "on (architectures " EF_CUDA_ARCHITECTURES ")" : "off");
+}
+
+void fit_help() {
+    std::printf(
+        "usage: ensemblefit fit CONFIG.ini [options] [--section.key VALUE ...]\n\n"
+        "options:\n"
+        "  --shard i/n     fit only shard i of n (0-based) of replicas 1..R; shard 0 also fits\n"
+        "                  replica 0. 'auto' takes i and n from SLURM_ARRAY_TASK_ID/_COUNT\n"
+        "  --resume        finish an interrupted run: fit only the replicas the output lacks\n"
+        "  --overwrite     replace an existing output file (refused otherwise)\n"
+        "  --dry-run       read and check everything, print the plan and cost, fit nothing\n"
+        "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
+        "  -h, --help      this text\n\n%s",
+        fit_config_help().c_str());
+}
+
+int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
+    FitRunOptions opt;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](const std::string& name) -> std::string {
+            if (i + 1 >= args.size()) throw usage_error(name + ": expects a value");
+            return args[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            if (ctx.is_root()) fit_help();
+            return 0;
+        } else if (a == "--shard") {
+            opt.shard = value(a);
+        } else if (a.rfind("--shard=", 0) == 0) {
+            opt.shard = a.substr(8);
+        } else if (a == "--resume") {
+            opt.resume = true;
+        } else if (a == "--overwrite") {
+            opt.overwrite = true;
+        } else if (a == "--dry-run") {
+            opt.dry_run = true;
+        } else if (a == "--progress-interval") {
+            opt.progress_interval = std::stod(value(a));
+        } else if (a.rfind("--", 0) == 0 && a.find('.') != std::string::npos) {
+            // --section.key VALUE or --section.key=VALUE: a config override.
+            const auto eq = a.find('=');
+            if (eq != std::string::npos) opt.overrides.push_back(a);
+            else opt.overrides.push_back(a + "=" + value(a));
+        } else if (a.rfind("-", 0) == 0) {
+            throw usage_error("fit: unknown option '" + a + "' (see ensemblefit fit --help)");
+        } else if (opt.config_path.empty()) {
+            opt.config_path = a;
+        } else {
+            throw usage_error("fit: unexpected argument '" + a + "' (one config file only)");
+        }
+    }
+    if (opt.config_path.empty()) throw usage_error("fit: no config file given (see ensemblefit fit --help)");
+    if (opt.resume && opt.overwrite) throw usage_error("fit: --resume and --overwrite exclude each other");
+    run_fit(opt, ctx);
+    return 0;
+}
+
+int cmd_merge(const std::vector<std::string>& args, const MpiContext& ctx) {
+    po::options_description desc("usage: ensemblefit merge -o OUT.h5 SHARD.h5 ...\n\noptions");
+    std::string output;
+    std::vector<std::string> inputs;
+    desc.add_options()("help,h", "this text")("output,o", po::value<std::string>(&output), "merged output file")(
+        "overwrite", "replace an existing output file")("inputs", po::value<std::vector<std::string>>(&inputs),
+                                                          "shard files, in any order");
+    po::positional_options_description pos;
+    pos.add("inputs", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw usage_error(std::string("merge: ") + e.what());
+    }
+    if (vm.count("help")) {
+        if (ctx.is_root()) std::cout << desc << "\n";
+        return 0;
+    }
+    if (output.empty()) throw usage_error("merge: -o OUT.h5 is required");
+    if (ctx.is_root()) run_merge(output, inputs, vm.count("overwrite") > 0);
+    return 0;
+}
+
+}  // namespace
+}  // namespace ef
+
+int main(int argc, char** argv) {
+    using namespace ef;
+    MPI_Init(&argc, &argv);
+    int code = 0;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    try {
+        MpiContext ctx;
+        const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
+        const std::string cmd = argc > 1 ? argv[1] : "";
+        if (cmd.empty() || cmd == "-h" || cmd == "--help" || cmd == "help") {
+            if (rank == 0) std::printf("%s", kUsage);
+            code = cmd.empty() ? 2 : 0;
+        } else if (cmd == "--version" || cmd == "version") {
+            if (rank == 0) print_version();
+        } else if (cmd == "fit") {
+            code = cmd_fit(args, ctx);
+        } else if (cmd == "merge") {
+            code = cmd_merge(args, ctx);
+        } else if (!run_extra_command(cmd, args, ctx, code)) {
+            throw usage_error("unknown command '" + cmd + "' (see ensemblefit --help)");
+        }
+    } catch (const Error& e) {
+        // Input errors are found identically on every rank; one line from rank 0 is enough.
+        if (rank == 0) std::fprintf(stderr, "ensemblefit: error: %s\n", e.what());
+        code = static_cast<int>(e.code());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, e.what());
+        code = 1;
+    }
+    std::fflush(stdout);
+    MPI_Finalize();
+    return code;
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#include <ensemblefit/comm/mpi_context.hpp>
+
+#include <ensemblefit/core/error.hpp>
+
+namespace ef {
+
+void mpi_fail(const char* call, int code, const char* file, int line) {
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(code, text, &len);
+    throw runtime_error(std::string("MPI call failed: ") + call + ": " + text + " (" + file + ":" +
+                        std::to_string(line) + ")");
+}
+
+MpiContext::MpiContext(MPI_Comm world) : world_(world) {
+    EF_MPI_CHECK(MPI_Comm_rank(world_, &rank_));
+    EF_MPI_CHECK(MPI_Comm_size(world_, &size_));
+    EF_MPI_CHECK(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_));
+    EF_MPI_CHECK(MPI_Comm_rank(node_, &local_rank_));
+    EF_MPI_CHECK(MPI_Comm_size(node_, &local_size_));
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    EF_MPI_CHECK(MPI_Get_processor_name(name, &len));
+    host_.assign(name, static_cast<size_t>(len));
+}
+
+MpiContext::~MpiContext() {
+    if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+std::string MpiContext::broadcast(const std::string& s) const {
+    long long n = static_cast<long long>(s.size());
+    EF_MPI_CHECK(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, world_));
+    std::string out = rank_ == 0 ? s : std::string(static_cast<size_t>(n), '\0');
+    if (n > 0) EF_MPI_CHECK(MPI_Bcast(out.data(), static_cast<int>(n), MPI_CHAR, 0, world_));
+    return out;
+}
+
+std::vector<std::string> MpiContext::gather(const std::string& s) const {
+    int n = static_cast<int>(s.size());
+    std::vector<int> sizes(static_cast<size_t>(size_));
+    EF_MPI_CHECK(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, world_));
+    std::vector<int> displs(static_cast<size_t>(size_), 0);
+    int total = 0;
+    for (int r = 0; r < size_; ++r) {
+        displs[static_cast<size_t>(r)] = total;
+        total += sizes[static_cast<size_t>(r)];
+    }
+    std::string all(static_cast<size_t>(rank_ == 0 ? total : 0), '\0');
+    EF_MPI_CHECK(MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, 0,
+                             world_));
+    std::vector<std::string> out;
+    if (rank_ == 0)
+        for (int r = 0; r < size_; ++r)
+            out.push_back(all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]),
+                                     static_cast<size_t>(sizes[static_cast<size_t>(r)])));
+    return out;
+}
+
+}  // namespace ef

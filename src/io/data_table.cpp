@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+#include <ensemblefit/io/data_table.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/io/h5.hpp"
+
+namespace ef {
+namespace {
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::stringstream ss(line);
+    while (std::getline(ss, cell, ',')) cells.push_back(trim(cell));
+    if (!line.empty() && line.back() == ',') cells.emplace_back();
+    return cells;
+}
+
+struct ColumnSource {
+    std::vector<std::vector<double>> values;
+    std::vector<int> lines;  ///< CSV line of each row (empty for HDF5)
+};
+
+ColumnSource read_csv(const std::string& path, const std::vector<std::string>& names) {
+    std::ifstream in(path);
+    if (!in) throw data_error(path + ": cannot open data file (" + std::strerror(errno) + ")");
+    ColumnSource src;
+    src.values.resize(names.size());
+    std::vector<int> index(names.size(), -1);
+    std::vector<std::string> header;
+    std::string raw;
+    int line = 0;
+    while (std::getline(in, raw)) {
+        ++line;
+        const std::string s = trim(raw);
+        if (s.empty() || s[0] == '#') continue;
+        const std::vector<std::string> cells = split_csv(s);
+        if (header.empty()) {
+            header = cells;
+            for (size_t c = 0; c < names.size(); ++c) {
+                for (size_t h = 0; h < header.size(); ++h)
+                    if (header[h] == names[c]) index[c] = static_cast<int>(h);
+                if (index[c] < 0) {
+                    std::string all;
+                    for (const auto& h : header) all += (all.empty() ? "" : ", ") + h;
+                    throw data_error(path + ":" + std::to_string(line) + ": no column '" + names[c] +
+                                     "' (columns: " + all + ")");
+                }
+            }
+            continue;
+        }
+        if (cells.size() != header.size())
+            throw data_error(path + ":" + std::to_string(line) + ": " + std::to_string(cells.size()) +
+                             " cells, the header has " + std::to_string(header.size()));
+        for (size_t c = 0; c < names.size(); ++c) {
+            const std::string& cell = cells[static_cast<size_t>(index[c])];
+            char* end = nullptr;
+            errno = 0;
+            const double v = std::strtod(cell.c_str(), &end);
+            if (cell.empty() || end != cell.c_str() + cell.size())
+                throw data_error(path + ":" + std::to_string(line) + ": column '" + names[c] +
+                                 "': not a number: '" + cell + "'");
+            src.values[c].push_back(v);
+        }
+        src.lines.push_back(line);
+    }
+    if (header.empty()) throw data_error(path + ": empty data file (no header row)");
+    return src;
+}
+
+ColumnSource read_h5(const std::string& path, const std::vector<std::string>& names) {
+    const h5::File f = h5::File::open_read(path);
+    ColumnSource src;
+    for (const auto& name : names) {
+        if (!f.exists(name)) {
+            std::string all;
+            for (const auto& s : f.list("/")) all += (all.empty() ? "" : ", ") + s;
+            throw data_error(path + ": no dataset '" + name + "' (datasets: " + all + ")");
+        }
+        const auto shape = f.shape(name);
+        if (shape.size() != 1)
+            throw data_error(path + ": dataset '" + name + "' must be 1-D, it has " +
+                             std::to_string(shape.size()) + " dimensions");
+        src.values.push_back(f.read_double(name));
+        if (src.values.back().size() != src.values.front().size())
+            throw data_error(path + ": dataset '" + name + "' has " +
+                             std::to_string(src.values.back().size()) + " rows, '" + names.front() +
+                             "' has " + std::to_string(src.values.front().size()));
+    }
+    return src;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> read_columns(const std::string& path,
+                                              const std::vector<std::string>& names) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+        throw data_error(path + ": cannot open data file (" + std::strerror(errno) + ")");
+    return h5::is_hdf5(path) ? read_h5(path, names).values : read_csv(path, names).values;
+}
+
+std::uint64_t checksum_of(const DataTable& d) {
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&](const std::vector<double>& v) {
+        const auto* b = reinterpret_cast<const unsigned char*>(v.data());
+        for (size_t i = 0; i < v.size() * sizeof(double); ++i) {
+            h ^= b[i];
+            h *= 1099511628211ULL;
+        }
+    };
+    mix(d.x);
+    mix(d.y);
+    mix(d.sigma);
+    return h;
+}
+
+DataTable load_data(const FitConfig& cfg) {
+    struct stat st {};
+    if (stat(cfg.data_file.c_str(), &st) != 0)
+        throw usage_error(cfg.where("data.file") + ": cannot open data file '" + cfg.data_file +
+                          "' (" + std::strerror(errno) + ")");
+    std::vector<std::string> names = cfg.x_columns;
+    names.push_back(cfg.y_column);
+    if (!cfg.sigma_is_constant) names.push_back(cfg.sigma);
+    const bool hdf5 = h5::is_hdf5(cfg.data_file);
+    const ColumnSource src = hdf5 ? read_h5(cfg.data_file, names) : read_csv(cfg.data_file, names);
+
+    DataTable d;
+    d.nx = static_cast<int>(cfg.x_columns.size());
+    d.x_names = cfg.x_columns;
+    d.n = static_cast<int>(src.values.front().size());
+    if (d.n == 0) throw data_error(cfg.data_file + ": no data rows");
+    d.x.resize(static_cast<size_t>(d.n) * d.nx);
+    d.y = src.values[static_cast<size_t>(d.nx)];
+    d.sigma = cfg.sigma_is_constant ? std::vector<double>(static_cast<size_t>(d.n), cfg.sigma_constant)
+                                    : src.values[static_cast<size_t>(d.nx) + 1];
+    auto where = [&](int i) {
+        return hdf5 ? cfg.data_file + ": row " + std::to_string(i)
+                    : cfg.data_file + ":" + std::to_string(src.lines[static_cast<size_t>(i)]);
+    };
+    for (int i = 0; i < d.n; ++i) {
+        for (int c = 0; c < d.nx; ++c) {
+            const double v = src.values[static_cast<size_t>(c)][static_cast<size_t>(i)];
+            if (!std::isfinite(v))
+                throw data_error(where(i) + ": column '" + names[static_cast<size_t>(c)] + "': " +
+                                 (std::isnan(v) ? "NaN" : "infinite value"));
+            d.x[static_cast<size_t>(i) * d.nx + c] = v;
+        }
+        if (!std::isfinite(d.y[static_cast<size_t>(i)]))
+            throw data_error(where(i) + ": column '" + cfg.y_column + "': " +
+                             (std::isnan(d.y[static_cast<size_t>(i)]) ? "NaN" : "infinite value"));
+        const double s = d.sigma[static_cast<size_t>(i)];
+        if (!cfg.sigma_is_constant && (!std::isfinite(s) || !(s > 0.0))) {
+            std::ostringstream os;
+            os << s;
+            throw data_error(where(i) + ": column '" + cfg.sigma +
+                             "': uncertainties must be positive and finite, got " + os.str());
+        }
+    }
+    d.checksum = checksum_of(d);
+    return d;
+}
+
+}  // namespace ef

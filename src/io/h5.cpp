@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+#include "src/io/h5.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include <ensemblefit/core/error.hpp>
+
+namespace ef::h5 {
+
+void fail(const char* call, const char* file, int line, const std::string& path) {
+    throw runtime_error(path + ": HDF5 call failed: " + call + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+void quiet_errors() {
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+bool is_hdf5(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char sig[8] = {};
+    in.read(sig, 8);
+    return in.gcount() == 8 && std::memcmp(sig, "\x89HDF\r\n\x1a\n", 8) == 0;
+}
+
+namespace {
+
+H5Handle dataset(const File& f, const std::string& name) {
+    const hid_t id = H5Dopen2(f.id(), name.c_str(), H5P_DEFAULT);
+    if (id < 0) throw data_error(f.path() + ": no dataset '" + name + "'");
+    return H5Handle(id, H5Dclose);
+}
+
+H5Handle object(const File& f, const std::string& name) {
+    const hid_t id = H5Oopen(f.id(), name.c_str(), H5P_DEFAULT);
+    if (id < 0) throw data_error(f.path() + ": no object '" + name + "'");
+    return H5Handle(id, H5Oclose);
+}
+
+void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t rows,
+                    std::uint64_t cols, const void* fill) {
+    hsize_t dims[2] = {rows, cols};
+    H5Handle space(EF_H5_CHECK(H5Screate_simple(cols ? 2 : 1, dims, nullptr), f.path()), H5Sclose);
+    H5Handle dcpl(EF_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), f.path()), H5Pclose);
+    EF_H5_CHECK(H5Pset_fill_value(dcpl.get(), type, fill), f.path());
+    // Allocate early so later row writes never change the file's metadata.
+    EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
+    H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), f.path()), H5Pclose);
+    EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), f.path());
+    H5Handle ds(EF_H5_CHECK(H5Dcreate2(f.id(), name.c_str(), type, space.get(), lcpl.get(),
+                                       dcpl.get(), H5P_DEFAULT), f.path()), H5Dclose);
+}
+
+void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row,
+                 std::uint64_t count, const void* data) {
+    if (count == 0) return;
+    H5Handle ds = dataset(f, name);
+    H5Handle fspace(EF_H5_CHECK(H5Dget_space(ds.get()), f.path()), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(fspace.get());
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(fspace.get(), dims, nullptr);
+    hsize_t start[2] = {row, 0};
+    hsize_t cnt[2] = {count, rank == 2 ? dims[1] : 1};
+    EF_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), f.path());
+    H5Handle mspace(EF_H5_CHECK(H5Screate_simple(rank, cnt, nullptr), f.path()), H5Sclose);
+    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data), f.path());
+}
+
+template <class T>
+std::vector<T> read_all(const File& f, const std::string& name, hid_t type) {
+    H5Handle ds = dataset(f, name);
+    H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), f.path()), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    std::vector<T> v(static_cast<size_t>(n));
+    if (n > 0)
+        EF_H5_CHECK(H5Dread(ds.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), f.path());
+    return v;
+}
+
+H5Handle open_or_create_attr(File& f, const std::string& obj, const std::string& name, hid_t type,
+                             hid_t space) {
+    H5Handle o = object(f, obj);
+    if (H5Aexists(o.get(), name.c_str()) > 0) EF_H5_CHECK(H5Adelete(o.get(), name.c_str()), f.path());
+    return H5Handle(EF_H5_CHECK(H5Acreate2(o.get(), name.c_str(), type, space, H5P_DEFAULT,
+                                           H5P_DEFAULT), f.path()), H5Aclose);
+}
+
+H5Handle open_attr(const File& f, const std::string& obj, const std::string& name) {
+    H5Handle o = object(f, obj);
+    const hid_t a = H5Aopen(o.get(), name.c_str(), H5P_DEFAULT);
+    if (a < 0) throw data_error(f.path() + ": no attribute '" + name + "' on '" + obj + "'");
+    return H5Handle(a, H5Aclose);
+}
+
+}  // namespace
+
+File File::create(const std::string& path) {
+    quiet_errors();
+    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (id < 0) throw runtime_error(path + ": cannot create HDF5 file");
+    return File(H5Handle(id, H5Fclose), path);
+}
+
+File File::open_read(const std::string& path) {
+    quiet_errors();
+    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (id < 0) throw data_error(path + ": cannot open as an HDF5 file");
+    return File(H5Handle(id, H5Fclose), path);
+}
+
+File File::open_write(const std::string& path) {
+    quiet_errors();
+    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    if (id < 0) throw runtime_error(path + ": cannot open HDF5 file for writing");
+    return File(H5Handle(id, H5Fclose), path);
+}
+
+bool File::exists(const std::string& name) const {
+    // Check each path component: H5Lexists fails on a missing intermediate group.
+    std::string partial;
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = name.find('/', pos + 1);
+        partial = name.substr(0, pos);
+        if (partial.empty() || partial == "/") continue;
+        if (H5Lexists(id(), partial.c_str(), H5P_DEFAULT) <= 0) return false;
+    }
+    return true;
+}
+
+void File::create_group(const std::string& name) {
+    H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), path_), H5Pclose);
+    EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), path_);
+    H5Handle g(EF_H5_CHECK(H5Gcreate2(id(), name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), path_),
+               H5Gclose);
+}
+
+std::vector<std::string> File::list(const std::string& group) const {
+    std::vector<std::string> names;
+    H5Handle g(H5Gopen2(id(), group.c_str(), H5P_DEFAULT), H5Gclose);
+    if (!g) return names;
+    H5G_info_t info;
+    EF_H5_CHECK(H5Gget_info(g.get(), &info), path_);
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+        const ssize_t len = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
+                                               H5P_DEFAULT);
+        std::string s(static_cast<size_t>(len), '\0');
+        H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size() + 1,
+                           H5P_DEFAULT);
+        names.push_back(s);
+    }
+    return names;
+}
+
+void File::create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill) {
+    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill);
+}
+void File::create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill) {
+    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill);
+}
+void File::write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const double* data) {
+    write_block(*this, name, H5T_NATIVE_DOUBLE, row, count, data);
+}
+void File::write_rows(const std::string& name, std::uint64_t row, std::uint64_t count,
+                      const std::int64_t* data) {
+    write_block(*this, name, H5T_NATIVE_INT64, row, count, data);
+}
+void File::write(const std::string& name, const std::vector<double>& v, std::uint64_t cols) {
+    const std::uint64_t rows = cols ? v.size() / cols : v.size();
+    create_double(name, rows, cols, 0.0);
+    write_rows(name, 0, rows, v.data());
+}
+void File::write(const std::string& name, const std::vector<std::int64_t>& v, std::uint64_t cols) {
+    const std::uint64_t rows = cols ? v.size() / cols : v.size();
+    create_int64(name, rows, cols, 0);
+    write_rows(name, 0, rows, v.data());
+}
+
+std::vector<std::uint64_t> File::shape(const std::string& name) const {
+    H5Handle ds = dataset(*this, name);
+    H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), path_), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    std::vector<hsize_t> dims(static_cast<size_t>(rank > 0 ? rank : 0));
+    if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    return {dims.begin(), dims.end()};
+}
+std::vector<double> File::read_double(const std::string& name) const {
+    return read_all<double>(*this, name, H5T_NATIVE_DOUBLE);
+}
+std::vector<std::int64_t> File::read_int64(const std::string& name) const {
+    return read_all<std::int64_t>(*this, name, H5T_NATIVE_INT64);
+}
+
+void File::set_attr(const std::string& obj, const std::string& name, const std::string& value) {
+    H5Handle type(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
+    EF_H5_CHECK(H5Tset_size(type.get(), value.empty() ? 1 : value.size()), path_);
+    EF_H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8), path_);
+    H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
+    H5Handle a = open_or_create_attr(*this, obj, name, type.get(), space.get());
+    const std::string padded = value.empty() ? std::string(1, '\0') : value;
+    EF_H5_CHECK(H5Awrite(a.get(), type.get(), padded.data()), path_);
+}
+void File::set_attr(const std::string& obj, const std::string& name, double value) {
+    H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
+    H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_DOUBLE, space.get());
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), path_);
+}
+void File::set_attr(const std::string& obj, const std::string& name, std::int64_t value) {
+    H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
+    H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_INT64, space.get());
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_INT64, &value), path_);
+}
+void File::set_attr(const std::string& obj, const std::string& name, const std::vector<std::string>& v) {
+    // Variable-length strings: readable by h5py as a list of str.
+    H5Handle type(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
+    EF_H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE), path_);
+    EF_H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8), path_);
+    hsize_t n = v.size();
+    H5Handle space(EF_H5_CHECK(H5Screate_simple(1, &n, nullptr), path_), H5Sclose);
+    H5Handle a = open_or_create_attr(*this, obj, name, type.get(), space.get());
+    std::vector<const char*> ptrs;
+    for (const auto& s : v) ptrs.push_back(s.c_str());
+    EF_H5_CHECK(H5Awrite(a.get(), type.get(), ptrs.data()), path_);
+}
+void File::set_attr(const std::string& obj, const std::string& name, const std::vector<double>& v) {
+    hsize_t n = v.size();
+    H5Handle space(EF_H5_CHECK(H5Screate_simple(1, &n, nullptr), path_), H5Sclose);
+    H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_DOUBLE, space.get());
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, v.data()), path_);
+}
+bool File::has_attr(const std::string& obj, const std::string& name) const {
+    H5Handle o(H5Oopen(id(), obj.c_str(), H5P_DEFAULT), H5Oclose);
+    return o && H5Aexists(o.get(), name.c_str()) > 0;
+}
+std::string File::attr_string(const std::string& obj, const std::string& name) const {
+    H5Handle a = open_attr(*this, obj, name);
+    H5Handle type(EF_H5_CHECK(H5Aget_type(a.get()), path_), H5Tclose);
+    if (H5Tis_variable_str(type.get()) > 0) {
+        char* s = nullptr;
+        H5Handle mt(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
+        EF_H5_CHECK(H5Tset_size(mt.get(), H5T_VARIABLE), path_);
+        EF_H5_CHECK(H5Aread(a.get(), mt.get(), &s), path_);
+        std::string out = s ? s : "";
+        H5free_memory(s);
+        return out;
+    }
+    const size_t size = H5Tget_size(type.get());
+    std::string s(size, '\0');
+    EF_H5_CHECK(H5Aread(a.get(), type.get(), s.data()), path_);
+    const auto z = s.find('\0');
+    if (z != std::string::npos) s.resize(z);
+    return s;
+}
+double File::attr_double(const std::string& obj, const std::string& name) const {
+    H5Handle a = open_attr(*this, obj, name);
+    double v = 0;
+    EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v), path_);
+    return v;
+}
+std::int64_t File::attr_int64(const std::string& obj, const std::string& name) const {
+    H5Handle a = open_attr(*this, obj, name);
+    std::int64_t v = 0;
+    EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_INT64, &v), path_);
+    return v;
+}
+std::vector<std::string> File::attr_strings(const std::string& obj, const std::string& name) const {
+    H5Handle a = open_attr(*this, obj, name);
+    H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), path_), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    std::vector<char*> ptrs(static_cast<size_t>(n), nullptr);
+    H5Handle mt(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
+    EF_H5_CHECK(H5Tset_size(mt.get(), H5T_VARIABLE), path_);
+    EF_H5_CHECK(H5Aread(a.get(), mt.get(), ptrs.data()), path_);
+    std::vector<std::string> out;
+    for (char* p : ptrs) {
+        out.emplace_back(p ? p : "");
+        H5free_memory(p);
+    }
+    return out;
+}
+std::vector<double> File::attr_doubles(const std::string& obj, const std::string& name) const {
+    H5Handle a = open_attr(*this, obj, name);
+    H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), path_), H5Sclose);
+    std::vector<double> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space.get())));
+    if (!v.empty()) EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_DOUBLE, v.data()), path_);
+    return v;
+}
+
+void File::flush() { EF_H5_CHECK(H5Fflush(id(), H5F_SCOPE_GLOBAL), path_); }
+void File::close() { h_.reset(); }
+
+}  // namespace ef::h5

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+/**
+ * Thin checked wrappers over the HDF5 C API (internal; public headers never include hdf5.h).
+ *
+ * Every call goes through EF_H5_CHECK, which throws ef::Error naming the call, the source file
+ * and line and the HDF5 file; handles are owned by H5Handle, so no path leaks an hid_t or closes
+ * one twice. Only what ensemblefit needs: 1-D and 2-D datasets of double and int64, fixed-size
+ * datasets written in row blocks (results are appended as chunks finish), and attributes.
+ */
+namespace ef::h5 {
+
+[[noreturn]] void fail(const char* call, const char* file, int line, const std::string& path);
+
+#define EF_H5_CHECK(call, path)                                          \
+    ([&]() {                                                             \
+        auto ef_h5_r = (call);                                           \
+        if (ef_h5_r < 0) ::ef::h5::fail(#call, __FILE__, __LINE__, path); \
+        return ef_h5_r;                                                  \
+    }())
+
+/// Owns one hid_t and closes it with the right H5*close.
+class H5Handle {
+   public:
+    using Closer = herr_t (*)(hid_t);
+    H5Handle() = default;
+    H5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+    H5Handle(const H5Handle&) = delete;
+    H5Handle& operator=(const H5Handle&) = delete;
+    H5Handle(H5Handle&& o) noexcept : id_(std::exchange(o.id_, -1)), closer_(o.closer_) {}
+    H5Handle& operator=(H5Handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            id_ = std::exchange(o.id_, -1);
+            closer_ = o.closer_;
+        }
+        return *this;
+    }
+    ~H5Handle() { reset(); }
+    void reset() {
+        if (id_ >= 0 && closer_) closer_(id_);
+        id_ = -1;
+    }
+    hid_t get() const { return id_; }
+    explicit operator bool() const { return id_ >= 0; }
+
+   private:
+    hid_t id_ = -1;
+    Closer closer_ = nullptr;
+};
+
+/// Silences HDF5's own error printing once per process; ef reports errors itself.
+void quiet_errors();
+
+/// True if `path` is an HDF5 file (by its signature).
+bool is_hdf5(const std::string& path);
+
+class File {
+   public:
+    /// Creates (truncating) `path` for writing.
+    static File create(const std::string& path);
+    static File open_read(const std::string& path);
+    static File open_write(const std::string& path);
+
+    const std::string& path() const { return path_; }
+    hid_t id() const { return h_.get(); }
+
+    bool exists(const std::string& name) const;
+    void create_group(const std::string& name);
+    /// Names of the objects directly under `group`.
+    std::vector<std::string> list(const std::string& group) const;
+
+    /// Creates a rows x cols dataset (cols = 0 for 1-D) filled with `fill`.
+    void create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill);
+    void create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill);
+    /// Writes rows [row, row + count) of a dataset from row-major data.
+    void write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const double* data);
+    void write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const std::int64_t* data);
+    /// Creates and writes a whole dataset.
+    void write(const std::string& name, const std::vector<double>& v, std::uint64_t cols = 0);
+    void write(const std::string& name, const std::vector<std::int64_t>& v, std::uint64_t cols = 0);
+
+    /// Shape of a dataset (1 or 2 dimensions).
+    std::vector<std::uint64_t> shape(const std::string& name) const;
+    std::vector<double> read_double(const std::string& name) const;
+    std::vector<std::int64_t> read_int64(const std::string& name) const;
+
+    void set_attr(const std::string& obj, const std::string& name, const std::string& value);
+    void set_attr(const std::string& obj, const std::string& name, double value);
+    void set_attr(const std::string& obj, const std::string& name, std::int64_t value);
+    void set_attr(const std::string& obj, const std::string& name, const std::vector<std::string>& v);
+    void set_attr(const std::string& obj, const std::string& name, const std::vector<double>& v);
+    bool has_attr(const std::string& obj, const std::string& name) const;
+    std::string attr_string(const std::string& obj, const std::string& name) const;
+    double attr_double(const std::string& obj, const std::string& name) const;
+    std::int64_t attr_int64(const std::string& obj, const std::string& name) const;
+    std::vector<std::string> attr_strings(const std::string& obj, const std::string& name) const;
+    std::vector<double> attr_doubles(const std::string& obj, const std::string& name) const;
+
+    /// Pushes everything written so far to disk (after every chunk: a kill loses only what is
+    /// in flight).
+    void flush();
+    void close();
+
+   private:
+    File(H5Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
+    H5Handle h_;
+    std::string path_;
+};
+
+}  // namespace ef::h5

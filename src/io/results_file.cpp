@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+#include "src/io/results_file.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/error.hpp>
+
+namespace ef {
+
+ReplicaSpan shard_span(std::int64_t R, const ShardSpec& s) {
+    ReplicaSpan span;
+    span.begin = 1 + R * s.index / s.count;
+    span.end = 1 + R * (s.index + 1) / s.count;
+    span.central = s.index == 0;
+    return span;
+}
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+void write_identity(h5::File& f, const RunIdentity& id) {
+    f.set_attr("/", "ensemblefit_version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
+    f.set_attr("/", "build_options",
+               std::string("build=" EF_BUILD_TYPE "; compiler=" EF_CXX_COMPILER "; cuda=") +
+                   (EF_HAVE_CUDA ? "on (" EF_CUDA_ARCHITECTURES ")" : "off"));
+    f.set_attr("/", "config", id.resolved_config);
+    f.set_attr("/", "canonical_config", id.canonical_config);
+    f.set_attr("/", "data_checksum", id.data_checksum);
+    f.set_attr("/", "model", id.model);
+    f.set_attr("/", "param_names", id.param_names);
+    f.set_attr("/", "replicas_total", id.replicas_total);
+    f.set_attr("/", "shard_index", static_cast<std::int64_t>(id.shard.index));
+    f.set_attr("/", "shard_count", static_cast<std::int64_t>(id.shard.count));
+    f.set_attr("/", "range_begin", id.span.begin);
+    f.set_attr("/", "range_end", id.span.end);
+    f.set_attr("/", "has_central", static_cast<std::int64_t>(id.span.central ? 1 : 0));
+}
+
+RunIdentity read_identity(const h5::File& f) {
+    RunIdentity id;
+    if (!f.has_attr("/", "canonical_config"))
+        throw usage_error(f.path() + ": not an ensemblefit result file (no canonical_config attribute)");
+    id.canonical_config = f.attr_string("/", "canonical_config");
+    id.resolved_config = f.attr_string("/", "config");
+    id.data_checksum = f.attr_string("/", "data_checksum");
+    id.model = f.attr_string("/", "model");
+    id.param_names = f.attr_strings("/", "param_names");
+    id.replicas_total = f.attr_int64("/", "replicas_total");
+    id.shard.index = static_cast<int>(f.attr_int64("/", "shard_index"));
+    id.shard.count = static_cast<int>(f.attr_int64("/", "shard_count"));
+    id.span.begin = f.attr_int64("/", "range_begin");
+    id.span.end = f.attr_int64("/", "range_end");
+    id.span.central = f.attr_int64("/", "has_central") != 0;
+    return id;
+}
+
+}  // namespace
+
+ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) {
+    h5::File f = h5::File::create(path);
+    const std::uint64_t P = id.param_names.size();
+    const std::uint64_t M = static_cast<std::uint64_t>(id.span.size());
+    write_identity(f, id);
+    if (id.span.central) {
+        f.create_double("/central/params", P, 0, kNaN);
+        f.create_double("/central/chi2", 1, 0, kNaN);
+        f.create_int64("/central/status", 1, 0, -1);
+        f.create_int64("/central/iterations", 1, 0, 0);
+        f.create_double("/central/covariance", P, P, kNaN);
+        f.set_attr("/central/params", "param_names", id.param_names);
+    }
+    f.create_group("/replicas");
+    std::vector<std::int64_t> index(M);
+    for (std::uint64_t i = 0; i < M; ++i) index[i] = id.span.begin + static_cast<std::int64_t>(i);
+    f.write("/replicas/index", index);
+    f.create_double("/replicas/params", M, P, kNaN);
+    f.set_attr("/replicas/params", "param_names", id.param_names);
+    f.create_double("/replicas/chi2", M, 0, kNaN);
+    f.create_int64("/replicas/status", M, 0, -1);
+    f.set_attr("/replicas/status", "meaning",
+               std::string("-1 not done, 0 converged, 1 max_iterations, 2 failed"));
+    f.create_int64("/replicas/iterations", M, 0, 0);
+    f.flush();
+    return ResultsFile(std::move(f), id);
+}
+
+ResultsFile ResultsFile::resume(const std::string& path, const RunIdentity& id) {
+    h5::File f = h5::File::open_write(path);
+    const RunIdentity old = read_identity(f);
+    if (old.canonical_config != id.canonical_config)
+        throw usage_error(path + ": --resume: the file was written with a different config "
+                                 "(compare its 'canonical_config' attribute)");
+    if (old.data_checksum != id.data_checksum)
+        throw usage_error(path + ": --resume: the data changed since the file was written");
+    if (old.span.begin != id.span.begin || old.span.end != id.span.end ||
+        old.span.central != id.span.central)
+        throw usage_error(path + ": --resume: the file holds shard " + std::to_string(old.shard.index) +
+                          "/" + std::to_string(old.shard.count) + ", not " +
+                          std::to_string(id.shard.index) + "/" + std::to_string(id.shard.count));
+    f.set_attr("/", "config", id.resolved_config);
+    return ResultsFile(std::move(f), id);
+}
+
+std::vector<std::int64_t> ResultsFile::pending() const {
+    std::vector<std::int64_t> out;
+    if (id_.span.central && file_.read_int64("/central/status")[0] < 0) out.push_back(0);
+    const auto status = file_.read_int64("/replicas/status");
+    for (size_t i = 0; i < status.size(); ++i)
+        if (status[i] < 0) out.push_back(id_.span.begin + static_cast<std::int64_t>(i));
+    return out;
+}
+
+void ResultsFile::write(const ReplicaBlock& b) {
+    const size_t P = static_cast<size_t>(b.P);
+    // Rows are contiguous runs of replica numbers; write each run with one hyperslab per
+    // dataset, and status last so that a row only counts as done once its values are on disk.
+    size_t i = 0;
+    while (i < b.size()) {
+        if (b.index[i] == 0) {
+            file_.write_rows("/central/params", 0, P, &b.params[i * P]);
+            file_.write_rows("/central/chi2", 0, 1, &b.chi2[i]);
+            file_.write_rows("/central/iterations", 0, 1, &b.iterations[i]);
+            file_.write_rows("/central/covariance", 0, P, b.covariance.data());
+            file_.flush();
+            file_.write_rows("/central/status", 0, 1, &b.status[i]);
+            ++i;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < b.size() && b.index[j] == b.index[j - 1] + 1) ++j;
+        const std::uint64_t row = static_cast<std::uint64_t>(b.index[i] - id_.span.begin);
+        const std::uint64_t cnt = j - i;
+        file_.write_rows("/replicas/params", row, cnt, &b.params[i * P]);
+        file_.write_rows("/replicas/chi2", row, cnt, &b.chi2[i]);
+        file_.write_rows("/replicas/iterations", row, cnt, &b.iterations[i]);
+        file_.flush();
+        file_.write_rows("/replicas/status", row, cnt, &b.status[i]);
+        i = j;
+    }
+    file_.flush();
+}
+
+ReplicaBlock ResultsFile::read_replicas() const {
+    ReplicaBlock b;
+    b.P = static_cast<int>(id_.param_names.size());
+    b.index = file_.read_int64("/replicas/index");
+    b.params = file_.read_double("/replicas/params");
+    b.chi2 = file_.read_double("/replicas/chi2");
+    b.status = file_.read_int64("/replicas/status");
+    b.iterations = file_.read_int64("/replicas/iterations");
+    return b;
+}
+
+void ResultsFile::write_summary(const EnsembleSummary& s) {
+    const std::uint64_t P = static_cast<std::uint64_t>(s.P);
+    for (const char* name : {"/summary/mean", "/summary/std", "/summary/covariance", "/summary/quantiles"})
+        if (file_.exists(name)) H5Ldelete(file_.id(), name, H5P_DEFAULT);
+    file_.write("/summary/mean", s.mean);
+    file_.write("/summary/std", s.std);
+    file_.write("/summary/covariance", s.covariance, P);
+    file_.write("/summary/quantiles", s.quantiles, P);
+    file_.set_attr("/summary/quantiles", "levels_percent",
+                   std::vector<double>(std::begin(kQuantileLevels), std::end(kQuantileLevels)));
+    file_.set_attr("/summary", "replicas_used", s.used);
+    file_.set_attr("/summary", "replicas_total", s.total);
+    file_.set_attr("/summary", "param_names", id_.param_names);
+    file_.flush();
+}
+
+ResultsContent read_results(const std::string& path) {
+    const h5::File f = h5::File::open_read(path);
+    ResultsContent c;
+    c.id = read_identity(f);
+    const int P = static_cast<int>(c.id.param_names.size());
+    if (c.id.span.central) {
+        c.central.P = P;
+        c.central.index = {0};
+        c.central.params = f.read_double("/central/params");
+        c.central.chi2 = f.read_double("/central/chi2");
+        c.central.status = f.read_int64("/central/status");
+        c.central.iterations = f.read_int64("/central/iterations");
+        c.central.covariance = f.read_double("/central/covariance");
+    }
+    c.replicas.P = P;
+    c.replicas.index = f.read_int64("/replicas/index");
+    c.replicas.params = f.read_double("/replicas/params");
+    c.replicas.chi2 = f.read_double("/replicas/chi2");
+    c.replicas.status = f.read_int64("/replicas/status");
+    c.replicas.iterations = f.read_int64("/replicas/iterations");
+    return c;
+}
+
+}  // namespace ef

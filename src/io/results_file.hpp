@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/report/ensemble_summary.hpp>
+
+#include "src/io/h5.hpp"
+
+namespace ef {
+
+/// Shard i of n (0-based): `--shard i/n`.
+struct ShardSpec {
+    int index = 0;
+    int count = 1;
+};
+
+/// What one output file holds: replicas [begin, end) in /replicas, and /central if `central`.
+struct ReplicaSpan {
+    std::int64_t begin = 1;
+    std::int64_t end = 1;
+    bool central = true;
+    std::int64_t size() const { return end - begin; }
+};
+
+/// Shard i of n holds a contiguous slice of 1..R (sizes differ by at most one); shard 0 also
+/// holds replica 0.
+ReplicaSpan shard_span(std::int64_t replicas, const ShardSpec& shard);
+
+/// Identity of a run, stored as root attributes and checked by --resume and merge.
+struct RunIdentity {
+    std::string canonical_config;
+    std::string resolved_config;
+    std::string data_checksum;  ///< hex
+    std::string model;
+    std::vector<std::string> param_names;
+    std::int64_t replicas_total = 0;
+    ShardSpec shard;
+    ReplicaSpan span;
+};
+
+/**
+ * The HDF5 result file of a fit (layout in design.md): datasets are created at full size when
+ * the run starts, filled with status -1, and written row block by row block as work units
+ * finish, with a flush after each, so a killed run keeps every finished block and --resume
+ * fits only the rows whose status is still -1. Only rank 0 opens it.
+ */
+class ResultsFile {
+   public:
+    static ResultsFile create(const std::string& path, const RunIdentity& id);
+    /// Opens an existing partial file, refusing one written by a different config or data.
+    static ResultsFile resume(const std::string& path, const RunIdentity& id);
+
+    /// Replica numbers not yet done (0 first when the central fit is missing).
+    std::vector<std::int64_t> pending() const;
+    void write(const ReplicaBlock& block);
+    /// /replicas arrays as stored now (rows in replica order).
+    ReplicaBlock read_replicas() const;
+    void write_summary(const EnsembleSummary& s);
+    h5::File& file() { return file_; }
+    const RunIdentity& identity() const { return id_; }
+    void close() { file_.close(); }
+
+   private:
+    ResultsFile(h5::File f, RunIdentity id) : file_(std::move(f)), id_(std::move(id)) {}
+    h5::File file_;
+    RunIdentity id_;
+};
+
+/// A complete result file read back (for merge and tests).
+struct ResultsContent {
+    RunIdentity id;
+    ReplicaBlock central;   ///< empty when the file holds no central fit
+    ReplicaBlock replicas;
+};
+
+ResultsContent read_results(const std::string& path);
+
+}  // namespace ef

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/model/formula.hpp>
+
+#include "kernels/fit/lm.hpp"
+#include "src/model/compiled_model.hpp"
+
+namespace ef {
+
+std::vector<std::string> builtin_param_names(const FitConfig& c) {
+    if (c.model_name == "linear") return {"a", "b"};
+    if (c.model_name == "exponential") return {"a", "k", "c"};
+    if (c.model_name == "polynomial") {
+        std::vector<std::string> n;
+        for (int k = 0; k <= c.order; ++k) n.push_back("c" + std::to_string(k));
+        return n;
+    }
+    if (c.model_name == "gaussian") {
+        std::vector<std::string> n = {"c"};
+        for (int j = 1; j <= c.peaks; ++j) {
+            n.push_back("a" + std::to_string(j));
+            n.push_back("mu" + std::to_string(j));
+            n.push_back("s" + std::to_string(j));
+        }
+        return n;
+    }
+    return {};
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+}
+
+/// Puts cfg.params into the order of `names`, refusing missing and unknown sections.
+void order_params(FitConfig& cfg, const std::vector<std::string>& names) {
+    std::vector<ParamSpec> ordered;
+    for (const auto& n : names) {
+        auto it = std::find_if(cfg.params.begin(), cfg.params.end(),
+                               [&](const ParamSpec& p) { return p.name == n; });
+        if (it == cfg.params.end())
+            throw usage_error(cfg.config_file + ": missing section [param." + n + "] for model '" +
+                              cfg.model_name + "' (parameters: " + join(names) + ")");
+        ordered.push_back(*it);
+    }
+    for (const auto& p : cfg.params)
+        if (std::find(names.begin(), names.end(), p.name) == names.end())
+            throw usage_error(cfg.where("param." + p.name + ".start") + ": model '" + cfg.model_name +
+                              "' has no parameter '" + p.name + "' (parameters: " + join(names) + ")");
+    cfg.params = ordered;
+}
+
+}  // namespace
+
+FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
+    auto cm = std::make_shared<CompiledModel>();
+    const double n = data.n;
+    if (cfg.model_name == "formula") {
+        auto prog = std::make_shared<FormulaProgram>();
+        try {
+            *prog = compile_formula(cfg.formula, cfg.param_names(), data.x_names);
+        } catch (const FormulaError& e) {
+            throw usage_error(cfg.where("model.formula") + ": column " + std::to_string(e.column()) +
+                              ": " + e.what());
+        }
+        // A parameter the formula never uses has a zero Jacobian column: refuse it early.
+        std::vector<bool> used(cfg.params.size(), false);
+        for (const auto& op : prog->code)
+            if (op.code == FormulaOpCode::push_param) used[static_cast<size_t>(op.arg)] = true;
+        for (size_t q = 0; q < used.size(); ++q)
+            if (!used[q])
+                throw usage_error(cfg.where("param." + cfg.params[q].name + ".start") + ": parameter '" +
+                                  cfg.params[q].name + "' does not appear in the formula");
+        FormulaModel fm;
+        fm.code = prog->code.data();
+        fm.constants = prog->constants.data();
+        fm.code_size = static_cast<int>(prog->code.size());
+        fm.params = static_cast<int>(cfg.params.size());
+        cm->view = fm;
+        cm->param_names = cfg.param_names();
+        cm->description = "formula: " + cfg.formula;
+        cm->flops_per_evaluation = n * static_cast<double>(prog->code.size());
+        cm->storage = prog;
+    } else {
+        const auto names = builtin_param_names(cfg);
+        if (names.empty())
+            throw usage_error(cfg.where("model.name") + ": model '" + cfg.model_name +
+                              "' is not available in this build");
+        order_params(cfg, names);
+        cm->param_names = names;
+        if (cfg.model_name == "linear") {
+            cm->view = LinearModel{};
+            cm->description = "linear: a + b x";
+            cm->flops_per_evaluation = 2 * n;
+        } else if (cfg.model_name == "polynomial") {
+            PolynomialModel m;
+            m.order = cfg.order;
+            cm->view = m;
+            cm->description = "polynomial of order " + std::to_string(cfg.order);
+            cm->flops_per_evaluation = 2 * n * cfg.order;
+        } else if (cfg.model_name == "exponential") {
+            cm->view = ExponentialModel{};
+            cm->description = "exponential: a exp(-k x) + c";
+            cm->flops_per_evaluation = 4 * n;  // exp counted as one
+        } else {
+            GaussianModel m;
+            m.peaks = cfg.peaks;
+            cm->view = m;
+            cm->description = std::to_string(cfg.peaks) + " Gaussian peak(s) on a constant";
+            cm->flops_per_evaluation = 7 * n * cfg.peaks + n;
+        }
+    }
+    if (static_cast<int>(cfg.params.size()) > kMaxParams)
+        throw usage_error(cfg.config_file + ": " + std::to_string(cfg.params.size()) +
+                          " parameters; at most " + std::to_string(kMaxParams) + " are supported");
+    if (std::all_of(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return p.fixed; }))
+        throw usage_error(cfg.config_file + ": every parameter is fixed; nothing to fit");
+
+    FitProblem pb;
+    pb.config = std::move(cfg);
+    pb.data = std::move(data);
+    pb.model = cm;
+    return pb;
+}
+
+std::string FitProblem::describe_model() const { return model->description; }
+double FitProblem::model_flops() const { return model->flops_per_evaluation; }
+
+}  // namespace ef
