@@ -48,6 +48,8 @@ void fit_help() {
         "  --overwrite     replace an existing output file (refused otherwise)\n"
         "  --dry-run       read and check everything, print the plan and cost, fit nothing\n"
         "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
+        "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
+        "                  (they wait in proportion to their real compute time)\n"
         "  -h, --help      this text\n\n%s",
         fit_config_help().c_str());
 }
@@ -73,6 +75,10 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
             opt.overwrite = true;
         } else if (a == "--dry-run") {
             opt.dry_run = true;
+        } else if (a == "--debug.slowdown") {
+            opt.slowdown = value(a);
+        } else if (a.rfind("--debug.slowdown=", 0) == 0) {
+            opt.slowdown = a.substr(17);
         } else if (a == "--progress-interval") {
             opt.progress_interval = std::stod(value(a));
         } else if (a.rfind("--", 0) == 0 && a.find('.') != std::string::npos) {

@@ -280,7 +280,20 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
-FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& overrides) {
+/// Keeps the last of repeated "--key=value" overrides, as command lines usually do.
+std::vector<std::string> last_overrides_win(const std::vector<std::string>& in) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    for (auto it = in.rbegin(); it != in.rend(); ++it) {
+        const std::string key = it->substr(0, it->find('='));
+        if (key.rfind("--", 0) == 0 && !seen.insert(key).second) continue;
+        out.insert(out.begin(), *it);
+    }
+    return out;
+}
+
+FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& given) {
+    const std::vector<std::string> overrides = last_overrides_win(given);
     FitConfig cfg;
     cfg.config_file = path;
     std::vector<std::string> param_order;

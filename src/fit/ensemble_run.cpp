@@ -12,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <sstream>
+#include <chrono>
 #include <thread>
 
 #include <ensemblefit/core/config.hpp>
@@ -176,6 +177,26 @@ int resolve_threads(int configured, int local_ranks, std::string& source, std::s
     return threads;
 }
 
+double slowdown_factor(const std::string& spec, int rank) {
+    double factor = 1.0;
+    std::stringstream ss(spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto colon = item.find(':');
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const std::string a = item.substr(0, colon);
+        const std::string b = colon == std::string::npos ? "" : item.substr(colon + 1);
+        const long r = std::strtol(a.c_str(), &e1, 10);
+        const double f = std::strtod(b.c_str(), &e2);
+        if (colon == std::string::npos || a.empty() || b.empty() || *e1 || *e2 || r < 0 || !(f >= 1.0))
+            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with FACTOR >= 1, got '" +
+                              spec + "'");
+        if (r == rank) factor = f;
+    }
+    return factor;
+}
+
 void parse_shard(const std::string& text, int& index, int& count) {
     if (text.empty()) {
         index = 0;
@@ -221,6 +242,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
         std::fprintf(stderr, "ensemblefit: warning: %d shards for %lld replicas: some shards are empty\n",
                      shard.count, static_cast<long long>(pb.config.replicas));
 
+    const double slowdown = slowdown_factor(opt.slowdown, ctx.rank());
     std::string thread_source, thread_warning;
     const int threads = resolve_threads(pb.config.threads, ctx.local_size(), thread_source, thread_warning);
 
@@ -357,7 +379,12 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
             ReplicaBlock block;
             {
                 PhaseTimer::Scope compute(timer, Phase::compute);
+                const auto t0 = std::chrono::steady_clock::now();
                 worker->run(unit, block);
+                if (slowdown > 1.0) {
+                    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+                    std::this_thread::sleep_for(took * (slowdown - 1.0));
+                }
             }
             if (root) {
                 store(block);

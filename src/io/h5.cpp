@@ -241,6 +241,7 @@ std::string File::attr_string(const std::string& obj, const std::string& name) c
         char* s = nullptr;
         H5Handle mt(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
         EF_H5_CHECK(H5Tset_size(mt.get(), H5T_VARIABLE), path_);
+        EF_H5_CHECK(H5Tset_cset(mt.get(), H5Tget_cset(type.get())), path_);
         EF_H5_CHECK(H5Aread(a.get(), mt.get(), &s), path_);
         std::string out = s ? s : "";
         H5free_memory(s);
@@ -270,8 +271,10 @@ std::vector<std::string> File::attr_strings(const std::string& obj, const std::s
     H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), path_), H5Sclose);
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
     std::vector<char*> ptrs(static_cast<size_t>(n), nullptr);
+    H5Handle type(EF_H5_CHECK(H5Aget_type(a.get()), path_), H5Tclose);
     H5Handle mt(EF_H5_CHECK(H5Tcopy(H5T_C_S1), path_), H5Tclose);
     EF_H5_CHECK(H5Tset_size(mt.get(), H5T_VARIABLE), path_);
+    EF_H5_CHECK(H5Tset_cset(mt.get(), H5Tget_cset(type.get())), path_);
     EF_H5_CHECK(H5Aread(a.get(), mt.get(), ptrs.data()), path_);
     std::vector<std::string> out;
     for (char* p : ptrs) {

@@ -17,7 +17,13 @@ struct FitRunOptions {
     bool overwrite = false;
     bool dry_run = false;
     double progress_interval = 5.0;  ///< seconds between plain progress lines (non-terminal)
+    /// "RANK:FACTOR[,RANK:FACTOR]": those ranks' workers wait (FACTOR - 1) times their real
+    /// compute time after each unit, to test load balancing and kills on any machine.
+    std::string slowdown;
 };
+
+/// The factor `--debug.slowdown` gives `rank` (1 when not named).
+double slowdown_factor(const std::string& spec, int rank);
 
 /**
  * One ensemble fit over all ranks of `ctx`: every rank reads the config and data and builds
