@@ -320,7 +320,12 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     try {
         // Command line first: Boost.Program_options keeps the first value stored for a key.
         const po::parsed_options cli =
-            po::command_line_parser(overrides).options(desc).allow_unregistered().run();
+            po::command_line_parser(overrides)
+                .options(desc)
+                .style(po::command_line_style::default_style &
+                       ~po::command_line_style::allow_guessing)  // no silent abbreviations
+                .allow_unregistered()
+                .run();
         for (const auto& o : cli.options) {
             if (!o.unregistered) continue;
             if (o.string_key.rfind("model.", 0) == 0) {
@@ -329,9 +334,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
                 cfg.origins[o.string_key] = KeyOrigin{"", 0};
                 continue;
             }
-            throw usage_error("unknown option '" + (o.original_tokens.empty() ? o.string_key
-                                                                              : o.original_tokens[0]) +
-                              "' (see ensemblefit fit --help)");
+            throw usage_error("unknown option '--" + o.string_key + "' (see ensemblefit fit --help)");
         }
         po::store(cli, vm);
         for (const auto& o : cli.options)

@@ -24,6 +24,6 @@ expect_error() {
     local lines
     lines=$(grep -c '^ensemblefit: error:' err.txt || true)
     [ "$lines" = 1 ] || { cat err.txt >&2; fail "wanted one error line, got $lines: $*"; }
-    grep -E -q "$pattern" err.txt || { cat err.txt >&2; fail "message does not match '$pattern': $*"; }
+    grep -E -q -e "$pattern" err.txt || { cat err.txt >&2; fail "message does not match '$pattern': $*"; }
     ok "exit $code, $(grep '^ensemblefit: error:' err.txt)"
 }
