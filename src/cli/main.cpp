@@ -29,9 +29,7 @@ const char* kUsage =
     "commands:\n"
     "  fit CONFIG.ini [--section.key VALUE ...] [--shard i/n | --shard auto] [--resume]\n"
     "                 bootstrap ensemble fit of the configured model (run under mpirun)\n"
-    "  merge -o OUT.h5 SHARD.h5 ...   join shard files into one result\n"
-    "  --version      version and build options\n"
-    "  COMMAND --help options of one command\n";
+    "  merge -o OUT.h5 SHARD.h5 ...   join shard files into one result\n";
 
 void print_version() {
     std::printf("ensemblefit %s (%s)\nbuild: %s, %s, CUDA %s\n", EF_VERSION, EF_GIT_DESCRIBE, EF_BUILD_TYPE,
@@ -139,7 +137,10 @@ int main(int argc, char** argv) {
         const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
         const std::string cmd = argc > 1 ? argv[1] : "";
         if (cmd.empty() || cmd == "-h" || cmd == "--help" || cmd == "help") {
-            if (rank == 0) std::printf("%s", kUsage);
+            if (rank == 0)
+                std::printf("%s%s  --version      version and build options\n"
+                            "  COMMAND --help options of one command\n",
+                            kUsage, extra_command_help().c_str());
             code = cmd.empty() ? 2 : 0;
         } else if (cmd == "--version" || cmd == "version") {
             if (rank == 0) print_version();
