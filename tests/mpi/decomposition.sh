@@ -3,7 +3,7 @@
 # The reproducibility contract: the same config with 1 and 3 ranks, with several threads, as 3
 # shards merged, and resumed after a kill -9 gives bitwise identical /central, /replicas and
 # /summary.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../tools/mpi_common.sh"
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
 ARGS="--fit.replicas 90 --fit.chunk 4"
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Bad input: one clear error line naming the file and line, key or formula column, exit code 2
 # (usage/config) or 3 (data), under mpirun too, and an existing output file left untouched.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../tools/mpi_common.sh"
 cat > data.csv <<'CSV'
 x,y,s
 1,2.1,0.1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `cmake --install` gives a program, headers and a CMake package that another project can
 # find_package() and link: a consumer built against the installed tree fits a line.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../tools/mpi_common.sh"
 BUILD=${EF_BUILD_DIR:?EF_BUILD_DIR must point at the build tree}
 cmake --install "$BUILD" --prefix "$WORK/prefix" > install.log
 test -x prefix/bin/ensemblefit || fail "no installed program"
