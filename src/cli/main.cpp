@@ -45,6 +45,8 @@ void fit_help() {
         "  --resume        finish an interrupted run: fit only the replicas the output lacks\n"
         "  --overwrite     replace an existing output file (refused otherwise)\n"
         "  --dry-run       read and check everything, print the plan and cost, fit nothing\n"
+        "  --workers KIND  auto | cpu | gpu (same as --run.workers)\n"
+        "  --policy NAME   static | dynamic | guided | weighted (same as --sched.policy)\n"
         "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
@@ -73,6 +75,9 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
             opt.overwrite = true;
         } else if (a == "--dry-run") {
             opt.dry_run = true;
+        } else if (a == "--workers" || a == "--policy") {
+            // Short forms of --run.workers and --sched.policy.
+            opt.overrides.push_back((a == "--workers" ? "--run.workers=" : "--sched.policy=") + value(a));
         } else if (a == "--debug.slowdown") {
             opt.slowdown = value(a);
         } else if (a.rfind("--debug.slowdown=", 0) == 0) {
@@ -128,10 +133,19 @@ int cmd_merge(const std::vector<std::string>& args, const MpiContext& ctx) {
 
 int main(int argc, char** argv) {
     using namespace ef;
-    MPI_Init(&argc, &argv);
+    // Rank 0 runs a dispatcher thread beside its compute threads; only one thread makes MPI
+    // calls at a time, so SERIALIZED is enough.
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     int code = 0;
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (provided < MPI_THREAD_SERIALIZED) {
+        if (rank == 0)
+            std::fprintf(stderr, "ensemblefit: error: the MPI library does not support MPI_THREAD_SERIALIZED\n");
+        MPI_Finalize();
+        return 1;
+    }
     try {
         MpiContext ctx;
         const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);

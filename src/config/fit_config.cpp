@@ -45,6 +45,8 @@ const KeyInfo kKeys[] = {
     {"fit.gtol", "1e-12", "stop when the gradient's cosine with every column is below"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
+    {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
+                                "each rank's measured throughput: for mixed CPU and GPU ranks)"},
     {"run.workers", "auto", "auto | cpu | gpu"},
     {"run.threads", "0", "OpenMP threads per rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
                          "else cores / ranks on the node)"},
@@ -57,7 +59,7 @@ const KeyInfo kParamKeys[] = {
     {"fixed", "false", "true to hold the parameter at its start value"},
 };
 
-const std::set<std::string> kSections = {"data", "model", "fit", "output", "run"};
+const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run"};
 
 std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
@@ -128,7 +130,7 @@ std::vector<ScannedKey> scan_ini(const std::string& path, std::vector<std::strin
                 param_order.push_back(name);
             } else if (!kSections.count(section)) {
                 throw usage_error(at + "unknown section [" + section +
-                                  "] (allowed: data, model, fit, output, run, param.NAME)");
+                                  "] (allowed: data, model, fit, output, sched, run, param.NAME)");
             }
             continue;
         }
@@ -220,7 +222,7 @@ std::string FitConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
-       << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\n";
+       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\n";
     return os.str();
 }
 
@@ -467,8 +469,13 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     cfg.chunk = static_cast<int>(conv.integer("fit.chunk", get("fit.chunk")));
     if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
 
-    // [output], [run]
+    // [output], [sched], [run]
     cfg.output_file = required("output.file");
+    cfg.sched_policy = trim(get("sched.policy"));
+    if (cfg.sched_policy != "static" && cfg.sched_policy != "dynamic" && cfg.sched_policy != "guided" &&
+        cfg.sched_policy != "weighted")
+        throw usage_error(cfg.where("sched.policy") + ": unknown policy '" + cfg.sched_policy +
+                          "' (allowed: static, dynamic, guided, weighted)");
     cfg.workers = trim(get("run.workers"));
     if (cfg.workers != "auto" && cfg.workers != "cpu" && cfg.workers != "gpu")
         throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + cfg.workers +

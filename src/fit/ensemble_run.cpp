@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +24,8 @@
 #include <ensemblefit/io/data_table.hpp>
 #include <ensemblefit/report/ensemble_summary.hpp>
 #include <ensemblefit/report/progress_line.hpp>
+#include <ensemblefit/report/timing_report.hpp>
+#include <ensemblefit/sched/work_queue.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
@@ -32,6 +37,8 @@ namespace ef {
 namespace {
 
 constexpr int kResultTag = 101;
+constexpr int kRequestTag = 102;
+constexpr int kAssignTag = 103;
 
 bool file_exists(const std::string& path) {
     struct stat st {};
@@ -87,61 +94,110 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     return id;
 }
 
-/// Per-rank phase totals gathered on rank 0, written under /timing and summarised.
-void report_timing(const MpiContext& ctx, PhaseTimer& timer, ResultsFile* out,
-                   const std::vector<std::int64_t>& replicas_per_rank, bool print) {
+/// Rank 0's dispatcher-thread account: it runs beside rank 0's compute, so its busy time is
+/// reported on its own rather than folded into rank 0's phases.
+struct DispatcherStats {
+    double io = 0.0;     ///< writing result blocks
+    double comm = 0.0;   ///< receiving result blocks
+    double sched = 0.0;  ///< answering work requests
+    std::int64_t requests = 0;
+    std::int64_t mpi_calls = 0;
+    std::int64_t mpi_bytes = 0;
+};
+
+/// Gathers every rank's phase times on rank 0; writes /timing, the JSON sidecar, the table.
+void report_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, ResultsFile* out,
+                   const std::string& json_path, const std::vector<std::string>& placement,
+                   const DispatcherStats& ds, SchedPolicy policy, bool print) {
     timer.stop();
-    std::vector<double> mine(timer.all().begin(), timer.all().end());
-    mine.push_back(timer.wall());
-    const size_t W = mine.size();
+    std::vector<double> row(timer.all().begin(), timer.all().end());
+    row.push_back(timer.wall());
+    row.push_back(static_cast<double>(mine.replicas));
+    row.push_back(static_cast<double>(mine.units));
+    row.push_back(static_cast<double>(mine.mpi_calls));
+    row.push_back(static_cast<double>(mine.mpi_bytes));
+    const size_t W = row.size();
     std::vector<double> all(ctx.is_root() ? W * static_cast<size_t>(ctx.size()) : 0);
-    EF_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(W), MPI_DOUBLE, all.data(), static_cast<int>(W),
+    EF_MPI_CHECK(MPI_Gather(row.data(), static_cast<int>(W), MPI_DOUBLE, all.data(), static_cast<int>(W),
                             MPI_DOUBLE, 0, ctx.world()));
     if (!ctx.is_root()) return;
     const size_t R = static_cast<size_t>(ctx.size());
-    const size_t compute = static_cast<size_t>(Phase::compute);
-    double sum_c = 0, max_c = 0, max_wall = 0;
+    const size_t P = static_cast<size_t>(kPhaseCount);
+    std::vector<RankTiming> ranks(R);
     for (size_t r = 0; r < R; ++r) {
-        sum_c += all[r * W + compute];
-        max_c = std::max(max_c, all[r * W + compute]);
-        max_wall = std::max(max_wall, all[r * W + W - 1]);
+        for (size_t p = 0; p < P; ++p) ranks[r].phase[p] = all[r * W + p];
+        ranks[r].wall = all[r * W + P];
+        ranks[r].replicas = static_cast<std::int64_t>(all[r * W + P + 1]);
+        ranks[r].units = static_cast<std::int64_t>(all[r * W + P + 2]);
+        ranks[r].mpi_calls = static_cast<std::int64_t>(all[r * W + P + 3]);
+        ranks[r].mpi_bytes = static_cast<std::int64_t>(all[r * W + P + 4]);
     }
-    const double lb = max_c > 0 ? (sum_c / static_cast<double>(R)) / max_c : 1.0;
-    const double ce = max_wall > 0 ? max_c / max_wall : 1.0;
+    ranks[0].mpi_calls += ds.mpi_calls;
+    ranks[0].mpi_bytes += ds.mpi_bytes;
+    const PopMetrics m = pop_metrics(ranks);
+    const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
     if (out) {
         h5::File& f = out->file();
-        for (int p = 0; p < kPhaseCount; ++p) {
-            std::vector<double> col(R);
-            for (size_t r = 0; r < R; ++r) col[r] = all[r * W + static_cast<size_t>(p)];
-            const std::string name = std::string("/timing/") + to_string(static_cast<Phase>(p));
+        auto put = [&](const std::string& name, const auto& v) {
             if (f.exists(name)) H5Ldelete(f.id(), name.c_str(), H5P_DEFAULT);
-            f.write(name, col);
+            f.write(name, v);
+        };
+        for (size_t p = 0; p < P; ++p) {
+            std::vector<double> col(R);
+            for (size_t r = 0; r < R; ++r) col[r] = ranks[r].phase[p];
+            put(std::string("/timing/") + to_string(static_cast<Phase>(p)), col);
         }
         std::vector<double> wall(R);
-        for (size_t r = 0; r < R; ++r) wall[r] = all[r * W + W - 1];
-        if (f.exists("/timing/wall")) H5Ldelete(f.id(), "/timing/wall", H5P_DEFAULT);
-        f.write("/timing/wall", wall);
-        if (f.exists("/timing/replicas")) H5Ldelete(f.id(), "/timing/replicas", H5P_DEFAULT);
-        f.write("/timing/replicas", replicas_per_rank);
+        std::vector<std::int64_t> reps(R), units(R), calls(R), bytes(R);
+        for (size_t r = 0; r < R; ++r) {
+            wall[r] = ranks[r].wall;
+            reps[r] = ranks[r].replicas;
+            units[r] = ranks[r].units;
+            calls[r] = ranks[r].mpi_calls;
+            bytes[r] = ranks[r].mpi_bytes;
+        }
+        put("/timing/wall", wall);
+        put("/timing/replicas", reps);
+        put("/timing/units", units);
+        put("/timing/mpi_calls", calls);
+        put("/timing/mpi_bytes", bytes);
         f.set_attr("/timing", "ranks", static_cast<std::int64_t>(R));
-        f.set_attr("/timing", "runtime_seconds", max_wall);
-        f.set_attr("/timing", "load_balance", lb);
-        f.set_attr("/timing", "communication_efficiency", ce);
-        f.set_attr("/timing", "parallel_efficiency", lb * ce);
+        f.set_attr("/timing", "policy", std::string(to_string(policy)));
+        f.set_attr("/timing", "placement", placement);
+        f.set_attr("/timing", "runtime_seconds", m.runtime);
+        f.set_attr("/timing", "load_balance", m.load_balance);
+        f.set_attr("/timing", "communication_efficiency", m.communication_efficiency);
+        f.set_attr("/timing", "parallel_efficiency", m.parallel_efficiency);
+        f.set_attr("/timing", "transfer_efficiency", m.transfer_efficiency);
+        f.set_attr("/timing", "serialization_efficiency", m.serialization_efficiency);
+        f.set_attr("/timing", "dispatcher_io_seconds", ds.io);
+        f.set_attr("/timing", "dispatcher_comm_seconds", ds.comm);
+        f.set_attr("/timing", "dispatcher_sched_seconds", ds.sched);
+        f.set_attr("/timing", "dispatch_requests", ds.requests);
+        f.set_attr("/timing", "dispatch_microseconds_per_request", per_request_us);
         f.flush();
     }
-    if (print) {
-        std::printf("\ntiming: %zu rank(s), wall %.3f s; load balance %.3f, communication efficiency "
-                    "%.3f, parallel efficiency %.3f\n", R, max_wall, lb, ce, lb * ce);
-        std::printf("  %-5s", "rank");
-        for (int p = 0; p < kPhaseCount; ++p) std::printf(" %9s", to_string(static_cast<Phase>(p)));
-        std::printf(" %9s %8s\n", "wall", "replicas");
-        for (size_t r = 0; r < R; ++r) {
-            std::printf("  %-5zu", r);
-            for (size_t p = 0; p < static_cast<size_t>(kPhaseCount); ++p) std::printf(" %9.3f", all[r * W + p]);
-            std::printf(" %9.3f %8lld\n", all[r * W + W - 1],
-                        static_cast<long long>(replicas_per_rank[r]));
+    char extra[512];
+    std::snprintf(extra, sizeof extra,
+                  "  \"policy\": \"%s\",\n  \"dispatcher\": {\"io_seconds\": %.9g, \"comm_seconds\": %.9g, "
+                  "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g}",
+                  to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), per_request_us);
+    if (!json_path.empty()) {
+        std::FILE* j = std::fopen(json_path.c_str(), "w");
+        if (j) {
+            const std::string text = timing_json(ranks, m, placement, extra);
+            std::fwrite(text.data(), 1, text.size(), j);
+            std::fclose(j);
         }
+    }
+    if (print) {
+        int idle = 0;
+        for (const auto& r : ranks) idle += r.replicas == 0 ? 1 : 0;
+        std::printf("%s", format_timing_table(ranks, m).c_str());
+        if (idle > 0) std::printf("  note: %d rank(s) had no replicas to fit\n", idle);
+        std::printf("  policy %s; rank 0 dispatcher thread (concurrent with its compute): io %.3f s, comm %.3f s, "
+                    "%lld requests at %.1f us each\n",
+                    to_string(policy), ds.io, ds.comm, static_cast<long long>(ds.requests), per_request_us);
     }
 }
 
@@ -318,97 +374,180 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
         std::fflush(stdout);
     }
 
-    // Static blocks over the pending list (the scheduler issue adds dynamic policies).
+    // Work: units come from the WorkQueue on rank 0. Rank 0's main thread computes like every
+    // other rank while a dispatcher thread answers requests, receives and writes results and
+    // keeps the progress line; other ranks keep one request in flight (prefetch) so that the
+    // reply is usually there before they need it.
     const std::int64_t M = static_cast<std::int64_t>(pending.size());
-    const std::int64_t my_begin = M * ctx.rank() / ctx.size();
-    const std::int64_t my_end = M * (ctx.rank() + 1) / ctx.size();
     const int chunk = pb.config.chunk > 0 ? pb.config.chunk : std::max(1, 4 * threads);
-    std::vector<std::int64_t> per_rank(static_cast<size_t>(ctx.size()));
-    for (int r = 0; r < ctx.size(); ++r)
-        per_rank[static_cast<size_t>(r)] = M * (r + 1) / ctx.size() - M * r / ctx.size();
-    if (root) {
-        int idle = 0;
-        for (auto c : per_rank) idle += c == 0 ? 1 : 0;
-        if (idle > 0)
-            std::printf("note: %d rank(s) have no replicas (%lld fits over %d ranks)\n", idle,
-                        static_cast<long long>(M), ctx.size());
-    }
+    const SchedPolicy policy = parse_sched_policy(pb.config.sched_policy);
+    RankTiming mine;
+    DispatcherStats ds;
+
+    auto compute_unit = [&](const UnitSpan& u, ReplicaBlock& block) {
+        PhaseTimer::Scope compute(timer, Phase::compute);
+        WorkUnit unit;
+        unit.replicas.assign(pending.begin() + u.begin, pending.begin() + u.end);
+        const auto t0 = std::chrono::steady_clock::now();
+        worker->run(unit, block);
+        if (slowdown > 1.0) {
+            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+            std::this_thread::sleep_for(took * (slowdown - 1.0));
+        }
+        mine.replicas += u.size();
+        mine.units += 1;
+    };
+    auto throughput = [&] {
+        const double c = timer.seconds(Phase::compute);
+        return c > 0 ? static_cast<double>(mine.replicas) / c : 0.0;
+    };
 
     try {
-        ProgressLine progress(M, stderr, opt.progress_interval);
-        std::int64_t received = 0;
-        auto store = [&](const ReplicaBlock& b) {
-            PhaseTimer::Scope io(timer, Phase::io);
-            out->write(b);
-            received += static_cast<std::int64_t>(b.size());
-            progress.update(received);
-        };
-        auto drain = [&](bool block) {
-            while (received < M) {
-                MPI_Status st;
-                int flag = 0;
-                {
-                    PhaseTimer::Scope wait(timer, block ? Phase::idle : Phase::comm);
-                    if (block) {
-                        EF_MPI_CHECK(MPI_Probe(MPI_ANY_SOURCE, kResultTag, ctx.world(), &st));
-                        flag = 1;
-                    } else {
-                        EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kResultTag, ctx.world(), &flag, &st));
+        if (root) {
+            WorkQueue queue(policy, M, ctx.size(), chunk);
+            std::mutex queue_mutex;
+            std::mutex local_mutex;
+            std::deque<ReplicaBlock> local_results;
+            std::atomic<bool> failed{false};
+            std::string failure;
+            ProgressLine progress(M, stderr, opt.progress_interval);
+
+            std::thread dispatcher([&] {
+                try {
+                    std::int64_t received = 0;
+                    int finished = 0;  // other ranks told there is no more work
+                    auto write = [&](const ReplicaBlock& b) {
+                        const auto t0 = std::chrono::steady_clock::now();
+                        out->write(b);
+                        ds.io += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                        received += static_cast<std::int64_t>(b.size());
+                        progress.update(received);
+                    };
+                    int backoff_us = 1;
+                    while (received < M || finished < ctx.size() - 1) {
+                        bool did = false;
+                        MPI_Status st;
+                        int flag = 0;
+                        EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx.world(), &flag, &st));
+                        if (flag && st.MPI_TAG == kRequestTag) {
+                            const auto t0 = std::chrono::steady_clock::now();
+                            double thr = 0;
+                            EF_MPI_CHECK(MPI_Recv(&thr, 1, MPI_DOUBLE, st.MPI_SOURCE, kRequestTag, ctx.world(),
+                                                  MPI_STATUS_IGNORE));
+                            UnitSpan u;
+                            {
+                                std::lock_guard<std::mutex> lock(queue_mutex);
+                                u = queue.next(st.MPI_SOURCE, thr);
+                            }
+                            const std::int64_t span[2] = {u.begin, u.end};
+                            EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, st.MPI_SOURCE, kAssignTag, ctx.world()));
+                            if (u.empty()) ++finished;
+                            ++ds.requests;
+                            ds.mpi_calls += 2;
+                            ds.mpi_bytes += static_cast<std::int64_t>(sizeof(double) + sizeof span);
+                            ds.sched += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                            did = true;
+                        } else if (flag && st.MPI_TAG == kResultTag) {
+                            const auto t0 = std::chrono::steady_clock::now();
+                            int bytes = 0;
+                            EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
+                            std::vector<char> buf(static_cast<size_t>(bytes));
+                            EF_MPI_CHECK(MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kResultTag, ctx.world(),
+                                                  MPI_STATUS_IGNORE));
+                            ds.mpi_calls += 1;
+                            ds.mpi_bytes += bytes;
+                            ds.comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                            write(ReplicaBlock::unpack(buf.data(), buf.size()));
+                            did = true;
+                        }
+                        for (;;) {
+                            ReplicaBlock b;
+                            {
+                                std::lock_guard<std::mutex> lock(local_mutex);
+                                if (local_results.empty()) break;
+                                b = std::move(local_results.front());
+                                local_results.pop_front();
+                            }
+                            write(b);
+                            did = true;
+                        }
+                        if (did) {
+                            backoff_us = 1;
+                        } else {
+                            // Polling with a short, growing sleep: no core spins on MPI_Probe
+                            // while rank 0's threads compute, and replies stay within ~0.2 ms.
+                            std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+                            backoff_us = std::min(200, backoff_us * 2);
+                        }
                     }
+                    progress.finish();
+                } catch (const std::exception& e) {
+                    failure = e.what();
+                    failed = true;
                 }
-                if (!flag) return;
-                ReplicaBlock b;
+            });
+
+            for (;;) {
+                UnitSpan u;
+                {
+                    PhaseTimer::Scope sched(timer, Phase::sched);
+                    std::lock_guard<std::mutex> lock(queue_mutex);
+                    u = queue.next(0, throughput());
+                }
+                if (u.empty() || failed) break;
+                ReplicaBlock block;
+                compute_unit(u, block);
+                std::lock_guard<std::mutex> lock(local_mutex);
+                local_results.push_back(std::move(block));
+            }
+            {
+                PhaseTimer::Scope idle(timer, Phase::idle);
+                dispatcher.join();
+            }
+            if (failed) throw runtime_error("dispatcher: " + failure);
+        } else {
+            auto request = [&] {
+                PhaseTimer::Scope sched(timer, Phase::sched);
+                const double thr = throughput();
+                EF_MPI_CHECK(MPI_Send(&thr, 1, MPI_DOUBLE, 0, kRequestTag, ctx.world()));
+                mine.mpi_calls += 1;
+                mine.mpi_bytes += static_cast<std::int64_t>(sizeof thr);
+            };
+            auto receive = [&] {
+                PhaseTimer::Scope sched(timer, Phase::sched);
+                std::int64_t span[2] = {0, 0};
+                EF_MPI_CHECK(MPI_Recv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx.world(), MPI_STATUS_IGNORE));
+                mine.mpi_calls += 1;
+                mine.mpi_bytes += static_cast<std::int64_t>(sizeof span);
+                return UnitSpan{span[0], span[1]};
+            };
+            std::vector<std::vector<char>> send_buffers;
+            std::vector<MPI_Request> requests;
+            request();
+            UnitSpan u = receive();
+            while (!u.empty()) {
+                request();  // prefetch the next unit while this one computes
+                ReplicaBlock block;
+                compute_unit(u, block);
                 {
                     PhaseTimer::Scope comm(timer, Phase::comm);
-                    int bytes = 0;
-                    EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
-                    std::vector<char> buf(static_cast<size_t>(bytes));
-                    EF_MPI_CHECK(MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kResultTag,
-                                          ctx.world(), MPI_STATUS_IGNORE));
-                    b = ReplicaBlock::unpack(buf.data(), buf.size());
+                    send_buffers.push_back(block.pack());
+                    requests.emplace_back();
+                    EF_MPI_CHECK(MPI_Isend(send_buffers.back().data(), static_cast<int>(send_buffers.back().size()),
+                                           MPI_BYTE, 0, kResultTag, ctx.world(), &requests.back()));
+                    mine.mpi_calls += 1;
+                    mine.mpi_bytes += static_cast<std::int64_t>(send_buffers.back().size());
                 }
-                store(b);
+                u = receive();
             }
-        };
-
-        std::vector<std::vector<char>> send_buffers;
-        std::vector<MPI_Request> requests;
-        for (std::int64_t at = my_begin; at < my_end; at += chunk) {
-            WorkUnit unit;
-            unit.replicas.assign(pending.begin() + at, pending.begin() + std::min<std::int64_t>(at + chunk, my_end));
-            ReplicaBlock block;
-            {
-                PhaseTimer::Scope compute(timer, Phase::compute);
-                const auto t0 = std::chrono::steady_clock::now();
-                worker->run(unit, block);
-                if (slowdown > 1.0) {
-                    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
-                    std::this_thread::sleep_for(took * (slowdown - 1.0));
-                }
-            }
-            if (root) {
-                store(block);
-                drain(false);
-            } else {
-                PhaseTimer::Scope comm(timer, Phase::comm);
-                send_buffers.push_back(block.pack());
-                requests.emplace_back();
-                EF_MPI_CHECK(MPI_Isend(send_buffers.back().data(), static_cast<int>(send_buffers.back().size()),
-                                       MPI_BYTE, 0, kResultTag, ctx.world(), &requests.back()));
-            }
-        }
-        if (root) {
-            drain(true);
-            progress.finish();
-        } else if (!requests.empty()) {
             PhaseTimer::Scope comm(timer, Phase::comm);
-            EF_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+            if (!requests.empty())
+                EF_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
         }
         {
-            PhaseTimer::Scope sync(timer, Phase::idle);
+            PhaseTimer::Scope idle(timer, Phase::idle);  // done, waiting for the others
             EF_MPI_CHECK(MPI_Barrier(ctx.world()));
         }
-
         if (root) {
             PhaseTimer::Scope io(timer, Phase::io);
             const ReplicaBlock all = out->read_replicas();
@@ -416,9 +555,10 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
             out->write_summary(s);
             print_summary(pb, out->file(), all, s, std::cout);
         }
-        report_timing(ctx, timer, out.get(), per_rank, root);
+        const std::string json = root ? pb.config.output_file + ".timing.json" : "";
+        report_timing(ctx, timer, mine, out.get(), json, placement, ds, policy, root);
         if (root) {
-            std::printf("output: %s\n", pb.config.output_file.c_str());
+            std::printf("output: %s (timing also in %s)\n", pb.config.output_file.c_str(), json.c_str());
             out->close();
         }
     } catch (const std::exception& e) {

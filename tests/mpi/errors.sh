@@ -85,7 +85,7 @@ for f in gpu.h5 lin.h5 unused.h5; do [ ! -e "$f" ] || fail "a failing run create
 
 # More ranks than replicas is fine: idle ranks are reported.
 run_np 4 fit good.ini --fit.replicas 1 --output.file few.h5 > few.log
-grep -q "rank(s) have no replicas" few.log || fail "idle ranks not reported"
+grep -q "rank(s) had no replicas" few.log || fail "idle ranks not reported"
 [ "$($H5CHECK status few.h5)" = "2 0" ] || fail "few.h5 incomplete"
 ok "4 ranks, 2 fits: idle ranks reported, file complete"
 echo "errors: all checks passed"

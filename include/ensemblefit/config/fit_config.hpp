@@ -68,6 +68,9 @@ struct FitConfig {
     // [output]
     std::string output_file;
 
+    // [sched] (never changes results: replicas are pure functions of seed and number)
+    std::string sched_policy = "dynamic";
+
     // [run]
     std::string workers = "auto";
     int threads = 0;  ///< 0 = automatic (SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, cores / local ranks)
