@@ -48,6 +48,8 @@ void fit_help() {
         "  --workers KIND  auto | cpu | gpu (same as --run.workers)\n"
         "  --policy NAME   static | dynamic | guided | weighted (same as --sched.policy)\n"
         "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
+        "  --baseline F.h5 a run of the same problem on fewer ranks: adds speedup, computation\n"
+        "                  scalability and global efficiency to the timing report\n"
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
         "  -h, --help      this text\n\n%s",
@@ -78,6 +80,8 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
         } else if (a == "--workers" || a == "--policy") {
             // Short forms of --run.workers and --sched.policy.
             opt.overrides.push_back((a == "--workers" ? "--run.workers=" : "--sched.policy=") + value(a));
+        } else if (a == "--baseline") {
+            opt.baseline = value(a);
         } else if (a == "--debug.slowdown") {
             opt.slowdown = value(a);
         } else if (a.rfind("--debug.slowdown=", 0) == 0) {

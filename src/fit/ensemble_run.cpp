@@ -31,6 +31,7 @@
 
 #include "src/io/results_file.hpp"
 #include "src/report/summary_table.hpp"
+#include "src/report/timing_file.hpp"
 
 namespace ef {
 
@@ -108,7 +109,7 @@ struct DispatcherStats {
 /// Gathers every rank's phase times on rank 0; writes /timing, the JSON sidecar, the table.
 void report_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, ResultsFile* out,
                    const std::string& json_path, const std::vector<std::string>& placement,
-                   const DispatcherStats& ds, SchedPolicy policy, bool print) {
+                   const DispatcherStats& ds, SchedPolicy policy, const std::string& baseline, bool print) {
     timer.stop();
     std::vector<double> row(timer.all().begin(), timer.all().end());
     row.push_back(timer.wall());
@@ -134,7 +135,11 @@ void report_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, Re
     }
     ranks[0].mpi_calls += ds.mpi_calls;
     ranks[0].mpi_bytes += ds.mpi_bytes;
-    const PopMetrics m = pop_metrics(ranks);
+    PopMetrics m = pop_metrics(ranks);
+    if (!baseline.empty()) {
+        const RunTiming b = read_run_timing(baseline);
+        apply_baseline(m, ranks, b.ranks, b.metrics.runtime);
+    }
     const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
     if (out) {
         h5::File& f = out->file();
@@ -170,6 +175,12 @@ void report_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, Re
         f.set_attr("/timing", "parallel_efficiency", m.parallel_efficiency);
         f.set_attr("/timing", "transfer_efficiency", m.transfer_efficiency);
         f.set_attr("/timing", "serialization_efficiency", m.serialization_efficiency);
+        if (m.speedup > 0) {
+            f.set_attr("/timing", "baseline", baseline);
+            f.set_attr("/timing", "speedup", m.speedup);
+            f.set_attr("/timing", "computation_scalability", m.computation_scalability);
+            f.set_attr("/timing", "global_efficiency", m.global_efficiency);
+        }
         f.set_attr("/timing", "dispatcher_io_seconds", ds.io);
         f.set_attr("/timing", "dispatcher_comm_seconds", ds.comm);
         f.set_attr("/timing", "dispatcher_sched_seconds", ds.sched);
@@ -299,6 +310,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
                      shard.count, static_cast<long long>(pb.config.replicas));
 
     const double slowdown = slowdown_factor(opt.slowdown, ctx.rank());
+    if (!opt.baseline.empty()) read_run_timing(opt.baseline);  // fail now, not after the fit
     std::string thread_source, thread_warning;
     const int threads = resolve_threads(pb.config.threads, ctx.local_size(), thread_source, thread_warning);
 
@@ -556,7 +568,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
             print_summary(pb, out->file(), all, s, std::cout);
         }
         const std::string json = root ? pb.config.output_file + ".timing.json" : "";
-        report_timing(ctx, timer, mine, out.get(), json, placement, ds, policy, root);
+        report_timing(ctx, timer, mine, out.get(), json, placement, ds, policy, opt.baseline, root);
         if (root) {
             std::printf("output: %s (timing also in %s)\n", pb.config.output_file.c_str(), json.c_str());
             out->close();

@@ -87,4 +87,16 @@ test -s weighted.h5.timing.json || fail "no JSON timing sidecar"
 /usr/bin/python3 -c "import json,sys; d=json.load(open('weighted.h5.timing.json')); assert d['ranks']==4 and len(d['per_rank'])==4" \
     || fail "JSON sidecar malformed"
 ok "JSON sidecar has 4 ranks"
+# Scaling-study report: one row per run, CSV for plotting; --baseline on a fit.
+run_np 1 fit peaks.ini --fit.replicas 40 --output.file one.h5 > one.log
+run_np 2 fit peaks.ini --fit.replicas 40 --output.file two.h5 --baseline one.h5 > two.log
+grep -q "vs baseline: speedup" two.log || fail "fit --baseline printed no speedup"
+$H5CHECK get two.h5 /timing computation_scalability > /dev/null || fail "no computation_scalability"
+"$EF" report two.h5 one.h5 static.h5 --csv report.csv > report.log
+[ "$(wc -l < report.csv)" = 4 ] || { cat report.csv; fail "report.csv should have a header and 3 rows"; }
+head -1 report.csv | grep -q "file,ranks,workers,policy,wall_s,speedup" || fail "report.csv header"
+[ "$(sed -n 2p report.csv | cut -d, -f2)" = 1 ] || fail "report rows are not sorted by ranks"
+[ "$(sed -n 2p report.csv | cut -d, -f6)" = "1.000000" ] || fail "baseline row speedup is not 1"
+expect_error 3 "peaks.csv: cannot open as an HDF5 file" -- "$EF" report peaks.csv
+ok "report: 3 rows sorted by ranks, CSV written; fit --baseline adds speedup"
 echo "sched: all checks passed"

@@ -20,6 +20,9 @@ struct FitRunOptions {
     /// "RANK:FACTOR[,RANK:FACTOR]": those ranks' workers wait (FACTOR - 1) times their real
     /// compute time after each unit, to test load balancing and kills on any machine.
     std::string slowdown;
+    /// A result file of the same problem on fewer ranks: adds computation scalability, global
+    /// efficiency and speedup to the timing report.
+    std::string baseline;
 };
 
 /// The factor `--debug.slowdown` gives `rank` (1 when not named).
