@@ -43,7 +43,7 @@ const KeyInfo kKeys[] = {
     {"fit.ftol", "1e-15", "stop when actual and predicted relative chi^2 reductions are below"},
     {"fit.xtol", "1e-10", "stop when the Gauss-Newton step, relative to the parameters (scaled), is below"},
     {"fit.gtol", "1e-12", "stop when the gradient's cosine with every column is below"},
-    {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread)"},
+    {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
                                 "each rank's measured throughput: for mixed CPU and GPU ranks)"},

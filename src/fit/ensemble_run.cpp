@@ -391,7 +391,11 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     // keeps the progress line; other ranks keep one request in flight (prefetch) so that the
     // reply is usually there before they need it.
     const std::int64_t M = static_cast<std::int64_t>(pending.size());
-    const int chunk = pb.config.chunk > 0 ? pb.config.chunk : std::max(1, 4 * threads);
+    // Automatic unit size: 4 replicas per thread, but at least ~8 units per rank so that short
+    // runs of expensive fits still balance.
+    const int chunk = pb.config.chunk > 0
+                          ? pb.config.chunk
+                          : static_cast<int>(std::clamp<std::int64_t>(M / (8 * ctx.size()), 1, 4 * threads));
     const SchedPolicy policy = parse_sched_policy(pb.config.sched_policy);
     RankTiming mine;
     DispatcherStats ds;

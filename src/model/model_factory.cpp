@@ -9,6 +9,7 @@
 
 #include "kernels/fit/lm.hpp"
 #include "src/model/compiled_model.hpp"
+#include "src/model/dis_mellin.hpp"
 
 namespace ef {
 
@@ -89,6 +90,41 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
         cm->description = "formula: " + cfg.formula;
         cm->flops_per_evaluation = n * static_cast<double>(prog->code.size());
         cm->storage = prog;
+    } else if (cfg.model_name == "dis-mellin") {
+        DisMellinSettings settings;
+        try {
+            settings = parse_dis_mellin_settings(cfg.model_options);
+        } catch (const Error& e) {
+            throw usage_error(cfg.config_file + ": " + e.what());
+        }
+        if (data.nx != 3)
+            throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
+                                                    "(1 proton, 2 neutron), got " + std::to_string(data.nx));
+        const auto names = dis_mellin_param_names();
+        order_params(cfg, names);
+        std::vector<double> lower, start;
+        std::vector<bool> fixed;
+        for (const auto& p : cfg.params) {
+            lower.push_back(p.lower);
+            start.push_back(p.start);
+            fixed.push_back(p.fixed);
+        }
+        try {
+            check_dis_mellin_bounds(names, lower, start, settings, fixed);
+        } catch (const Error& e) {
+            throw usage_error(cfg.config_file + ": " + e.what());
+        }
+        auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
+        cm->view = theory->model();
+        cm->param_names = names;
+        cm->description = "dis-mellin: LO F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
+                          " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV";
+        cm->flops_per_evaluation = theory->flops_per_evaluation(0);
+        cm->flops_per_point = theory->flops_per_point(0);
+        cm->flops_dual_pass[0] = theory->flops_per_evaluation(4);
+        cm->flops_dual_pass[1] = theory->flops_per_evaluation(8);
+        cm->flops_dual_pass[2] = theory->flops_per_evaluation(16);
+        cm->storage = theory;
     } else {
         const auto names = builtin_param_names(cfg);
         if (names.empty())
@@ -118,6 +154,7 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
             cm->flops_per_evaluation = 7 * n * cfg.peaks + n;
         }
     }
+    if (cm->flops_per_point == 0.0 && n > 0) cm->flops_per_point = cm->flops_per_evaluation / n;
     if (static_cast<int>(cfg.params.size()) > kMaxParams)
         throw usage_error(cfg.config_file + ": " + std::to_string(cfg.params.size()) +
                           " parameters; at most " + std::to_string(kMaxParams) + " are supported");
@@ -133,5 +170,20 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
 
 std::string FitProblem::describe_model() const { return model->description; }
 double FitProblem::model_flops() const { return model->flops_per_evaluation; }
+double FitProblem::model_flops_per_point() const { return model->flops_per_point; }
+
+double FitProblem::flops_per_iteration() const {
+    int nfree = 0;
+    for (const auto& p : config.params) nfree += p.fixed ? 0 : 1;
+    const int k_index = nfree <= 4 ? 0 : (nfree <= 8 ? 1 : 2);
+    const int K = 4 << k_index;
+    const double passes = static_cast<double>((nfree + K - 1) / K);
+    // Without a counted dual pass, a dual evaluation costs about (K + 1) double evaluations.
+    const double pass = model->flops_dual_pass[k_index] > 0 ? model->flops_dual_pass[k_index]
+                                                             : (K + 1) * model->flops_per_evaluation;
+    const double n = data.n;
+    const double qr = 2.0 * nfree * nfree * (n - nfree / 3.0) + 4.0 * n * nfree;
+    return passes * pass + model->flops_per_evaluation + qr;
+}
 
 }  // namespace ef

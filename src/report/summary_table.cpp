@@ -43,7 +43,9 @@ void print_problem(const FitProblem& pb, const RunIdentity& id, std::ostream& os
            << ".." << id.span.end - 1 << (id.span.central ? " and the central fit" : "");
     os << "\n";
     if (pb.model_flops() > 0)
-        os << "  cost:     " << num(pb.model_flops()) << " FLOP per model evaluation (all points)\n";
+        os << "  cost:     " << num(pb.model_flops_per_point()) << " FLOP per data point, " << num(pb.model_flops())
+           << " per model evaluation, " << num(pb.flops_per_iteration())
+           << " per replica LM iteration (Jacobian + trial + QR)\n";
 }
 
 void print_placement(const std::vector<std::string>& rows, std::ostream& os) {

@@ -27,6 +27,11 @@ struct FitProblem {
     std::string describe_model() const;
     /// Model FLOPs for one evaluation at all points (values only), 0 when not counted.
     double model_flops() const;
+    /// Model FLOPs for one value at one point (doubles).
+    double model_flops_per_point() const;
+    /// FLOPs of one LM iteration of one replica: Jacobian passes on duals, one trial
+    /// evaluation, and the QR of the n x P Jacobian. 0 when the model's cost is not counted.
+    double flops_per_iteration() const;
 };
 
 /**

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ef {
+
+/**
+ * A fully resolved `ensemblefit reconstruct` configuration: the INI file with command-line
+ * overrides (`--section.key VALUE`) applied and every value validated, each error naming the
+ * file, line and key. `ensemblefit reconstruct --help` lists every key with its default
+ * (recon_config_help()); docs/reconstruction.md explains them.
+ */
+struct ReconConfig {
+    std::string config_file;
+
+    // [data]
+    std::string data_file;
+    std::string data_format = "auto";  ///< auto | native | cxi
+    double pixel_size = 0.0;           ///< object pixel (m) for CXI translations; 0 = from metadata
+
+    // [model]
+    int modes = 1;                   ///< probe modes K
+    std::string subpixel = "auto";   ///< auto | on | off
+
+    // [object]
+    bool amplitude_phase = true;     ///< parametrization = amplitude-phase | complex
+    double lr_amplitude = 5e-4;      ///< Adam rate of the amplitude (or real part)
+    double lr_phase = 5e-4;          ///< Adam rate of the phase (or imaginary part)
+    double amplitude_min = 0.0;
+    double amplitude_max = std::numeric_limits<double>::infinity();
+    int margin = 4;                  ///< pixels around the scanned area when the object size is derived
+
+    // [probe]
+    std::string probe_init = "auto";  ///< auto | file | mean-pattern
+    double lr_probe = 1e-4;
+    int probe_start = 1;              ///< first iteration (1-based) that updates the probe
+    bool orthogonalize = true;
+    bool fix_intensity = true;
+    double mode_power = 0.02;         ///< initial power fraction of each extra mode
+
+    // [positions]
+    bool correct_positions = false;
+    double lr_positions = 5e-4;
+    int positions_start = 1;
+
+    // [solver]
+    int iterations = 50;
+    int batch_size = 256;
+    std::string loss = "amplitude";   ///< amplitude | poisson
+    std::uint64_t seed = 1;
+    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    std::string precision = "single";  ///< single | double
+
+    // [run]
+    std::vector<std::string> workers{"auto"};  ///< per rank (the last repeats): auto | cpu | gpu
+    int threads = 0;
+    std::string balance = "throughput";  ///< throughput | equal
+    bool fft_measure = true;             ///< fft_planning = measure | estimate
+
+    // [output]
+    std::string output_file;
+    bool previews = true;
+    int report_every = 0;       ///< iterations between progress lines (0 = about 20 lines)
+    int checkpoint_every = 0;   ///< iterations between intermediate writes (0 = end only)
+
+    /// Where every key that was set came from: "file.ini:12" or "--section.key".
+    std::map<std::string, std::string> origins;
+    std::string where(const std::string& key) const;
+    /// The resolved configuration as INI text (stored in the output).
+    std::string resolved_text() const;
+};
+
+/// Reads `path`, applies "--section.key=VALUE" overrides (later ones win) and validates.
+ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& overrides);
+
+/// Every key with its meaning and default, for --help.
+std::string recon_config_help();
+
+}  // namespace ef

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ensemblefit/worker/worker.hpp>
+
+namespace ef {
+
+/// Sizes and model choices of a reconstruction, fixed for its whole run.
+struct ReconWorkerOptions {
+    int h = 0, w = 0;          ///< pattern (window) size
+    int modes = 1;             ///< probe modes K
+    int obj_h = 0, obj_w = 0;  ///< object size
+    bool poisson = false;      ///< loss: Poisson, else amplitude (PtyRAD's Gaussian NRMSE)
+    bool amplitude_phase = true;
+    bool subpixel = true;
+    double amplitude_min = 0.0;
+    double amplitude_max = std::numeric_limits<double>::infinity();
+    bool double_precision = false;  ///< CPU only: the float64 instantiation of the same code
+    int threads = 1;                ///< OpenMP threads (CPU)
+    int device = 0;                 ///< GPU ordinal (CUDA)
+    bool fft_measure = true;        ///< FFTW_MEASURE planning (CPU)
+};
+
+/// One rank's part of a mini-batch: rows of its pattern share and the positions (b x 2, y x).
+struct ReconBatch {
+    std::vector<std::int64_t> pattern_of;
+    std::vector<double> positions;
+};
+
+/// Loss terms and position gradients of a batch, before the global loss factor.
+struct ReconBatchTerms {
+    double loss_a = 0;
+    double loss_b = 0;
+    std::vector<double> position_grad;
+};
+
+/// One Adam update from the summed gradient buffer.
+struct ReconUpdate {
+    bool object = true;
+    bool probe = false;
+    double grad_scale = 1.0;
+    double lr_p0 = 0, lr_p1 = 0, lr_probe = 0;
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    std::int64_t t_object = 1, t_probe = 1;
+};
+
+/**
+ * Runs mini-batch steps of a ptychographic reconstruction on one device: the rank's share of
+ * the patterns, the object, the probe and the Adam moments live in the device's memory, and a
+ * step moves only the gradient buffer to the host (for the MPI sum) and back. The CPU worker
+ * (FFTW, OpenMP) and the CUDA worker (cuFFT) run the same PtychoEngine over the same
+ * single-source functors (kernels/recon/), so they differ only in memory, launches and FFTs.
+ * make_recon_worker() is the only switch on backend.
+ *
+ * Step protocol: gradients() fills the host gradient buffer (gradient_buffer(): object
+ * parameters, then the probe when asked); the caller sums it over ranks in place; update()
+ * applies Adam with the loss factor as grad_scale.
+ */
+class ReconWorker {
+   public:
+    virtual ~ReconWorker() = default;
+    virtual WorkerKind kind() const = 0;
+    /// For the placement table: "cpu, 4 threads, FFTW" or "gpu 0: NVIDIA H100".
+    virtual std::string describe() const = 0;
+
+    virtual void set_patterns(std::int64_t count, const float* fft_order) = 0;
+    virtual void set_object(const std::vector<double>& p0, const std::vector<double>& p1) = 0;
+    virtual void object(std::vector<double>& p0, std::vector<double>& p1) = 0;
+    virtual std::vector<std::complex<double>> complex_object() = 0;
+    virtual void set_probe(const std::vector<std::complex<double>>& probe) = 0;
+    virtual std::vector<std::complex<double>> probe() = 0;
+    virtual void reset_moments(bool object, bool probe) = 0;
+
+    virtual ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) = 0;
+    /// The host gradient buffer: `count` values, float or double (`is_double`).
+    virtual void* gradient_buffer(bool with_probe, std::size_t& count, bool& is_double) = 0;
+    virtual void update(const ReconUpdate& u) = 0;
+    /// Single rank: gradients need no sum, so a GPU worker keeps them in device memory
+    /// (gradient_buffer() then copies them out only when called).
+    virtual void keep_gradients_on_device(bool on) = 0;
+    /// Noiseless model intensities of a batch (b x n, FFT order), for the simulator.
+    virtual std::vector<double> model_intensity(const ReconBatch& batch) = 0;
+    /// Bytes the step moves through device memory per batch position (traffic model).
+    virtual double traffic_bytes(bool probe_grad, bool position_grad) const = 0;
+};
+
+std::unique_ptr<ReconWorker> make_recon_worker(WorkerKind kind, const ReconWorkerOptions& options);
+
+}  // namespace ef

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/core/complex.hpp"
+#include "kernels/models/dis_mellin.hpp"
+
+/**
+ * Host side of the `dis-mellin` model: settings, parameter table, bound checks, the
+ * precomputed theory tables and a pseudo-data generator. The single-source math lives in
+ * kernels/models/dis_mellin.hpp; this file only builds the parameter-independent tables.
+ */
+namespace ef {
+
+/**
+ * `[model]` options of dis-mellin (all optional; defaults follow the qcdlib conventions in
+ * shared/notes/dis-mellin.md). Masses and scales in GeV, angles in degrees.
+ *
+ *   q0               = 1.27     input scale Q0 (GeV); PDFs are parameterised at Q0^2
+ *   alphas_mz        = 0.118    alpha_s(M_Z), LO running with 3/4/5 flavours
+ *   mc               = 1.28     charm threshold (GeV)
+ *   mb               = 4.18     bottom threshold (GeV)
+ *   mz               = 91.1876  Z mass (GeV), reference scale of alphas_mz
+ *   strange_fraction = 0.5      kappa: s = sbar = kappa * ubar at Q0^2
+ *   contour_c        = 1.9      abscissa of the inverse-Mellin contour (> 1: right of the
+ *                               N = 1 pole of the gluon splitting functions)
+ *   contour_phi_deg  = 135      contour angle phi in degrees, 90 < phi < 180
+ *   contour_nodes    = 8        Gauss-Legendre points per contour segment, 1..64
+ *   contour          = standard breakpoints in z: standard (17 segments, z <= 63), extended
+ *                               (26, z <= 150) or precise (35, z <= ~1100; what x -> 1 needs
+ *                               for 1e-8 accuracy, with contour_nodes = 24)
+ */
+struct DisMellinSettings {
+    double q0 = 1.27;
+    double alphas_mz = 0.118;
+    double mc = 1.28;
+    double mb = 4.18;
+    double mz = 91.1876;
+    double strange_fraction = 0.5;
+    double contour_c = 1.9;
+    double contour_phi_deg = 135.0;
+    int contour_nodes = 8;
+    MellinBreakpoints contour_breakpoints = MellinBreakpoints::standard;
+
+    double q0_sq() const { return q0 * q0; }
+    /// Number of contour nodes: segments x contour_nodes (136 by default).
+    int num_nodes() const;
+    /// The contour these settings describe.
+    MellinContour contour() const;
+};
+
+/// Reads `[model]` options; throws ef::usage_error("model.KEY: ...") for unknown keys and bad
+/// values (allowed keys and ranges as in DisMellinSettings).
+DisMellinSettings parse_dis_mellin_settings(
+    const std::map<std::string, std::string>& model_options);
+
+/// One parameter's name, meaning and defaults (start = the pseudo-data truth).
+struct DisMellinParamInfo {
+    std::string name;
+    std::string meaning;
+    double start;
+    double lower;
+    double upper;
+    bool fixed;  ///< fixed by default (sea_c, sea_d, g_c, g_d)
+};
+
+/// The 17 parameters in model order (kernels/models/dis_mellin.hpp documents the layout).
+const std::vector<DisMellinParamInfo>& dis_mellin_param_table();
+/// uv_a uv_b uv_c uv_d dv_a dv_b dv_c dv_d sea_N sea_a sea_b sea_c sea_d g_a g_b g_c g_d.
+std::vector<std::string> dis_mellin_param_names();
+/// Realistic values at Q0 = 1.27 GeV (momentum fractions u_v 0.319, d_v 0.124, sea 0.16,
+/// gluon 0.397); the default truth of `simulate dis` and the default start values.
+std::vector<double> dis_mellin_default_truth();
+
+/**
+ * Config-time check of the pole constraints, for the parameters that the lists name (in any
+ * order; names that are not dis-mellin parameters are ignored):
+ *   - every exponent a (uv_a, dv_a, sea_a, g_a) must have lower bound > -contour_c, so the
+ *     contour passes right of the pole of B(N + a, b + 1) for every value the fit may try;
+ *   - valence exponents uv_a, dv_a must also have lower bound > -1 (number sum rule integral);
+ *   - every b must have lower bound > -1 (Beta function).
+ * A fixed parameter (fixed[i], when `fixed` is not empty) is checked on its start value only.
+ * Throws ef::usage_error naming `param.NAME.lower` (or `param.NAME.start`).
+ */
+void check_dis_mellin_bounds(const std::vector<std::string>& names,
+                             const std::vector<double>& lower,
+                             const std::vector<double>& start,
+                             const DisMellinSettings& settings,
+                             const std::vector<bool>& fixed = {});
+
+/// alpha_s(Q^2) at LO with 3 flavours below mc^2, 4 up to mb^2, 5 above (continuous at the
+/// thresholds, as LO matching is), from alphas_mz at mz^2.
+double dis_alpha_s(double q2, const DisMellinSettings& settings);
+
+/// The LO splitting functions in the a = alpha_s / (4 pi) normalisation of the notes:
+/// {P_qq, P_qg, P_gq, P_gg} for nf active flavours (P_qg includes the 2 nf).
+struct DisSplitting {
+    Complex<double> qq, qg, gq, gg;
+};
+DisSplitting dis_lo_splitting(const Complex<double>& n, int nf);
+
+/**
+ * LO evolution operator from Q0^2 to q2 in the moment basis: op[f][b] is the moment of the
+ * plus distribution q_f + qbar_f (f = u, d, s, c, b) or of the gluon (f = 5) at q2 per unit
+ * of basis moment b (u_v, d_v, S, g; proton target) at Q0^2. Heavy quarks start from zero at
+ * their threshold. Throws ef::data_error when q2 < Q0^2 crosses a threshold backwards.
+ */
+constexpr int kDisFlavours = 6;
+void dis_evolution_operator(const Complex<double>& n,
+                            double q2,
+                            const DisMellinSettings& settings,
+                            Complex<double> op[kDisFlavours][dis_mellin::kNumBasis]);
+
+/// Non-singlet (valence) evolution factor from Q0^2 to q2: q_v(N, q2) = E q_v(N, Q0^2).
+Complex<double> dis_nonsinglet_evolution(const Complex<double>& n,
+                                         double q2,
+                                         const DisMellinSettings& settings);
+
+/**
+ * F2 coefficients in the basis: F2(N)/x moment (i.e. sum_f e_f^2 (q_f + qbar_f)(N, q2)) per unit
+ * basis moment at Q0^2, for target 1 (proton) or 2 (neutron, u <-> d isospin swap).
+ */
+void dis_f2_coefficients(const Complex<double>& n,
+                         double q2,
+                         int target,
+                         const DisMellinSettings& settings,
+                         Complex<double> coef[dis_mellin::kNumBasis]);
+
+/**
+ * Owns the parameter-independent tables of a dis-mellin fit and hands out DisMellinModel views.
+ *
+ * Built once per run from the data (n rows of x, Q^2, target, row-major): for each point i and
+ * node k it stores C[i][k][b] = (x_i / pi) w_k e^{i phi} x_i^{-N_k} F2coef_b(N_k, Q_i^2, target_i),
+ * so F2_i = sum_{k,b} Im(C q_b(N_k)). Memory: points x nodes x 4 x 16 bytes (44 MB for 5000
+ * points and 136 nodes). Views from model() point into this object's storage: they stay valid
+ * while it lives, also across a move (vector storage moves along); a copy has its own tables.
+ */
+class DisMellinTheory {
+   public:
+    /// Validates the data (0 < x < 1, Q^2 > 0, target 1 or 2; ef::data_error naming the point)
+    /// and builds the tables. `rows` holds points x 3 values.
+    DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows);
+
+    DisMellinModel model() const;
+    int points() const { return points_; }
+    int num_nodes() const { return num_nodes_; }
+    const DisMellinSettings& settings() const { return settings_; }
+
+    /// Counted FLOPs of value() for one point: a plain-double pass when dual_slots == 0,
+    /// else one pass on Dual<double, dual_slots> (dual_slots in 1, 2, 4, 8, 16, 32).
+    double flops_per_point(int dual_slots = 0) const;
+    /// Counted FLOPs of one model evaluation: prepare() plus value() for every point, counted
+    /// by running the model code on a counting scalar at the default truth (the default-fixed
+    /// zero sea/gluon c and d skip their terms; on duals the first dual_slots free parameters
+    /// are seeded, as the LM driver does). Transcendentals (exp, log, sin, cos, atan2) count
+    /// kTranscendentalFlops each; add, sub, mul and div count 1. A Jacobian over P free
+    /// parameters takes ceil(P / dual_slots) such passes.
+    double flops_per_evaluation(int dual_slots = 0) const;
+    /// Counted FLOPs of one prepare() (the parameter-dependent moments).
+    double flops_prepare(int dual_slots = 0) const;
+    static constexpr double kTranscendentalFlops = 20.0;
+
+   private:
+    DisMellinSettings settings_;
+    int points_ = 0;
+    int num_nodes_ = 0;
+    std::vector<double> nodes_;  // [nodes][2]
+    std::vector<double> table_;  // [points][nodes][4][2]
+};
+
+/// Pseudo-data for `ensemblefit simulate dis`: target 1 = proton, 2 = neutron.
+struct DisPseudoData {
+    std::vector<double> x, q2, target, f2, sigma;
+    std::vector<double> truth;
+};
+
+/**
+ * Draws `points` kinematic points with log-uniform x in [1e-3, 0.9] and Q^2 in [2, 1000] GeV^2,
+ * rejecting those with W^2 = Q^2 (1 - x) / x + m_p^2 <= 10 GeV^2; the first half are proton,
+ * the rest neutron. F2 is the model at `truth` (dis_mellin_default_truth() when empty), sigma =
+ * noise * F2, and the stored f2 adds Gaussian noise N(0, sigma). Deterministic in `seed`
+ * (std::mt19937_64; the simulation only, never replicas).
+ */
+DisPseudoData simulate_dis(int points,
+                           std::uint64_t seed,
+                           double noise,
+                           const std::vector<double>& truth,
+                           const DisMellinSettings& settings);
+
+}  // namespace ef
