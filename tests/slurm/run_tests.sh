@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The jobs/ scripts under a real Slurm, against the bundled example (inputs/example.ini):
+#   - rank-per-core.sbatch gives the same /central, /replicas, /summary as a plain mpirun run;
+#   - submit-array.sh (array.sbatch, --shard auto, + merge.sbatch afterok) gives the same;
+#   - an array task that fails (a corrupt leftover shard file) blocks the merge: Slurm cancels
+#     it or leaves it pending (DependencyNeverSatisfied), it never runs; re-submitting the
+#     failed task (EF_RETRY) with a new merge completes the result, again bitwise equal;
+#   - scaling-study.sbatch runs every rank count and `ensemblefit report` has one row each;
+#   - with GPUs in the cluster (the local one has pretend GPUs): rank-per-gpu.sbatch gives each
+#     rank its own GPU and hybrid.sbatch GPU and CPU ranks, both with CPU workers here;
+#   - perf/plot_scaling.py and perf/plot_ensemble.py draw the real runs (PNGs kept in
+#     $EF_BUILD_DIR/slurm-plots, or EF_SLURM_PLOTS).
+#
+#   run_tests.sh ENSEMBLEFIT [MPIEXEC] [--start-slurm]
+#
+# Uses the Slurm controller that answers; with --start-slurm and none answering, installs and
+# starts a local single-node cluster (root, Debian: tests/slurm/slurm-local.sh) and stops the
+# daemons it started, by PID, when it ends, however it ends. Without a controller it exits 77
+# (skipped). Work folder: under the current directory (it must be visible to the compute
+# nodes), removed after a pass. EF_TEST_SBATCH_ARGS: more sbatch options (account, partition).
+set -euo pipefail
+EF=${1:?usage: run_tests.sh ENSEMBLEFIT [MPIEXEC] [--start-slurm]}
+EF=$(readlink -f "$EF")
+MPIEXEC=${2:-mpirun}
+START=0
+for a in "${@:3}"; do
+    case "$a" in
+        --start-slurm) START=1 ;;
+        *) echo "run_tests.sh: unknown option $a" >&2; exit 2 ;;
+    esac
+done
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${EF_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
+BUILD=${EF_BUILD_DIR:-$(dirname "$EF")}
+JOBS=$SRC/jobs
+CONFIG=$SRC/inputs/example.ini
+PY=/usr/bin/python3
+H5CHECK="$PY $SRC/tests/tools/h5check.py"
+PLOTS=${EF_SLURM_PLOTS:-$BUILD/slurm-plots}
+JOBLIST=$BUILD/slurm-test.jobs        # our job ids, so a later run can cancel leftovers
+TIMEOUT=${EF_SLURM_TIMEOUT:-300}      # seconds to wait for one batch of jobs
+export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export EF_BINARY=$EF
+unset EF_CONFIG EF_OUTDIR EF_OUTPUT EF_ARGS EF_SHARDS EF_RETRY EF_RANKS EF_SBATCH_ARGS
+
+T0=$SECONDS
+PASS=0
+FAIL=0
+SKIP=0
+log() { printf '[slurm-test %3ds] %s\n' $((SECONDS - T0)) "$*"; }
+ok() { PASS=$((PASS + 1)); log "ok   - $*"; }
+bad() { FAIL=$((FAIL + 1)); log "FAIL - $*"; }
+skip() { SKIP=$((SKIP + 1)); log "skip - $*"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; return 1; fi; }
+
+# cancel_ours: scancel the jobs in $JOBLIST that are still queued or running and were submitted
+# from a work folder of this test (a restarted controller may have given their ids to others).
+cancel_ours() {
+    local id
+    [ -s "$JOBLIST" ] && command -v scontrol > /dev/null || return 0
+    while read -r id; do
+        scontrol -o show job "$id" 2> /dev/null | grep -q 'WorkDir=[^ ]*/slurm-test\.[^ /]*\( \|$\)' \
+            && scancel "$id" 2> /dev/null
+    done < <(sort -u "$JOBLIST")
+    return 0
+}
+STARTED=$(mktemp "${TMPDIR:-/tmp}/ef-slurm-started.XXXXXX")
+WORK=
+cleanup() {
+    local rc=$?
+    set +e
+    cancel_ours   # whatever of ours is still queued or running
+    if [ -s "$STARTED" ]; then
+        log "stopping the daemons this test started: $(tr '\n' ' ' < "$STARTED")"
+        SLURM_LOCAL_STARTED=$STARTED bash "$HERE/slurm-local.sh" down
+    fi
+    rm -f "$STARTED"
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        if [ "$rc" = 0 ] && [ "$FAIL" = 0 ]; then rm -rf "$WORK"; else log "work folder kept: $WORK"; fi
+    fi
+    log "took $((SECONDS - T0)) s"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM HUP
+
+controller_up() { command -v scontrol > /dev/null && timeout 10 scontrol ping 2> /dev/null | grep -q 'is UP'; }
+
+# ---------------------------------------------------------------- the cluster
+if controller_up; then
+    log "using the Slurm controller that is up ($(scontrol ping | head -n 1))"
+elif [ "$START" = 1 ]; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get > /dev/null; then
+        echo "run_tests.sh: no Slurm controller answers, and starting one needs root on Debian" >&2
+        exit 77
+    fi
+    log "no Slurm controller answers: starting a local one"
+    SLURM_LOCAL_STARTED=$STARTED bash "$HERE/slurm-local.sh" up
+else
+    echo "run_tests.sh: no Slurm controller answers (pass --start-slurm, as root on Debian, to start one)" >&2
+    exit 77
+fi
+cancel_ours   # jobs left over from an earlier run of this test that was killed
+: > "$JOBLIST"
+
+# The default partition's first node: CPUs and GPUs (gres gpu:N).
+read -r CPUS GRES < <(sinfo -h -o '%c %G' | head -n 1)
+GPUS=$(sed -n 's/.*gpu:\([0-9][0-9]*\).*/\1/p' <<< "$GRES")
+GPUS=${GPUS:-0}
+[ "$CPUS" -ge 2 ] || { echo "run_tests.sh: the node has $CPUS CPU(s); 2 are needed" >&2; exit 77; }
+log "node: $CPUS CPUs, $GPUS GPU(s); slurm $(sinfo -V | awk '{print $2}')"
+
+WORK=$(mktemp -d "$PWD/slurm-test.XXXXXX")
+cd "$WORK"
+mkdir -p logs
+read -r -a SITE_ARGS <<< "${EF_TEST_SBATCH_ARGS:-}"
+export EF_SBATCH_ARGS="${EF_TEST_SBATCH_ARGS:-}"
+
+# submit NAME sbatch-args... : prints the job id, remembers it
+submit() {
+    local name=$1 id
+    shift
+    id=$(sbatch --parsable -o "logs/$name-%j.out" "${SITE_ARGS[@]}" "$@")
+    id=${id%%;*}
+    echo "$id" >> "$JOBLIST"
+    echo "$id"
+}
+# records ID: one line per job record (array tasks too) of scontrol -o show job
+records() { scontrol -o show job "$1" 2> /dev/null || true; }
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
+# settled ID: every record has ended, or waits on a dependency that can never be met
+settled() {
+    local r st
+    r=$(records "$1")
+    [ -n "$r" ] || return 0   # purged: long over
+    while read -r line; do
+        st=$(field JobState <<< "$line")
+        case "$st" in
+            PENDING) [ "$(field Reason <<< "$line")" = DependencyNeverSatisfied ] || return 1 ;;
+            RUNNING | CONFIGURING | COMPLETING | SUSPENDED | REQUEUED* | RESIZING | SIGNALING | STAGE_OUT) return 1 ;;
+        esac
+    done <<< "$r"
+}
+wait_for() {  # wait_for ID... : until every job has settled (at most $TIMEOUT s)
+    local id t=$SECONDS
+    while [ $((SECONDS - t)) -lt "$TIMEOUT" ]; do
+        for id in "$@"; do settled "$id" || { sleep 0.5; continue 2; }; done
+        return 0
+    done
+    log "timed out after $TIMEOUT s waiting for jobs $*"
+    squeue >&2 || true
+    return 1
+}
+# states ID: the JobState of every record, sorted, space-separated
+states() { records "$1" | field JobState | sort | tr '\n' ' ' | sed 's/ $//'; }
+completed() { [ "$(states "$1" | tr ' ' '\n' | sort -u)" = COMPLETED ]; }
+task_state() { records "$1" | grep "ArrayTaskId=$2 " | field JobState; }
+show_log() { local f; for f in "$@"; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done; return 0; }
+same() {  # same A B: /central /replicas /summary bitwise equal
+    [ -f "$2" ] || { log "$2 missing"; return 1; }
+    $H5CHECK equal "$1" "$2" /central /replicas /summary
+}
+
+# ---------------------------------------------------------------- reference: plain mpirun
+log "reference: $MPIEXEC -np 2 ensemblefit fit inputs/example.ini"
+"$MPIEXEC" --oversubscribe -np 2 "$EF" fit "$CONFIG" --output.file ref.h5 > logs/reference.out 2>&1 \
+    || { show_log logs/reference.out; bad "plain mpirun reference run"; exit 1; }
+
+# ---------------------------------------------------------------- submit everything at once
+RANKS=""
+for r in 1 2 4; do [ "$r" -le "$CPUS" ] && RANKS="$RANKS $r"; done
+RANKS=${RANKS# }
+MAXR=${RANKS##* }
+
+J_CORE=$(EF_OUTDIR=core submit rank-per-core --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+
+# shellcheck disable=SC2034
+read -r _ A_OK M_OK < <(EF_SHARDS=4 EF_CONCURRENT=2 EF_OUTDIR=array EF_SBATCH_ARGS="--ntasks=2 $EF_SBATCH_ARGS" \
+    "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+printf '%s\n' "$A_OK" "$M_OK" >> "$JOBLIST"
+
+# A corrupt leftover shard file makes task 2 fail (its --resume cannot open it).
+mkdir -p failed/shards
+echo "not an HDF5 file" > failed/shards/example-2.h5
+read -r _ A_BAD M_BAD < <(EF_SHARDS=4 EF_CONCURRENT=4 EF_OUTDIR=failed EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" \
+    "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+printf '%s\n' "$A_BAD" "$M_BAD" >> "$JOBLIST"
+
+J_SCALE=$(EF_OUTDIR=scaling EF_RANKS="$RANKS" submit scaling --ntasks="$MAXR" \
+    "$JOBS/scaling-study.sbatch" "$CONFIG" --fit.replicas 20000)
+
+GPU_JOBS=()
+if [ "$GPUS" -ge 1 ]; then
+    G=$((GPUS < 2 ? GPUS : 2))
+    J_GPU=$(EF_OUTDIR=gpu EF_WORKERS=cpu submit rank-per-gpu --ntasks-per-node="$G" --cpus-per-task=1 \
+        "$JOBS/rank-per-gpu.sbatch" "$CONFIG")
+    GPU_JOBS+=("$J_GPU")
+    if [ "$CPUS" -ge 4 ]; then
+        J_HYB=$(EF_OUTDIR=hybrid EF_GPU_WORKERS=cpu submit hybrid --ntasks-per-node=2 --cpus-per-task=2 \
+            --gpus-per-node=1 "$JOBS/hybrid.sbatch" "$CONFIG")
+        GPU_JOBS+=("$J_HYB")
+    fi
+fi
+log "submitted: rank-per-core $J_CORE, array $A_OK + merge $M_OK, failing array $A_BAD + merge $M_BAD," \
+    "scaling $J_SCALE (ranks $RANKS)${GPU_JOBS[*]:+, gpu/hybrid ${GPU_JOBS[*]}}"
+
+# dis-mellin (when the model and its example are there): a small real ensemble for the x f(x)
+# bands of plot_ensemble.py.
+if [ -f "$SRC/inputs/dis-mellin.ini" ] && "$EF" fit "$SRC/inputs/dis-mellin.ini" --dry-run > logs/dis-dry-run.out 2>&1; then
+    J_DIS=$(EF_OUTDIR=dis submit dis-mellin --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" \
+        "$SRC/inputs/dis-mellin.ini" --fit.replicas 8)
+    log "submitted: dis-mellin example with 8 replicas $J_DIS"
+fi
+
+wait_for "$J_CORE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
+set +e   # from here on every check runs, failed or not
+
+# ---------------------------------------------------------------- rank-per-core
+check "rank-per-core job completed" completed "$J_CORE" || show_log logs/rank-per-core-"$J_CORE".out
+check "rank-per-core result == mpirun result (bitwise)" same ref.h5 core/example.h5
+
+# ---------------------------------------------------------------- array + merge
+check "array job: 4 tasks completed" completed "$A_OK" || show_log array/logs/*_"$A_OK"_*.out
+check "merge job completed after the array" completed "$M_OK" || show_log array/logs/ef-merge_"$M_OK".out
+check "merged shards == mpirun result (bitwise)" same ref.h5 array/example.h5
+check "array logs are named %x_%A_%a" test -f "array/logs/ef-shard_${A_OK}_3.out"
+
+# ---------------------------------------------------------------- failed task blocks the merge
+check "array task 2 failed" test "$(task_state "$A_BAD" 2)" = FAILED || show_log failed/logs/*_"$A_BAD"_2.out
+check "the other array tasks completed" test "$(states "$A_BAD")" = "COMPLETED COMPLETED COMPLETED FAILED"
+m_state=$(states "$M_BAD")
+m_reason=$(records "$M_BAD" | field Reason)
+log "merge after the failed task: $m_state ($m_reason)"
+if [ "$m_state" = PENDING ]; then   # a cluster without kill_invalid_depend
+    check "merge waits on a dependency that can never be met" test "$m_reason" = DependencyNeverSatisfied
+    scancel "$M_BAD"
+else
+    check "merge was cancelled, not run" test "$m_state" = CANCELLED
+fi
+check "no merged file after the failure" test ! -e failed/example.h5
+check "the merge never ran (no log)" test ! -e "failed/logs/ef-merge_$M_BAD.out"
+
+log "re-submitting task 2 after removing the corrupt file (EF_RETRY=2)"
+rm -f failed/shards/example-2.h5
+read -r _ A_RETRY M_RETRY < <(EF_RETRY=2 EF_SHARDS=4 EF_OUTDIR=failed EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" \
+    "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+printf '%s\n' "$A_RETRY" "$M_RETRY" >> "$JOBLIST"
+wait_for "$A_RETRY" "$M_RETRY" || true
+check "re-submitted task completed" completed "$A_RETRY" || show_log failed/logs/*_"$A_RETRY"_2.out
+check "its merge completed" completed "$M_RETRY" || show_log failed/logs/ef-merge_"$M_RETRY".out
+check "re-submitted shard 2 is shard 2/4" grep -q "shard 2/4 holds replicas 251..375" "failed/logs/ef-shard_${A_RETRY}_2.out"
+check "merged after the retry == mpirun result (bitwise)" same ref.h5 failed/example.h5
+
+# ---------------------------------------------------------------- GPU binding (pretend GPUs)
+if [ -n "${J_GPU:-}" ]; then
+    glog=logs/rank-per-gpu-$J_GPU.out
+    check "rank-per-gpu job completed" completed "$J_GPU" || show_log "$glog"
+    check "rank-per-gpu: each rank sees its own GPU" \
+        test "$(grep -c '^rank [0-9]* on .*: GPU [0-9]' "$glog")" = "$G" -a \
+        "$(grep '^rank [0-9]* on ' "$glog" | sed 's/.*GPU \([^,]*\),.*/\1/' | sort -u | wc -l)" = "$G"
+    check "rank-per-gpu result == mpirun result (bitwise)" same ref.h5 gpu/example.h5
+else
+    skip "rank-per-gpu.sbatch: the cluster has no GPUs"
+fi
+if [ -n "${J_HYB:-}" ]; then
+    hlog=logs/hybrid-$J_HYB.out
+    check "hybrid job completed" completed "$J_HYB" || show_log "$hlog"
+    check "hybrid: rank 0 is the GPU rank with GPU 0" grep -q '^rank 0 on .*: GPU rank .*GPU 0,' "$hlog"
+    check "hybrid: rank 1 is a CPU rank with 2 threads and no GPU" \
+        grep -q '^rank 1 on .*: CPU rank .*GPU none, .*2 threads' "$hlog"
+    check "hybrid: ensemblefit runs 2 threads per rank" grep -q 'cpu, 2 threads' "$hlog"
+    check "hybrid result == mpirun result (bitwise)" same ref.h5 hybrid/example.h5
+else
+    skip "hybrid.sbatch: the cluster has no GPUs or fewer than 4 CPUs"
+fi
+
+# ---------------------------------------------------------------- scaling study + report
+slog=logs/scaling-$J_SCALE.out
+check "scaling-study job completed" completed "$J_SCALE" || show_log "$slog"
+n_ranks=$(wc -w <<< "$RANKS")
+n_files=$(find scaling -name 'ranks-*.h5' 2> /dev/null | wc -l)
+check "scaling study: one result per rank count ($RANKS)" test "$n_files" = "$n_ranks"
+mkdir -p "$PLOTS"
+if "$EF" report --help > /dev/null 2>&1; then
+    check "report CSV: header has the scaling columns" \
+        grep -q '^file,ranks,.*wall_s,speedup,.*parallel_efficiency,load_balance,communication_efficiency' scaling/report.csv
+    check "report CSV: one row per rank count" \
+        test "$(tail -n +2 scaling/report.csv | cut -d, -f2 | tr '\n' ' ' | sed 's/ $//')" = "$RANKS"
+    check "plot_scaling.py draws the report CSV" $PY "$SRC/perf/plot_scaling.py" scaling/report.csv \
+        -o "$PLOTS/scaling.png" --title "example.ini, 20000 replicas, ranks $RANKS (local Slurm)"
+else
+    skip "report CSV: this ensemblefit has no 'report' command yet"
+    check "plot_scaling.py draws the result files" $PY "$SRC/perf/plot_scaling.py" scaling/ranks-*.h5 \
+        -o "$PLOTS/scaling.png"
+fi
+check "plot_scaling.py draws the .h5 files directly" $PY "$SRC/perf/plot_scaling.py" scaling/ranks-*.h5 \
+    -o "$PLOTS/scaling-from-h5.png"
+check "plot_ensemble.py draws the merged array result" $PY "$SRC/perf/plot_ensemble.py" \
+    array/example.h5 -o "$PLOTS/ensemble.png"
+pngs=(scaling.png scaling-from-h5.png ensemble.png)
+if [ -n "${J_DIS:-}" ]; then
+    check "dis-mellin job completed" completed "$J_DIS" || show_log "logs/dis-mellin-$J_DIS.out"
+    check "plot_ensemble.py draws the dis-mellin ensemble and its x f(x) bands" $PY \
+        "$SRC/perf/plot_ensemble.py" dis/dis-mellin.h5 -o "$PLOTS/ensemble-dis-mellin.png"
+    pngs+=(ensemble-dis-mellin.png ensemble-dis-mellin-pdfs.png)
+else
+    skip "dis-mellin bands: no inputs/dis-mellin.ini, or this ensemblefit has no dis-mellin model"
+fi
+for png in "${pngs[@]}"; do
+    check "$png is a PNG of a sensible size" bash -c \
+        "[ \"\$(head -c 8 '$PLOTS/$png' | od -An -tx1 | tr -d ' ')\" = 89504e470d0a1a0a ] && [ \$(stat -c %s '$PLOTS/$png') -gt 20000 ]"
+done
+
+log "plots in $PLOTS: ${pngs[*]}"
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" = 0 ]
