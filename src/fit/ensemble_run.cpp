@@ -317,12 +317,13 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
 
     std::unique_ptr<Worker> worker;
     collective(ctx, [&] {
+        // auto: a GPU worker when this rank sees a GPU (round-robin over the node's GPUs by
+        // node-local rank; several ranks may share one), else a CPU worker.
+        const int ndev = cuda_device_count();
         WorkerKind kind = WorkerKind::cpu;
-        if (pb.config.workers == "gpu") kind = WorkerKind::gpu;
-        // auto: the CUDA fitting worker arrives with issue #5; until then auto means CPU.
+        if (pb.config.workers == "gpu" || (pb.config.workers == "auto" && ndev > 0)) kind = WorkerKind::gpu;
         WorkerOptions wo;
         wo.threads = threads;
-        const int ndev = cuda_device_count();
         wo.device = ndev > 0 ? ctx.local_rank() % ndev : 0;
         worker = make_worker(kind, pb, wo);
     });
@@ -392,11 +393,17 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     // keeps the progress line; other ranks keep one request in flight (prefetch) so that the
     // reply is usually there before they need it.
     const std::int64_t M = static_cast<std::int64_t>(pending.size());
-    // Automatic unit size: 4 replicas per thread, but at least ~8 units per rank so that short
-    // runs of expensive fits still balance.
-    const int chunk = pb.config.chunk > 0
-                          ? pb.config.chunk
-                          : static_cast<int>(std::clamp<std::int64_t>(M / (8 * ctx.size()), 1, 4 * threads));
+    // Automatic unit size: on a CPU rank 4 replicas per thread, but at least ~8 units per rank
+    // so that short runs of expensive fits still balance; on a GPU rank half its share, since a
+    // GPU fits one replica per thread and needs thousands at once.
+    std::int64_t my_chunk = pb.config.chunk;
+    if (my_chunk <= 0) {
+        my_chunk = worker->kind() == WorkerKind::gpu
+                       ? std::clamp<std::int64_t>(M / (2 * ctx.size()), 1, 1 << 20)
+                       : std::clamp<std::int64_t>(M / (8 * ctx.size()), 1, 4 * threads);
+    }
+    std::vector<std::int64_t> chunks(static_cast<size_t>(ctx.size()));
+    EF_MPI_CHECK(MPI_Allgather(&my_chunk, 1, MPI_INT64_T, chunks.data(), 1, MPI_INT64_T, ctx.world()));
     const SchedPolicy policy = parse_sched_policy(pb.config.sched_policy);
     RankTiming mine;
     DispatcherStats ds;
@@ -421,7 +428,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
 
     try {
         if (root) {
-            WorkQueue queue(policy, M, ctx.size(), chunk);
+            WorkQueue queue(policy, M, chunks);
             std::mutex queue_mutex;
             std::mutex local_mutex;
             std::deque<ReplicaBlock> local_results;

@@ -27,9 +27,14 @@ const char* to_string(SchedPolicy p) {
 }
 
 WorkQueue::WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk)
-    : policy_(policy), total_(total), ranks_(std::max(1, ranks)), chunk_(std::max<std::int64_t>(1, chunk)),
-      block_cursor_(static_cast<size_t>(ranks_)), block_end_(static_cast<size_t>(ranks_)),
+    : WorkQueue(policy, total, std::vector<std::int64_t>(static_cast<size_t>(std::max(1, ranks)), chunk)) {}
+
+WorkQueue::WorkQueue(SchedPolicy policy, std::int64_t total, const std::vector<std::int64_t>& chunks)
+    : policy_(policy), total_(total), ranks_(std::max<int>(1, static_cast<int>(chunks.size()))),
+      chunk_(chunks), block_cursor_(static_cast<size_t>(ranks_)), block_end_(static_cast<size_t>(ranks_)),
       throughput_(static_cast<size_t>(ranks_), 0.0) {
+    chunk_.resize(static_cast<size_t>(ranks_), 1);
+    for (auto& c : chunk_) c = std::max<std::int64_t>(1, c);
     for (int r = 0; r < ranks_; ++r) {
         block_cursor_[static_cast<size_t>(r)] = total_ * r / ranks_;
         block_end_[static_cast<size_t>(r)] = total_ * (r + 1) / ranks_;
@@ -46,19 +51,26 @@ std::int64_t WorkQueue::remaining() const {
 
 UnitSpan WorkQueue::next(int rank, double throughput) {
     const size_t R = static_cast<size_t>(rank);
+    if (throughput > 0.0) throughput_[R] = throughput;
+    // Units last at least kMinUnitSeconds once a rank's speed is known: cheap fits (microseconds
+    // each) would otherwise spend their time on the request round trip.
+    const std::int64_t by_time =
+        throughput_[R] > 0.0 ? static_cast<std::int64_t>(throughput_[R] * kMinUnitSeconds) : 0;
     if (policy_ == SchedPolicy::static_blocks) {
         const std::int64_t b = block_cursor_[R];
-        const std::int64_t e = std::min(b + chunk_, block_end_[R]);
+        const std::int64_t e = std::min(b + std::max(chunk_[R], by_time), block_end_[R]);
         block_cursor_[R] = e;
         return {b, e};
     }
     const std::int64_t left = total_ - cursor_;
     if (left <= 0) return {cursor_, cursor_};
-    std::int64_t size = chunk_;
-    if (policy_ == SchedPolicy::guided) {
-        size = std::max(chunk_, (left + 2 * ranks_ - 1) / (2 * ranks_));
+    std::int64_t size = chunk_[R];
+    if (policy_ == SchedPolicy::dynamic) {
+        // Never more than guided would give, so the last units still spread over the ranks.
+        size = std::max(chunk_[R], std::min(by_time, left / (2 * ranks_)));
+    } else if (policy_ == SchedPolicy::guided) {
+        size = std::max(chunk_[R], (left + 2 * ranks_ - 1) / (2 * ranks_));
     } else if (policy_ == SchedPolicy::weighted) {
-        if (throughput > 0.0) throughput_[R] = throughput;
         if (throughput_[R] > 0.0) {
             // Ranks not measured yet count as the mean of the measured ones.
             double sum = 0.0;

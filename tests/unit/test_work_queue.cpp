@@ -66,6 +66,16 @@ TEST_CASE("static gives contiguous equal blocks; guided shrinks; dynamic is fixe
     for (size_t i = 0; i + 1 < sizes.size(); ++i) CHECK(sizes[i] == 8);
 }
 
+TEST_CASE("dynamic and static grow units of cheap fits to 20 ms of work", "[sched]") {
+    ef::WorkQueue dy(ef::SchedPolicy::dynamic, 100000, 4, 4);
+    CHECK(dy.next(1, 0.0).size() == 4);          // speed unknown: the chunk size
+    CHECK(dy.next(1, 50000.0).size() == 1000);   // 50000 fits/s x 20 ms
+    CHECK(dy.next(2, 1e9).size() <= 100000 / 8);  // capped at guided's size
+
+    ef::WorkQueue st(ef::SchedPolicy::static_blocks, 1000, 2, 4);
+    CHECK(st.next(0, 10000.0).size() == 200);  // 10000 fits/s x 20 ms, within rank 0's block
+}
+
 TEST_CASE("weighted units are proportional to measured throughput", "[sched]") {
     ef::WorkQueue q(ef::SchedPolicy::weighted, 10000, 2, 4);
     CHECK(q.next(0, 0.0).size() == 4);  // nothing measured yet: the chunk size

@@ -33,6 +33,8 @@ struct UnitSpan {
  * tested on its own; every position in [0, total) is handed out exactly once whatever the order
  * of requests.
  *
+ * `static` and `dynamic` use the chunk size, grown to at least kMinUnitSeconds of work once
+ * the rank's throughput is known (dynamic: at most guided's size, so the end still balances).
  * `weighted` sizes a unit so that it should take about the same time on every rank:
  * size = throughput x T, with T = (estimated time left on all ranks) / 2, so units shrink as the
  * run ends (like guided) but stay proportional to speed, and a GPU rank and a CPU rank each get
@@ -40,7 +42,14 @@ struct UnitSpan {
  */
 class WorkQueue {
    public:
+    /// Shortest unit worth a request (static and dynamic grow their chunks to it once a rank's
+    /// throughput is known).
+    static constexpr double kMinUnitSeconds = 0.02;
+
     WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk);
+    /// Per-rank chunk sizes (a GPU rank wants thousands of replicas per unit, a CPU rank a few
+    /// per thread); `static` uses them to step through each rank's block.
+    WorkQueue(SchedPolicy policy, std::int64_t total, const std::vector<std::int64_t>& chunks);
 
     UnitSpan next(int rank, double throughput);
     std::int64_t remaining() const;
@@ -50,7 +59,7 @@ class WorkQueue {
     SchedPolicy policy_;
     std::int64_t total_;
     int ranks_;
-    std::int64_t chunk_;
+    std::vector<std::int64_t> chunk_;  // per rank
     std::int64_t cursor_ = 0;                 // shared policies
     std::vector<std::int64_t> block_cursor_;  // static: per-rank position
     std::vector<std::int64_t> block_end_;
