@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
-// CUDA entry points of the library. The fitting worker proper is a later issue (#5); for now a
-// GPU worker request is refused clearly, and the device query serves placement (--workers auto).
+// Device count and names for placement (--workers auto) and the placement table.
 #include <cuda_runtime.h>
 
 #include <ensemblefit/core/error.hpp>
@@ -24,11 +23,5 @@ std::string cuda_device_name(int ordinal) {
     return prop.name;
 }
 
-std::unique_ptr<Worker> make_cuda_worker(const FitProblem&, const WorkerOptions& options) {
-    if (cuda_device_count() == 0)
-        throw usage_error("run.workers = gpu: no CUDA device is visible to this rank");
-    throw usage_error("run.workers = gpu: the CUDA fitting worker is not implemented yet (device " +
-                      std::to_string(options.device) + " found); use --run.workers cpu");
-}
 
 }  // namespace ef

@@ -12,3 +12,9 @@ int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { return ""; }
 
 }  // namespace ef
+
+#include <ensemblefit/worker/device_probe.hpp>
+
+namespace ef {
+std::vector<DeviceInfo> probe_devices(bool) { return {}; }
+}  // namespace ef

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ef {
+
+/// One GPU and the ceilings measured on it by a short probe (roofline denominators).
+struct DeviceInfo {
+    int ordinal = 0;
+    std::string name;
+    double memory_gib = 0.0;
+    int sms = 0;
+    double fp64_tflops = 0.0;        ///< measured FMA throughput (2 FLOP per FMA)
+    double fp32_tflops = 0.0;
+    double device_bandwidth_gbs = 0.0;  ///< device-to-device copy, bytes read + written
+    double h2d_bandwidth_gbs = 0.0;     ///< pinned host to device
+};
+
+/// The visible devices; with `measure`, runs the probe on each (about a second per device).
+/// Empty when built without CUDA or when no device is visible.
+std::vector<DeviceInfo> probe_devices(bool measure);
+
+}  // namespace ef

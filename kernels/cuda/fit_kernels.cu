@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// The CUDA fitting worker: one thread per replica runs the same single-source resampling and
+// bounded LM (kernels/fit/*.hpp) as the CPU worker, on a device copy of the data and of the
+// model's tables. Per-backend code here is only memory, launch and batching.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/worker/worker.hpp>
+
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/fit/lm.hpp"
+#include "kernels/fit/resample.hpp"
+#include "src/model/compiled_model.hpp"
+
+namespace ef {
+namespace {
+
+using cuda::DeviceBuffer;
+
+/**
+ * Bytes per replica in flight: LM scratch (Jacobian n x P dominates), resampled y and weights.
+ * One launch fits `count` replicas, one per thread, 64 threads per block.
+ */
+template <int K, class Model>
+__global__ void lm_fit_kernel(Model model, FitDataView data, ParamBoundsView bounds, LmSettings settings,
+                              int bootstrap, std::uint64_t seed, const std::int64_t* replicas, int count,
+                              const double* start, double* ybuf, double* wbuf, double* work, size_t work_stride,
+                              double* params, double* chi2, std::int64_t* status, std::int64_t* iterations,
+                              double* central_cov) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int n = data.n;
+    const int P = bounds.P;
+    const std::int64_t r = replicas[t];
+    double* y = ybuf + static_cast<size_t>(t) * n;
+    double* w = wbuf + static_cast<size_t>(t) * n;
+    resample_replica(bootstrap, seed, static_cast<std::uint64_t>(r), n, data.y, data.sigma, y, w);
+    FitDataView view = data;
+    view.y = y;
+    view.weight = bootstrap ? w : nullptr;
+    double* p = params + static_cast<size_t>(t) * P;
+    for (int q = 0; q < P; ++q) p[q] = start[q];
+    const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p, work + static_cast<size_t>(t) * work_stride,
+                                  r == 0 ? central_cov : nullptr);
+    chi2[t] = o.chi2;
+    status[t] = static_cast<std::int64_t>(o.status);
+    iterations[t] = o.iterations;
+}
+
+/// Device copies of what a model view points to, and the view rewritten to point at them.
+struct DeviceModel {
+    ModelVariant view;
+    DeviceBuffer<FormulaOp> code;
+    DeviceBuffer<double> doubles_a;
+    DeviceBuffer<double> doubles_b;
+};
+
+void upload_model(const CompiledModel& cm, DeviceModel& dm) {
+    dm.view = cm.view;
+    if (auto* f = std::get_if<FormulaModel>(&dm.view)) {
+        const auto* prog = static_cast<const FormulaProgram*>(cm.storage.get());
+        dm.code.upload(prog->code.data(), prog->code.size());
+        dm.doubles_a.resize(1);  // a formula may have no constants at all
+        dm.doubles_a.upload(prog->constants.data(), prog->constants.size());
+        f->code = dm.code.get();
+        f->constants = dm.doubles_a.get();
+    } else if (auto* d = std::get_if<DisMellinModel>(&dm.view)) {
+        const size_t table = static_cast<size_t>(d->points) * d->num_nodes * 2 * dis_mellin::kNumBasis;
+        dm.doubles_a.upload(d->table, table);
+        dm.doubles_b.upload(d->nodes, 2 * static_cast<size_t>(d->num_nodes));
+        d->table = dm.doubles_a.get();
+        d->nodes = dm.doubles_b.get();
+    }
+}
+
+class CudaWorker final : public Worker {
+   public:
+    CudaWorker(const FitProblem& pb, int device) : pb_(pb), device_(device) {
+        EF_CUDA_CHECK(cudaSetDevice(device_));
+        cudaDeviceProp prop{};
+        EF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+        name_ = prop.name;
+        free_bytes_ = 0;
+        size_t total = 0;
+        EF_CUDA_CHECK(cudaMemGetInfo(&free_bytes_, &total));
+        // The LM keeps per-thread arrays (formula stacks of duals) in local memory.
+        EF_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 16384));
+        const DataTable& d = pb.data;
+        x_.upload(d.x.data(), d.x.size());
+        y_.upload(d.y.data(), d.y.size());
+        sigma_.upload(d.sigma.data(), d.sigma.size());
+        const int P = pb.num_params();
+        std::vector<double> lo, hi, st;
+        std::vector<unsigned char> fx;
+        for (const auto& s : pb.config.params) {
+            lo.push_back(s.lower);
+            hi.push_back(s.upper);
+            st.push_back(s.start);
+            fx.push_back(s.fixed ? 1 : 0);
+        }
+        lower_.upload(lo.data(), static_cast<size_t>(P));
+        upper_.upload(hi.data(), static_cast<size_t>(P));
+        start_.upload(st.data(), static_cast<size_t>(P));
+        fixed_.upload(fx.data(), static_cast<size_t>(P));
+        upload_model(*pb.model, model_);
+    }
+
+    WorkerKind kind() const override { return WorkerKind::gpu; }
+    std::string describe() const override { return "gpu " + std::to_string(device_) + ": " + name_; }
+
+    void run(const WorkUnit& unit, ReplicaBlock& out) override {
+        EF_CUDA_CHECK(cudaSetDevice(device_));
+        const int P = pb_.num_params();
+        const int total = static_cast<int>(unit.replicas.size());
+        out.resize(static_cast<size_t>(total), P);
+        out.covariance.clear();
+        int nfree = 0;
+        for (const auto& s : pb_.config.params) nfree += s.fixed ? 0 : 1;
+        std::visit(
+            [&](const auto& model) {
+                using M = std::decay_t<decltype(model)>;
+                // Each Jacobian column is computed by the same operations whatever the dual
+                // width, so the width changes speed, never bits. The heavy dis-mellin model is
+                // compiled for width 16 only (its 13 free parameters need it anyway), which
+                // keeps the device build several minutes shorter.
+                if constexpr (std::is_same_v<M, DisMellinModel>) {
+                    run_with<16>(model, unit, out);
+                } else {
+                    if (nfree <= 4) run_with<4>(model, unit, out);
+                    else if (nfree <= 8) run_with<8>(model, unit, out);
+                    else run_with<16>(model, unit, out);
+                }
+            },
+            model_.view);
+    }
+
+   private:
+    template <int K, class Model>
+    void run_with(const Model& model, const WorkUnit& unit, ReplicaBlock& out) {
+        const FitConfig& cfg = pb_.config;
+        const int n = pb_.data.n;
+        const int P = pb_.num_params();
+        const LmWorkspaceLayout<K> layout(n, P, model.workspace_size());
+        const size_t per_replica = (layout.total + 2 * static_cast<size_t>(n) + 2 * P + 4) * sizeof(double);
+        // Batches as large as half the free memory allows (the unit may be larger).
+        const size_t fit_in = std::max<size_t>(1, (free_bytes_ / 2) / per_replica);
+        const int total = static_cast<int>(unit.replicas.size());
+        const FitDataView data{n, pb_.data.nx, x_.get(), y_.get(), sigma_.get(), nullptr};
+        const ParamBoundsView bounds{P, lower_.get(), upper_.get(), fixed_.get()};
+        LmSettings s;
+        s.max_iterations = cfg.max_iterations;
+        s.ftol = cfg.ftol;
+        s.xtol = cfg.xtol;
+        s.gtol = cfg.gtol;
+        for (int b0 = 0; b0 < total; b0 += static_cast<int>(fit_in)) {
+            const int count = std::min<int>(total - b0, static_cast<int>(fit_in));
+            reps_.upload(unit.replicas.data() + b0, static_cast<size_t>(count));
+            ybuf_.resize(static_cast<size_t>(count) * n);
+            wbuf_.resize(static_cast<size_t>(count) * n);
+            work_.resize(static_cast<size_t>(count) * layout.total);
+            params_.resize(static_cast<size_t>(count) * P);
+            chi2_.resize(static_cast<size_t>(count));
+            status_.resize(static_cast<size_t>(count));
+            iters_.resize(static_cast<size_t>(count));
+            cov_.resize(static_cast<size_t>(P) * P);
+            const int threads = 64;
+            const int blocks = (count + threads - 1) / threads;
+            cudaGetLastError();  // a failure reported earlier must not be blamed on this launch
+            lm_fit_kernel<K><<<blocks, threads>>>(model, data, bounds, s, cfg.resample == ResampleMethod::bootstrap,
+                                                   cfg.seed, reps_.get(), count, start_.get(), ybuf_.get(),
+                                                   wbuf_.get(), work_.get(), layout.total, params_.get(),
+                                                   chi2_.get(), status_.get(), iters_.get(), cov_.get());
+            EF_CUDA_CHECK(cudaGetLastError());
+            EF_CUDA_CHECK(cudaDeviceSynchronize());
+            params_.download(out.params.data() + static_cast<size_t>(b0) * P, static_cast<size_t>(count) * P);
+            chi2_.download(out.chi2.data() + b0, static_cast<size_t>(count));
+            status_.download(out.status.data() + b0, static_cast<size_t>(count));
+            iters_.download(out.iterations.data() + b0, static_cast<size_t>(count));
+            for (int t = 0; t < count; ++t) {
+                out.index[static_cast<size_t>(b0 + t)] = unit.replicas[static_cast<size_t>(b0 + t)];
+                if (unit.replicas[static_cast<size_t>(b0 + t)] == 0) {
+                    out.covariance.resize(static_cast<size_t>(P) * P);
+                    cov_.download(out.covariance.data(), static_cast<size_t>(P) * P);
+                }
+            }
+        }
+    }
+
+    const FitProblem& pb_;
+    int device_;
+    std::string name_;
+    size_t free_bytes_ = 0;
+    DeviceModel model_;
+    DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_;
+    DeviceBuffer<unsigned char> fixed_;
+    DeviceBuffer<std::int64_t> reps_, status_, iters_;
+};
+
+}  // namespace
+
+std::unique_ptr<Worker> make_cuda_worker(const FitProblem& problem, const WorkerOptions& options) {
+    if (cuda_device_count() == 0)
+        throw usage_error("run.workers = gpu: no CUDA device is visible to this rank");
+    return std::make_unique<CudaWorker>(problem, options.device);
+}
+
+}  // namespace ef
