@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(g++ make cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools
-          libboost-program-options-dev catch2 librandom123-dev libfftw3-dev
+          libboost-program-options-dev catch2 librandom123-dev libfftw3-dev libpng-dev
           python3-numpy python3-scipy python3-h5py python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do

@@ -37,7 +37,7 @@ struct ReconConfig {
 
     // [probe]
     std::string probe_init = "auto";  ///< auto | file | mean-pattern
-    double lr_probe = 1e-4;
+    double lr_probe = 1e-3;           ///< relative to the rms probe amplitude
     int probe_start = 1;              ///< first iteration (1-based) that updates the probe
     bool orthogonalize = true;
     bool fix_intensity = true;
@@ -55,12 +55,15 @@ struct ReconConfig {
     std::uint64_t seed = 1;
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
     std::string precision = "single";  ///< single | double
+    int decay_start = 0;              ///< iteration from which all rates decay (0 = constant rates)
+    double decay_to = 0.1;            ///< fraction of the rates reached at the last iteration (cosine)
 
     // [run]
     std::vector<std::string> workers{"auto"};  ///< per rank (the last repeats): auto | cpu | gpu
     int threads = 0;
     std::string balance = "throughput";  ///< throughput | equal
-    bool fft_measure = true;             ///< fft_planning = measure | estimate
+    bool fft_measure = false;            ///< fft_planning = estimate | measure
+    std::string allreduce = "auto";      ///< auto | mpi | nccl
 
     // [output]
     std::string output_file;

@@ -25,7 +25,7 @@ struct ReconWorkerOptions {
     bool double_precision = false;  ///< CPU only: the float64 instantiation of the same code
     int threads = 1;                ///< OpenMP threads (CPU)
     int device = 0;                 ///< GPU ordinal (CUDA)
-    bool fft_measure = true;        ///< FFTW_MEASURE planning (CPU)
+    bool fft_measure = false;       ///< FFTW_MEASURE planning (CPU), else FFTW_ESTIMATE
 };
 
 /// One rank's part of a mini-batch: rows of its pattern share and the positions (b x 2, y x).
@@ -36,9 +36,10 @@ struct ReconBatch {
 
 /// Loss terms and position gradients of a batch, before the global loss factor.
 struct ReconBatchTerms {
-    double loss_a = 0;
+    double loss_a = 0;  ///< sums of position_terms, in batch order
     double loss_b = 0;
-    std::vector<double> position_grad;
+    std::vector<double> position_terms;  ///< b x 2: each position's loss terms
+    std::vector<double> position_grad;   ///< b x 2 (y, x) when asked for
 };
 
 /// One Adam update from the summed gradient buffer.
@@ -60,8 +61,8 @@ struct ReconUpdate {
  * make_recon_worker() is the only switch on backend.
  *
  * Step protocol: gradients() fills the host gradient buffer (gradient_buffer(): object
- * parameters, then the probe when asked); the caller sums it over ranks in place; update()
- * applies Adam with the loss factor as grad_scale.
+ * parameters, then the probe when asked, in double); the caller sums it over ranks in place;
+ * update() applies Adam with the loss factor as grad_scale.
  */
 class ReconWorker {
    public:
@@ -79,12 +80,26 @@ class ReconWorker {
     virtual void reset_moments(bool object, bool probe) = 0;
 
     virtual ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) = 0;
-    /// The host gradient buffer: `count` values, float or double (`is_double`).
-    virtual void* gradient_buffer(bool with_probe, std::size_t& count, bool& is_double) = 0;
+    /// The host gradient buffer (double whatever the working precision): `count` values.
+    virtual double* gradient_buffer(bool with_probe, std::size_t& count) = 0;
+    /// The probe part of the last gradients() in real space (K x h x w), for tests and tools.
+    virtual std::vector<std::complex<double>> probe_gradient() = 0;
     virtual void update(const ReconUpdate& u) = 0;
     /// Single rank: gradients need no sum, so a GPU worker keeps them in device memory
     /// (gradient_buffer() then copies them out only when called).
     virtual void keep_gradients_on_device(bool on) = 0;
+
+    /**
+     * Sums over ranks on the devices themselves (GPU workers: NCCL, loaded at run time, so the
+     * build needs no NCCL): rank 0 asks device_sum_id() (empty when NCCL is unavailable),
+     * broadcasts it, and every rank calls device_sum_init(); after that device_sum() replaces
+     * the host-side MPI_Allreduce of the gradient buffer, which then stays on the device.
+     * A CPU worker has none of this (empty id, init false).
+     */
+    virtual std::vector<char> device_sum_id() = 0;
+    virtual bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) = 0;
+    /// The gradient buffer summed over ranks in place (after gradients(), before update()).
+    virtual void device_sum(bool with_probe) = 0;
     /// Noiseless model intensities of a batch (b x n, FFT order), for the simulator.
     virtual std::vector<double> model_intensity(const ReconBatch& batch) = 0;
     /// Bytes the step moves through device memory per batch position (traffic model).

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/recon/ptycho_math.hpp"
+
+namespace ef::recon {
+
+/// Owns `size` elements of U, 64-byte aligned (what FFTW's SIMD codelets want), zeroed.
+template <class U>
+class AlignedBuffer {
+   public:
+    AlignedBuffer() = default;
+    explicit AlignedBuffer(std::size_t n) { resize(n); }
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    AlignedBuffer(AlignedBuffer&& o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+    AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
+        if (this != &o) {
+            std::free(p_);
+            p_ = std::exchange(o.p_, nullptr);
+            n_ = std::exchange(o.n_, 0);
+        }
+        return *this;
+    }
+    ~AlignedBuffer() { std::free(p_); }
+
+    /// Reallocates to n elements (contents are not kept) and zeroes them.
+    void resize(std::size_t n) {
+        if (n == n_) return;
+        std::free(p_);
+        p_ = nullptr;
+        n_ = n;
+        if (n == 0) return;
+        const std::size_t bytes = (n * sizeof(U) + 63) / 64 * 64;
+        p_ = static_cast<U*>(std::aligned_alloc(64, bytes));
+        if (!p_) throw std::bad_alloc();
+        std::memset(static_cast<void*>(p_), 0, bytes);
+    }
+    U* data() { return p_; }
+    const U* data() const { return p_; }
+    std::size_t size() const { return n_; }
+
+   private:
+    U* p_ = nullptr;
+    std::size_t n_ = 0;
+};
+
+/**
+ * Batched in-place 2-D FFTs of h x w complex windows on the CPU, unnormalised, forward with
+ * exp(-2 pi i ...) (FFTW's and cuFFT's convention). With FFTW (EF_HAVE_FFTW), one plan per
+ * direction for a single window is made at construction (the planner is not thread-safe) and
+ * executed on every window from an OpenMP loop through the new-array interface, so a window's
+ * result never depends on the batch size or its split over threads or ranks. With FFTW_ESTIMATE
+ * (the default) the plan, and so every bit, is the same in every process; FFTW_MEASURE picks
+ * by timing, which may differ between processes. Without FFTW a built-in radix-2 (else direct
+ * DFT) transform keeps the library usable, slowly.
+ * Implemented in kernels/cpu/recon_fft.cpp for float and double.
+ */
+template <class T>
+class CpuFft {
+   public:
+    CpuFft(int h, int w, int threads, bool measure);
+    ~CpuFft();
+    CpuFft(const CpuFft&) = delete;
+    CpuFft& operator=(const CpuFft&) = delete;
+
+    void run(Cx<T>* data, std::int64_t count, bool inverse);
+    /// "FFTW 3.3.10 (measure)" or "built-in FFT (no FFTW)".
+    static const char* describe(bool measure);
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/**
+ * The CPU backend of PtychoEngine (kernels/recon/ptycho_engine.hpp): host memory, OpenMP loops
+ * over the single-source functors, per-group reductions in a fixed order (so results do not
+ * depend on the thread count), FFTW transforms.
+ */
+template <class T>
+class CpuBackend {
+   public:
+    static constexpr bool kHostMemory = true;
+    template <class U>
+    using Buffer = AlignedBuffer<U>;
+    template <class U>
+    using HostBuffer = AlignedBuffer<U>;
+
+    CpuBackend(int h, int w, int threads, bool fft_measure)
+        : threads_(threads < 1 ? 1 : threads), fft_(h, w, threads_, fft_measure) {}
+
+    int threads() const { return threads_; }
+
+    /// Loops shorter than this run on the calling thread: a parallel region costs microseconds,
+    /// and far more when the cores are shared (spinning threads wait for descheduled ones).
+    static constexpr std::int64_t kMinParallel = 1 << 15;
+
+    /// f(i) for i in [0, n).
+    template <class F>
+    void for_each(std::int64_t n, const F& f) {
+#pragma omp parallel for num_threads(threads_) schedule(static) if (n >= kMinParallel && threads_ > 1)
+        for (std::int64_t i = 0; i < n; ++i) f(i);
+    }
+
+    /// f(r, c) for r in [0, rows), c in [0, cols): threads over rows, a plain inner loop.
+    template <class F>
+    void for_each_rows(std::int64_t rows, int cols, const F& f) {
+        if (rows < 2 * threads_) {  // few rows: share the flat index space instead
+            for_each(rows * cols, [&](std::int64_t i) { f(i / cols, static_cast<int>(i % cols)); });
+            return;
+        }
+#pragma omp parallel for num_threads(threads_) schedule(static) if (rows * cols >= kMinParallel)
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c) f(r, c);
+    }
+
+    /// out[g] = sum over e in [0, size) of f(g, e), summed in ascending e; out is host memory.
+    template <class F>
+    void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out) {
+#pragma omp parallel for num_threads(threads_) schedule(static) if (groups * size >= kMinParallel && threads_ > 1)
+        for (std::int64_t g = 0; g < groups; ++g) {
+            Sum2 s;
+            for (std::int64_t e = 0; e < size; ++e) s += f(g, e);
+            out[g] = s;
+        }
+    }
+
+    void fft(Cx<T>* data, std::int64_t count, bool inverse) { fft_.run(data, count, inverse); }
+
+    template <class U>
+    void upload(U* dst, const U* src, std::size_t n) {
+        if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(U));
+    }
+    template <class U>
+    void download(U* dst, const U* src, std::size_t n) {
+        if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(U));
+    }
+    void synchronize() {}
+
+    // No device-side sums on the CPU: ranks sum host buffers with MPI.
+    std::vector<char> device_sum_id() { return {}; }
+    bool device_sum_init(const std::vector<char>&, int, int, std::string& why) {
+        why = "CPU worker";
+        return false;
+    }
+    void device_sum(double*, std::size_t) {}
+
+   private:
+    int threads_;
+    CpuFft<T> fft_;
+};
+
+}  // namespace ef::recon

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <ensemblefit/recon/recon_worker.hpp>
+
+#include "kernels/recon/ptycho_engine.hpp"
+
+namespace ef::recon {
+
+inline EngineOptions engine_options(const ReconWorkerOptions& o) {
+    EngineOptions e;
+    e.loss = o.poisson ? LossKind::poisson : LossKind::amplitude;
+    e.amplitude_phase = o.amplitude_phase;
+    e.subpixel = o.subpixel;
+    e.amplitude_min = o.amplitude_min;
+    e.amplitude_max = o.amplitude_max;
+    return e;
+}
+
+inline PtychoDims engine_dims(const ReconWorkerOptions& o) {
+    PtychoDims d;
+    d.h = o.h;
+    d.w = o.w;
+    d.modes = o.modes;
+    d.obj_h = o.obj_h;
+    d.obj_w = o.obj_w;
+    return d;
+}
+
+/**
+ * A ReconWorker over PtychoEngine<T, Backend>: the one adapter both backends use, so the
+ * CPU and CUDA workers differ only in the Backend they construct.
+ */
+template <class T, class Backend>
+class EngineWorker final : public ReconWorker {
+   public:
+    EngineWorker(WorkerKind kind, std::string description, std::unique_ptr<Backend> be, const ReconWorkerOptions& o)
+        : kind_(kind), description_(std::move(description)), be_(std::move(be)),
+          engine_(*be_, engine_dims(o), engine_options(o)) {}
+
+    WorkerKind kind() const override { return kind_; }
+    std::string describe() const override { return description_; }
+    void set_patterns(std::int64_t count, const float* data) override { engine_.set_patterns(count, data); }
+    void set_object(const std::vector<double>& p0, const std::vector<double>& p1) override {
+        engine_.set_object(p0, p1);
+    }
+    void object(std::vector<double>& p0, std::vector<double>& p1) override { engine_.object(p0, p1); }
+    std::vector<std::complex<double>> complex_object() override { return engine_.complex_object(); }
+    void set_probe(const std::vector<std::complex<double>>& p) override { engine_.set_probe(p); }
+    std::vector<std::complex<double>> probe() override { return engine_.probe(); }
+    void reset_moments(bool object, bool probe) override { engine_.reset_moments(object, probe); }
+
+    ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) override {
+        BatchSpec b{batch.pattern_of, batch.positions};
+        BatchTerms t = engine_.gradients(b, probe_grad, position_grad);
+        return ReconBatchTerms{t.loss_a, t.loss_b, std::move(t.position_terms), std::move(t.position_grad)};
+    }
+    double* gradient_buffer(bool with_probe, std::size_t& count) override {
+        count = engine_.gradient_size(with_probe);
+        return engine_.host_gradients();
+    }
+    std::vector<std::complex<double>> probe_gradient() override { return engine_.probe_gradient(); }
+    void update(const ReconUpdate& u) override {
+        UpdateSpec s;
+        s.object = u.object;
+        s.probe = u.probe;
+        s.grad_scale = u.grad_scale;
+        s.lr_p0 = u.lr_p0;
+        s.lr_p1 = u.lr_p1;
+        s.lr_probe = u.lr_probe;
+        s.beta1 = u.beta1;
+        s.beta2 = u.beta2;
+        s.eps = u.eps;
+        s.t_object = u.t_object;
+        s.t_probe = u.t_probe;
+        engine_.update(s);
+    }
+    void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
+    std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
+    bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
+        return be_->device_sum_init(id, ranks, rank, why);
+    }
+    void device_sum(bool with_probe) override {
+        be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe));
+    }
+    std::vector<double> model_intensity(const ReconBatch& batch) override {
+        return engine_.model_intensity(BatchSpec{batch.pattern_of, batch.positions});
+    }
+    double traffic_bytes(bool probe_grad, bool position_grad) const override {
+        return engine_.traffic_bytes(probe_grad, position_grad);
+    }
+
+   private:
+    WorkerKind kind_;
+    std::string description_;
+    std::unique_ptr<Backend> be_;
+    PtychoEngine<T, Backend> engine_;
+};
+
+}  // namespace ef::recon

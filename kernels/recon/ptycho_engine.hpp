@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/recon/ptycho_math.hpp"
+
+namespace ef::recon {
+
+/// What the engine needs to know besides the sizes.
+struct EngineOptions {
+    LossKind loss = LossKind::amplitude;
+    bool amplitude_phase = true;  ///< object parameters: amplitude and phase, else real and imaginary
+    bool subpixel = true;         ///< shift the probe by each position's sub-pixel remainder
+    double amplitude_min = 0.0;   ///< clamp of the object amplitude after each update
+    double amplitude_max = std::numeric_limits<double>::infinity();
+};
+
+/// One rank's part of a mini-batch, host side.
+struct BatchSpec {
+    std::vector<std::int64_t> pattern_of;  ///< b: row of the rank's pattern share
+    std::vector<double> positions;         ///< b x 2: (y, x) of the window's top-left, object pixels
+};
+
+/// What a batch returns besides the gradient buffer: loss terms and position gradients, both
+/// before the global loss factor c.
+struct BatchTerms {
+    double loss_a = 0;  ///< sums of position_terms in batch order
+    double loss_b = 0;
+    std::vector<double> position_terms;  ///< b x 2: each position's loss terms (a, b)
+    std::vector<double> position_grad;   ///< b x 2 (y, x), empty unless asked for
+};
+
+/// One Adam update of the model from the (summed) gradient buffer.
+struct UpdateSpec {
+    bool object = true;
+    bool probe = false;
+    double grad_scale = 1.0;  ///< the loss factor c
+    double lr_p0 = 0, lr_p1 = 0, lr_probe = 0;
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    std::int64_t t_object = 1, t_probe = 1;  ///< Adam step numbers (from 1)
+};
+
+/// Crop (nearest integer) and sub-pixel remainder of a window position, clamped to the object.
+inline void split_position(double pos, int window, int extent, int& crop, double& shift) {
+    const double hi = static_cast<double>(extent - window);
+    double c = std::nearbyint(pos);
+    c = std::min(std::max(c, 0.0), hi);
+    crop = static_cast<int>(c);
+    shift = pos - c;
+}
+
+/**
+ * One mini-batch step of single-slice mixed-state ptychography, sequenced once for every
+ * backend. Backend (CpuBackend<T>, CudaBackend<T>) supplies memory (Buffer<U>, upload,
+ * download), for_each(n, f), reduce_groups(groups, size, f, host_out) and batched in-place
+ * FFTs; the math is the functors of ptycho_math.hpp. State (patterns of the rank's share,
+ * object parameters and complex object, probe, Adam moments) lives in the backend's memory, so
+ * a GPU rank moves only the gradient buffer (and small per-batch index arrays) per step.
+ *
+ * Per batch of b positions and K modes, with T = one b x K x n complex tensor pass, the
+ * sub-pixel path streams about 13 T through element-wise functors plus 4 batched FFTs
+ * (shifted probes, far field, back-propagation, probe-gradient spectra); without sub-pixel
+ * shifts about 9 T and 2 FFTs (see traffic_bytes()).
+ *
+ * The gradient buffer holds [dL/dp0 (obj_n) | dL/dp1 (obj_n) | dL/dprobe (K x n complex, or
+ * its spectrum with sub-pixel shifts)] in double, without the loss factor c; the caller sums it
+ * over ranks in place (host memory) and then calls update() with c. Sums over the batch are taken
+ * in batch order in double, so a sum split over ranks differs from the one-rank sum by double
+ * rounding only and, once rounded to T for the update, almost never at all.
+ */
+template <class T, class Backend>
+class PtychoEngine {
+   public:
+    using C = Cx<T>;
+    template <class U>
+    using Buffer = typename Backend::template Buffer<U>;
+
+    PtychoEngine(Backend& be, const PtychoDims& d, const EngineOptions& o) : be_(be), d_(d), o_(o) {
+        const size_t on = static_cast<size_t>(d.obj_n());
+        const size_t kn = static_cast<size_t>(d.modes * d.n());
+        p0_.resize(on);
+        p1_.resize(on);
+        m0_.resize(on);
+        v0_.resize(on);
+        m1_.resize(on);
+        v1_.resize(on);
+        object_.resize(on);
+        probe_.resize(kn);
+        probe_spec_.resize(kn);
+        probe_tmp_.resize(kn);
+        mp_.resize(2 * kn);
+        vp_.resize(2 * kn);
+        grad_.resize(2 * on + 2 * kn);  // double: see ProbeGradientDirect
+        row_start_.resize(static_cast<size_t>(d.obj_h) + 1);
+        if constexpr (!Backend::kHostMemory) host_grad_.resize(2 * on + 2 * kn);
+    }
+
+    const PtychoDims& dims() const { return d_; }
+    const EngineOptions& options() const { return o_; }
+    Backend& backend() { return be_; }
+
+    /// The rank's share of patterns, count x n, FFT order.
+    void set_patterns(std::int64_t count, const float* host) {
+        patterns_.resize(static_cast<size_t>(count * d_.n()));
+        be_.upload(patterns_.data(), host, static_cast<size_t>(count * d_.n()));
+        pattern_count_ = count;
+    }
+    std::int64_t pattern_count() const { return pattern_count_; }
+
+    /// Object parameters (amplitude and phase, or real and imaginary part), obj_h x obj_w each.
+    void set_object(const std::vector<double>& p0, const std::vector<double>& p1) {
+        upload_real(p0, p0_);
+        upload_real(p1, p1_);
+        refresh_object();
+    }
+    void object(std::vector<double>& p0, std::vector<double>& p1) {
+        download_real(p0_, p0);
+        download_real(p1_, p1);
+    }
+    void set_probe(const std::vector<std::complex<double>>& probe) {
+        std::vector<C> tmp(probe.size());
+        for (size_t i = 0; i < probe.size(); ++i)
+            tmp[i] = {static_cast<T>(probe[i].real()), static_cast<T>(probe[i].imag())};
+        be_.upload(probe_.data(), tmp.data(), tmp.size());
+        probe_spec_valid_ = false;
+    }
+    std::vector<std::complex<double>> probe() {
+        std::vector<C> tmp(probe_.size());
+        be_.download(tmp.data(), probe_.data(), tmp.size());
+        std::vector<std::complex<double>> out(tmp.size());
+        for (size_t i = 0; i < tmp.size(); ++i) out[i] = {double(tmp[i].re), double(tmp[i].im)};
+        return out;
+    }
+    /// Zeroes the Adam moments of the object and/or the probe.
+    void reset_moments(bool object, bool probe) {
+        if (object)
+            for (auto* b : {&m0_, &v0_, &m1_, &v1_}) zero(*b);
+        if (probe) {
+            zero(mp_);
+            zero(vp_);
+        }
+    }
+
+    /**
+     * Forward and backward pass over the batch: fills the gradient buffer (probe part only when
+     * `probe_grad`) and returns the loss terms and, when `position_grad`, the position gradients.
+     */
+    BatchTerms gradients(const BatchSpec& batch, bool probe_grad, bool position_grad) {
+        const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
+        const std::int64_t n = d_.n();
+        const std::int64_t K = d_.modes;
+        BatchTerms out;
+        if (position_grad) out.position_grad.assign(static_cast<size_t>(2 * b), 0.0);
+        std::int64_t on = d_.obj_n();
+        if (b == 0) {
+            be_.for_each(probe_grad ? 2 * on + 2 * K * n : 2 * on, FillValue<double>{grad_.data(), 0.0});
+            finish_gradients(probe_grad);
+            return out;
+        }
+        const bool shifted = o_.subpixel;
+        forward_far_field(batch);
+
+        std::vector<Sum2> per(static_cast<size_t>(b));
+        be_.reduce_groups(b, n, ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data()},
+                          per.data());
+        out.position_terms.resize(static_cast<size_t>(2 * b));
+        for (std::int64_t j = 0; j < b; ++j) {  // in batch order: deterministic
+            const Sum2& s = per[static_cast<size_t>(j)];
+            out.position_terms[static_cast<size_t>(2 * j)] = s.a;
+            out.position_terms[static_cast<size_t>(2 * j + 1)] = s.b;
+            out.loss_a += s.a;
+            out.loss_b += s.b;
+        }
+        be_.fft(psi_.data(), b * K, true);
+        be_.for_each_rows(b, static_cast<int>(n), PatchGradients<T>{d_, shifted ? pshift_.data() : probe_.data(), shifted,
+                                                                    object_.data(), crop_.data(), psi_.data(), patch_grad_.data()});
+        Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
+        if (shifted && (probe_grad || position_grad)) {
+            be_.fft(psi_.data(), b * K, false);
+            // The spectrum is what ranks sum; update() takes it back to real space.
+            if (probe_grad)
+                be_.for_each(K * n, ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe});
+            if (position_grad) {
+                std::vector<Sum2> pg(static_cast<size_t>(b));
+                be_.reduce_groups(b, K * n, PositionGradientTerm<T>{d_, ramp_.data(), probe_spec_.data(), psi_.data()},
+                                  pg.data());
+                for (std::int64_t j = 0; j < b; ++j) {
+                    out.position_grad[static_cast<size_t>(2 * j)] = pg[static_cast<size_t>(j)].a;
+                    out.position_grad[static_cast<size_t>(2 * j + 1)] = pg[static_cast<size_t>(j)].b;
+                }
+            }
+        } else if (probe_grad) {
+            be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
+        }
+        be_.for_each_rows(d_.obj_h, d_.obj_w,
+                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
+                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+        finish_gradients(probe_grad);
+        return out;
+    }
+
+    /**
+     * With `on`, gradients stay in device memory and update() uses them there: for a single
+     * rank, which sums nothing and need not move the buffer to the host and back.
+     */
+    void set_device_only(bool on) { device_only_ = on; }
+
+    /**
+     * The gradient buffer in host memory (summed over ranks in place by the caller): object
+     * parameter gradients, then the probe's (its spectrum with sub-pixel shifts, see
+     * ProbeGradientSpectrum; probe_gradient() gives it in real space).
+     */
+    double* host_gradients() {
+        if constexpr (Backend::kHostMemory) {
+            return grad_.data();
+        } else {
+            if (device_only_) be_.download(host_grad_.data(), grad_.data(), grad_.size());
+            return host_grad_.data();
+        }
+    }
+    /// The gradient buffer in the backend's memory (for a device-side sum over ranks).
+    double* device_gradients() { return grad_.data(); }
+    std::size_t gradient_size(bool with_probe) const {
+        return static_cast<size_t>(2 * d_.obj_n() + (with_probe ? 2 * d_.modes * d_.n() : 0));
+    }
+
+    /// The probe gradient of the last gradients() call in real space (K x n), for inspection.
+    std::vector<std::complex<double>> probe_gradient() {
+        const std::int64_t kn = d_.modes * d_.n();
+        const Cx<double>* g = reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * d_.obj_n());
+        std::vector<C> tmp(static_cast<size_t>(kn));
+        if (o_.subpixel) {
+            be_.for_each(kn, SpectrumToWorking<T>{g, probe_tmp_.data()});
+            be_.fft(probe_tmp_.data(), d_.modes, true);
+            be_.download(tmp.data(), probe_tmp_.data(), tmp.size());
+            std::vector<std::complex<double>> out(tmp.size());
+            for (size_t i = 0; i < tmp.size(); ++i) out[i] = {double(tmp[i].re), double(tmp[i].im)};
+            return out;
+        }
+        std::vector<Cx<double>> raw(static_cast<size_t>(kn));
+        be_.download(raw.data(), g, raw.size());
+        std::vector<std::complex<double>> out(raw.size());
+        for (size_t i = 0; i < raw.size(); ++i) out[i] = {raw[i].re, raw[i].im};
+        return out;
+    }
+
+    /// Adam on the object and/or probe from the host gradient buffer.
+    void update(const UpdateSpec& u) {
+        const std::int64_t on = d_.obj_n();
+        const std::int64_t kn2 = 2 * d_.modes * d_.n();
+        if constexpr (!Backend::kHostMemory)
+            if (!device_only_) be_.upload(grad_.data(), host_grad_.data(), gradient_size(u.probe));
+        const T inf = std::numeric_limits<T>::infinity();
+        if (u.object) {
+            const T lo = o_.amplitude_phase ? static_cast<T>(o_.amplitude_min) : -inf;
+            const T hi = o_.amplitude_phase ? static_cast<T>(o_.amplitude_max) : inf;
+            be_.for_each(on, AdamUpdate<T, double>{p0_.data(), m0_.data(), v0_.data(), grad_.data(),
+                                                   coefficients(u, u.lr_p0, u.t_object), lo, hi});
+            be_.for_each(on, AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
+                                                   coefficients(u, u.lr_p1, u.t_object), -inf, inf});
+            refresh_object();
+        }
+        if (u.probe) {
+            T* probe = reinterpret_cast<T*>(probe_.data());
+            const AdamCoefficients<T> a = coefficients(u, u.lr_probe, u.t_probe);
+            if (o_.subpixel) {  // the summed spectrum back to real space, once, on every rank alike
+                be_.for_each(kn2 / 2, SpectrumToWorking<T>{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on),
+                                                           probe_tmp_.data()});
+                be_.fft(probe_tmp_.data(), d_.modes, true);
+                be_.for_each(kn2, AdamUpdate<T, T>{probe, mp_.data(), vp_.data(), reinterpret_cast<const T*>(probe_tmp_.data()),
+                                                   a, -inf, inf});
+            } else {
+                be_.for_each(kn2, AdamUpdate<T, double>{probe, mp_.data(), vp_.data(), grad_.data() + 2 * on, a, -inf, inf});
+            }
+            probe_spec_valid_ = false;
+        }
+    }
+
+    /// The complex object, for the caller (and the simulator).
+    std::vector<std::complex<double>> complex_object() {
+        std::vector<C> tmp(object_.size());
+        be_.download(tmp.data(), object_.data(), tmp.size());
+        std::vector<std::complex<double>> out(tmp.size());
+        for (size_t i = 0; i < tmp.size(); ++i) out[i] = {double(tmp[i].re), double(tmp[i].im)};
+        return out;
+    }
+
+    /**
+     * Forward model only: sum_k |F_ortho(P_jk O_j)|^2 for each batch position (b x n, FFT order),
+     * the noiseless patterns the simulator draws counts from.
+     */
+    std::vector<double> model_intensity(const BatchSpec& batch) {
+        const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
+        const std::int64_t n = d_.n();
+        forward_far_field(batch);
+        Buffer<T> inten(static_cast<size_t>(b * n));
+        be_.for_each_rows(b, static_cast<int>(n), ModelIntensity<T>{d_, psi_.data(), inten.data()});
+        std::vector<T> tmp(static_cast<size_t>(b * n));
+        be_.download(tmp.data(), inten.data(), tmp.size());
+        return std::vector<double>(tmp.begin(), tmp.end());
+    }
+
+    /**
+     * Bytes moved through memory per batch position by gradients() (the model behind the
+     * bandwidth fraction the benchmark reports): element-wise passes as documented on each
+     * functor, each FFT counted as 2 passes (read + write; cuFFT and FFTW do 128 x 128 in
+     * one or two passes), index and gather traffic ignored.
+     */
+    double traffic_bytes(bool probe_grad, bool position_grad) const {
+        const double c = static_cast<double>(sizeof(C));
+        const double kn = static_cast<double>(d_.modes) * static_cast<double>(d_.n());
+        const double n = static_cast<double>(d_.n());
+        double passes = 0;  // b x K x n complex passes
+        if (o_.subpixel) passes += 1 + 2 + 2;  // spectrum write, IFFT, exit (read pshift, write psi)
+        else passes += 1;                      // exit (write)
+        passes += 2;                           // FFT
+        passes += 2;                           // modulus (read, write)
+        passes += 2;                           // IFFT
+        passes += o_.subpixel ? 3 : 2;         // patch gradients: psi read+write (+ pshift read)
+        if (o_.subpixel && (probe_grad || position_grad)) {
+            passes += 2;                                              // FFT of G_P
+            passes += (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);  // spectrum sum, position terms
+        } else if (probe_grad) {
+            passes += 1;
+        }
+        return passes * kn * c + n * (4.0 /* pattern */ + c /* patch grad write */ + c /* gather read */);
+    }
+
+   private:
+    template <class U>
+    void zero(Buffer<U>& b) {
+        be_.for_each(static_cast<std::int64_t>(b.size()), FillValue<U>{b.data(), U{}});
+    }
+
+    void upload_real(const std::vector<double>& src, Buffer<T>& dst) {
+        std::vector<T> tmp(src.begin(), src.end());
+        be_.upload(dst.data(), tmp.data(), tmp.size());
+    }
+    void download_real(Buffer<T>& src, std::vector<double>& dst) {
+        std::vector<T> tmp(src.size());
+        be_.download(tmp.data(), src.data(), tmp.size());
+        dst.assign(tmp.begin(), tmp.end());
+    }
+    void refresh_object() { be_.for_each(d_.obj_n(), ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}); }
+
+    AdamCoefficients<T> coefficients(const UpdateSpec& u, double lr, std::int64_t t) const {
+        const double bc1 = 1.0 - std::pow(u.beta1, static_cast<double>(t));
+        const double bc2 = 1.0 - std::pow(u.beta2, static_cast<double>(t));
+        return {static_cast<T>(lr / bc1), static_cast<T>(u.beta1), static_cast<T>(u.beta2), static_cast<T>(u.eps),
+                static_cast<T>(1.0 / std::sqrt(bc2)), static_cast<T>(u.grad_scale)};
+    }
+
+    /// Stages the batch and leaves F_u of the exit waves in psi_ (and the shifted probes in pshift_).
+    void forward_far_field(const BatchSpec& batch) {
+        const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
+        const int n = static_cast<int>(d_.n());
+        const std::int64_t rows = b * d_.modes;
+        stage_batch(batch);
+        ensure_workspace(b);
+        if (o_.subpixel) {
+            ensure_probe_spectrum();
+            be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
+            be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
+            be_.fft(pshift_.data(), rows, true);
+            be_.for_each_rows(rows, n, ExitWave<T>{d_, pshift_.data(), true, object_.data(), crop_.data(), psi_.data()});
+        } else {
+            be_.for_each_rows(rows, n, ExitWave<T>{d_, probe_.data(), false, object_.data(), crop_.data(), psi_.data()});
+        }
+        be_.fft(psi_.data(), rows, false);
+    }
+
+    void ensure_probe_spectrum() {
+        if (probe_spec_valid_) return;
+        be_.for_each(d_.modes * d_.n(), CopyValue<C>{probe_.data(), probe_spec_.data()});
+        be_.fft(probe_spec_.data(), d_.modes, false);
+        probe_spec_valid_ = true;
+    }
+
+    void ensure_workspace(std::int64_t b) {
+        const size_t need = static_cast<size_t>(b * d_.modes * d_.n());
+        if (psi_.size() < need) {
+            psi_.resize(need);
+            if (o_.subpixel) pshift_.resize(need);
+            patch_grad_.resize(static_cast<size_t>(b * d_.n()));
+        }
+    }
+
+    /// Crops, shifts and per-row candidate lists on the host, then one upload each.
+    void stage_batch(const BatchSpec& batch) {
+        const size_t b = batch.pattern_of.size();
+        std::vector<int> crop(2 * b);
+        std::vector<T> shift(2 * b);
+        for (size_t j = 0; j < b; ++j) {
+            double sy = 0, sx = 0;
+            split_position(batch.positions[2 * j], d_.h, d_.obj_h, crop[2 * j], sy);
+            split_position(batch.positions[2 * j + 1], d_.w, d_.obj_w, crop[2 * j + 1], sx);
+            shift[2 * j] = o_.subpixel ? static_cast<T>(sy) : T(0);
+            shift[2 * j + 1] = o_.subpixel ? static_cast<T>(sx) : T(0);
+        }
+        // CSR: for each object row, the batch positions whose window covers it, ascending.
+        std::vector<int> start(static_cast<size_t>(d_.obj_h) + 1, 0);
+        for (size_t j = 0; j < b; ++j)
+            for (int r = 0; r < d_.h; ++r) ++start[static_cast<size_t>(crop[2 * j] + r) + 1];
+        for (size_t y = 0; y < static_cast<size_t>(d_.obj_h); ++y) start[y + 1] += start[y];
+        std::vector<int> items(static_cast<size_t>(start.back()));
+        std::vector<int> fill(start.begin(), start.end() - 1);
+        for (size_t j = 0; j < b; ++j)
+            for (int r = 0; r < d_.h; ++r) items[static_cast<size_t>(fill[static_cast<size_t>(crop[2 * j] + r)]++)] = static_cast<int>(j);
+        if (crop_.size() < 2 * b) {
+            crop_.resize(2 * b);
+            shift_.resize(2 * b);
+            pattern_of_.resize(b);
+            ramp_.resize(b * static_cast<size_t>(d_.h + d_.w));
+        }
+        if (row_items_.size() < items.size()) row_items_.resize(items.size());
+        be_.upload(crop_.data(), crop.data(), crop.size());
+        be_.upload(shift_.data(), shift.data(), shift.size());
+        be_.upload(pattern_of_.data(), batch.pattern_of.data(), b);
+        be_.upload(row_start_.data(), start.data(), start.size());
+        be_.upload(row_items_.data(), items.data(), items.size());
+    }
+
+    void finish_gradients(bool probe_grad) {
+        if constexpr (!Backend::kHostMemory)
+            if (!device_only_) be_.download(host_grad_.data(), grad_.data(), gradient_size(probe_grad));
+        be_.synchronize();
+    }
+
+    Backend& be_;
+    PtychoDims d_;
+    EngineOptions o_;
+    Buffer<float> patterns_;
+    std::int64_t pattern_count_ = 0;
+    Buffer<T> p0_, p1_, m0_, v0_, m1_, v1_;
+    Buffer<C> object_, probe_, probe_spec_, probe_tmp_;
+    Buffer<T> mp_, vp_;
+    Buffer<double> grad_;
+    Buffer<C> psi_, pshift_, patch_grad_;
+    Buffer<int> crop_, row_start_, row_items_;
+    Buffer<T> shift_;
+    Buffer<C> ramp_;  // b x (h + w) Fourier shift factors
+    Buffer<std::int64_t> pattern_of_;
+    typename Backend::template HostBuffer<double> host_grad_;
+    bool device_only_ = false;
+    bool probe_spec_valid_ = false;
+};
+
+}  // namespace ef::recon

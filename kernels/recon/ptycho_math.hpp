@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/core/hd.hpp"
+
+/**
+ * Single-source math of one ptychographic mini-batch step: forward model, losses, Wirtinger
+ * gradients and the Adam update, written once as EF_HD functors. The CPU backend calls them from
+ * OpenMP loops, the CUDA backend from kernels (kernels/recon/ptycho_engine.hpp sequences them;
+ * the backends only launch, reduce and transform). See ../shared/notes/ptychography.md §2 and
+ * docs/reconstruction.md for the derivations.
+ *
+ * Conventions (all functors):
+ *  - n = h * w pixels per window; pixel q = u * w + v (row u, column v).
+ *  - psi, pshift: b x K x n complex, "row" r = j * K + k (position j, probe mode k).
+ *  - Row functors take (row, q) and element functors (i): backends launch them on 2-D grids
+ *    (rows x pixels), so no per-element 64-bit division is needed (it is slow on GPUs); index
+ *    arithmetic inside a window is 32-bit.
+ *  - FFTs are unnormalised (FFTW/cuFFT): F_u = sqrt(n) F_ortho; the 1/n factors that make the
+ *    model unitary are folded into the element-wise functors, never into separate passes.
+ *  - Patterns are stored in FFT order (the loader undoes the centring fftshift once).
+ *  - crop: b x 2 ints (row, column of the window's top-left object pixel); the sub-pixel
+ *    remainder enters through `ramp`: b x (h + w) factors exp(-2 pi i f dy) (rows) and
+ *    exp(-2 pi i f dx) (columns), whose product is position j's Fourier shift (RampTable).
+ *  - Gradients G_x = dL/dRe x + i dL/dIm x (PyTorch's .grad convention).
+ *  - Sums over the batch are taken in batch order in double (deterministic and split-invariant).
+ */
+namespace ef::recon {
+
+/// Complex number as two reals: layout-compatible with fftw_complex, cufftComplex, T[2].
+template <class T>
+struct Cx {
+    T re;
+    T im;
+};
+
+template <class T>
+EF_HD EF_INLINE Cx<T> operator+(Cx<T> a, Cx<T> b) {
+    return {a.re + b.re, a.im + b.im};
+}
+template <class T>
+EF_HD EF_INLINE Cx<T> operator*(Cx<T> a, Cx<T> b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+template <class T>
+EF_HD EF_INLINE Cx<T> operator*(Cx<T> a, T s) {
+    return {a.re * s, a.im * s};
+}
+/// conj(a) * b: the adjoint of multiplication by a.
+template <class T>
+EF_HD EF_INLINE Cx<T> conj_mul(Cx<T> a, Cx<T> b) {
+    return {a.re * b.re + a.im * b.im, a.re * b.im - a.im * b.re};
+}
+template <class T>
+EF_HD EF_INLINE T abs2(Cx<T> a) {
+    return a.re * a.re + a.im * a.im;
+}
+template <class T>
+EF_HD EF_INLINE Cx<T> polar(T r, T phi) {
+    using std::cos;
+    using std::sin;
+    return {r * cos(phi), r * sin(phi)};
+}
+
+/// numpy.fft.fftfreq: frequency of FFT bin u of n, in cycles per pixel.
+template <class T>
+EF_HD EF_INLINE T fft_freq(int u, int n) {
+    return static_cast<T>(u <= (n - 1) / 2 ? u : u - n) / static_cast<T>(n);
+}
+
+/// Window and object sizes of a reconstruction.
+struct PtychoDims {
+    int h = 0;      ///< window (pattern, probe) rows
+    int w = 0;      ///< window columns
+    int modes = 1;  ///< probe modes K
+    int obj_h = 0;  ///< object rows
+    int obj_w = 0;  ///< object columns
+    EF_HD std::int64_t n() const { return static_cast<std::int64_t>(h) * w; }
+    EF_HD std::int64_t obj_n() const { return static_cast<std::int64_t>(obj_h) * obj_w; }
+};
+
+enum class LossKind : int {
+    amplitude = 0,  ///< PtyRAD loss_single, dp_pow 0.5: sqrt(mean (sqrt I - sqrt D)^2) / mean sqrt D
+    poisson = 1,    ///< PtyRAD loss_poissn, dp_pow 1: -mean(D log(I + 1e-6) - I) / mean D
+};
+
+/// Intensity floor added to the modelled pattern (PtyRAD: 1e-10) and the Poisson log floor.
+inline constexpr double kIntensityFloor = 1e-10;
+inline constexpr double kPoissonFloor = 1e-6;
+
+/**
+ * Two running sums, the reduction type of the loss terms and position gradients. Sums are kept
+ * in double whatever T is: they are few (one per position) and set the global loss scale.
+ */
+struct Sum2 {
+    double a = 0;
+    double b = 0;
+    EF_HD Sum2& operator+=(const Sum2& o) {
+        a += o.a;
+        b += o.b;
+        return *this;
+    }
+};
+
+/// Position j's Fourier shift factor at pixel (u, v) from its ramp table row.
+template <class T>
+EF_HD EF_INLINE Cx<T> ramp_at(const Cx<T>* ramp, const PtychoDims& d, std::int64_t j, int u, int v) {
+    const Cx<T>* r = ramp + j * (d.h + d.w);
+    return r[u] * r[d.h + v];
+}
+
+// ---- forward ------------------------------------------------------------------------------
+
+/**
+ * Ramp tables, element i of b x (h + w): exp(-2 pi i fy(u) dy_j) for the first h entries of row
+ * j, exp(-2 pi i fx(v) dx_j) for the last w. Their product shifts a window by (+dy, +dx); a table
+ * of b (h + w) values replaces b K n evaluations of sin and cos in the passes that use it.
+ */
+template <class T>
+struct RampTable {
+    PtychoDims d;
+    const T* shift;  ///< b x 2 (dy, dx)
+    Cx<T>* ramp;     ///< b x (h + w)
+    EF_HD void operator()(std::int64_t i) const {
+        const int hw = d.h + d.w;
+        const std::int64_t j = i / hw;
+        const int t = static_cast<int>(i - j * hw);
+        const T f = t < d.h ? fft_freq<T>(t, d.h) : fft_freq<T>(t - d.h, d.w);
+        const T s = t < d.h ? shift[2 * j] : shift[2 * j + 1];
+        ramp[i] = polar(T(1), static_cast<T>(-6.283185307179586476925) * f * s);
+    }
+};
+
+/**
+ * Shifted-probe spectra, row r = (j, k), pixel q: out = F_u[P_k](q) ramp_j(q) / n, so that an
+ * unnormalised inverse FFT of `out` gives the probe shifted by position j's sub-pixel remainder.
+ * Bytes: 8 (T = float) written per element; the K x n spectrum and the ramps stay in cache.
+ */
+template <class T>
+struct ShiftedProbeSpectrum {
+    PtychoDims d;
+    const Cx<T>* probe_spec;  ///< K x n, F_u of the probe modes
+    const Cx<T>* ramp;        ///< b x (h + w)
+    Cx<T>* out;               ///< b x K x n
+    EF_HD void operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const std::int64_t j = r / d.modes;
+        const int k = static_cast<int>(r - j * d.modes);
+        const Cx<T> w = ramp_at(ramp, d, j, q / d.w, q % d.w);
+        out[r * n + q] = probe_spec[static_cast<std::int64_t>(k) * n + q] * w * (T(1) / static_cast<T>(n));
+    }
+};
+
+/**
+ * Exit waves, row r = (j, k), pixel q: psi = P_jk(q) O(crop_j + q). With `per_position`, the
+ * probe is b x K x n (sub-pixel-shifted copies), else K x n (the modes themselves, broadcast).
+ * Bytes: 16 per element (probe read, psi written; object patches come from cache).
+ */
+template <class T>
+struct ExitWave {
+    PtychoDims d;
+    const Cx<T>* probe;
+    bool per_position;
+    const Cx<T>* object;  ///< obj_h x obj_w
+    const int* crop;      ///< b x 2
+    Cx<T>* psi;           ///< b x K x n
+    EF_HD void operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const std::int64_t j = r / d.modes;
+        const int k = static_cast<int>(r - j * d.modes);
+        const std::int64_t row = crop[2 * j] + q / d.w;
+        const std::int64_t col = crop[2 * j + 1] + q % d.w;
+        const Cx<T> p = per_position ? probe[r * n + q] : probe[static_cast<std::int64_t>(k) * n + q];
+        psi[r * n + q] = p * object[row * d.obj_w + col];
+    }
+};
+
+// ---- loss and the far-field gradient -------------------------------------------------------
+
+/**
+ * Loss terms and the gradient with respect to the far field, per (position j, pixel q), over
+ * all K modes at once (a reduction over q per j). On entry psi holds F_u of the exit waves; on
+ * exit it holds (2 g / n) F_u psi, where g is dL/dI up to the global positive factor c that only
+ * the whole mini-batch knows (amplitude: g = 1 - sqrt(D / I), c = 1 / (2 M RMSE mean sqrt D);
+ * Poisson: g = 1 - D / (I + 1e-6), c = 1 / sum D). Everything downstream is linear in g, so c
+ * is applied once to the summed gradients (ptycho_loss_scale()) and this pass needs no global
+ * reduction. An unnormalised inverse FFT of psi then gives the exit-wave gradient F_ortho^H G_Psi.
+ * Returns the loss terms (a: squared amplitude error or Poisson term, b: sqrt D or D).
+ * Bytes: K x 16 (psi read and written) + 4 (pattern) per (j, q). FLOPs: ~10 K + 10.
+ */
+template <class T>
+struct ModulusGradient {
+    PtychoDims d;
+    LossKind loss;
+    const float* patterns;           ///< the rank's share, count x n, FFT order
+    const std::int64_t* pattern_of;  ///< b: row of `patterns` for batch position j
+    Cx<T>* psi;                      ///< b x K x n
+    EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
+        using std::log;
+        using std::sqrt;
+        const int n = d.h * d.w;
+        const int q = static_cast<int>(e);
+        const T inv_n = T(1) / static_cast<T>(n);
+        Cx<T>* row = psi + j * d.modes * static_cast<std::int64_t>(n) + q;
+        T intensity = static_cast<T>(kIntensityFloor);
+        for (int k = 0; k < d.modes; ++k) intensity += abs2(row[static_cast<std::int64_t>(k) * n]) * inv_n;
+        const T data = static_cast<T>(patterns[pattern_of[j] * n + q]);
+        Sum2 terms;
+        T g;
+        if (loss == LossKind::amplitude) {
+            const T sd = sqrt(data > T(0) ? data : T(0));
+            const T si = sqrt(intensity);
+            const T err = si - sd;
+            g = T(1) - sd / si;
+            terms.a = static_cast<double>(err) * static_cast<double>(err);
+            terms.b = static_cast<double>(sd);
+        } else {
+            const T ip = intensity + static_cast<T>(kPoissonFloor);
+            g = T(1) - data / ip;
+            terms.a = static_cast<double>(intensity) - static_cast<double>(data) * log(static_cast<double>(ip));
+            terms.b = static_cast<double>(data);
+        }
+        const T f = T(2) * g * inv_n;
+        for (int k = 0; k < d.modes; ++k) row[static_cast<std::int64_t>(k) * n] = row[static_cast<std::int64_t>(k) * n] * f;
+        return terms;
+    }
+};
+
+/**
+ * The mini-batch loss and the factor c of ModulusGradient from the globally summed terms
+ * (`a`, `b` over all ranks) and the number of pattern pixels M in the global mini-batch.
+ */
+inline void ptycho_loss_scale(LossKind loss, double a, double b, double pixels, double& loss_value,
+                              double& scale) {
+    if (loss == LossKind::amplitude) {
+        const double rmse = std::sqrt(a / pixels);
+        const double mean_sd = b / pixels;
+        loss_value = mean_sd > 0 ? rmse / mean_sd : rmse;
+        scale = (rmse > 0 && mean_sd > 0) ? 1.0 / (2.0 * pixels * rmse * mean_sd) : 0.0;
+    } else {
+        loss_value = b > 0 ? a / b : a / pixels;
+        scale = b > 0 ? 1.0 / b : 1.0 / pixels;
+    }
+}
+
+// ---- backward ----------------------------------------------------------------------------
+
+/**
+ * Object-patch and shifted-probe gradients, row j, pixel q: with psi = G_psi (the exit-wave
+ * gradients) on entry, writes G_O_j(q) = sum_k conj(P_jk) G_psi_jk to `patch_grad` and replaces
+ * psi by G_P_jk = conj(O_j) G_psi_jk.
+ * Bytes: K x 24 (probe read, psi read and written) + 8 per (j, q). FLOPs: 16 K.
+ */
+template <class T>
+struct PatchGradients {
+    PtychoDims d;
+    const Cx<T>* probe;
+    bool per_position;
+    const Cx<T>* object;
+    const int* crop;
+    Cx<T>* psi;
+    Cx<T>* patch_grad;  ///< b x n
+    EF_HD void operator()(std::int64_t j, int q) const {
+        const int n = d.h * d.w;
+        const std::int64_t row = crop[2 * j] + q / d.w;
+        const std::int64_t col = crop[2 * j + 1] + q % d.w;
+        const Cx<T> o = object[row * d.obj_w + col];
+        Cx<T> acc{T(0), T(0)};
+        for (int k = 0; k < d.modes; ++k) {
+            const std::int64_t e = (j * d.modes + k) * n + q;
+            const Cx<T> g = psi[e];
+            const Cx<T> p = per_position ? probe[e] : probe[static_cast<std::int64_t>(k) * n + q];
+            acc = acc + conj_mul(p, g);
+            psi[e] = conj_mul(o, g);
+        }
+        patch_grad[j * n + q] = acc;
+    }
+};
+
+/**
+ * Probe gradient without sub-pixel shifts, element (k, q) of K x n: sum over the batch of
+ * G_P_jk, in batch order and in double (deterministic, no atomics; a sum split over ranks
+ * then differs from the one-rank sum only by double rounding). Bytes: 8 b read + 16 written.
+ */
+template <class T>
+struct ProbeGradientDirect {
+    PtychoDims d;
+    std::int64_t batch;
+    const Cx<T>* psi;
+    Cx<double>* out;  ///< K x n
+    EF_HD void operator()(std::int64_t i) const {
+        const std::int64_t kn = d.modes * d.n();
+        Cx<double> acc{0.0, 0.0};
+        for (std::int64_t j = 0; j < batch; ++j) {
+            const Cx<T> z = psi[j * kn + i];
+            acc.re += static_cast<double>(z.re);
+            acc.im += static_cast<double>(z.im);
+        }
+        out[i] = acc;
+    }
+};
+
+/**
+ * Probe-gradient spectrum through the sub-pixel shifts, element (k, q) of K x n: with psi =
+ * F_u[G_P_jk], sum_j conj(ramp_j(q)) psi / n, summed in batch order in double. The sum over
+ * ranks is taken on this spectrum, and the unnormalised inverse FFT that makes it
+ * G_P_k = sum_j F^-1[conj(w_j) F[G_P_jk]] is applied once after it (linear, so equal; and the
+ * same on 1 or N ranks). Bytes: 8 b read + 16 written.
+ */
+template <class T>
+struct ProbeGradientSpectrum {
+    PtychoDims d;
+    std::int64_t batch;
+    const Cx<T>* ramp;
+    const Cx<T>* psi;
+    Cx<double>* out;
+    EF_HD void operator()(std::int64_t i) const {
+        const int n = d.h * d.w;
+        const std::int64_t kn = static_cast<std::int64_t>(d.modes) * n;
+        const int q = static_cast<int>(i % n);
+        const int u = q / d.w, v = q % d.w;
+        Cx<double> acc{0.0, 0.0};
+        for (std::int64_t j = 0; j < batch; ++j) {
+            const Cx<T> z = conj_mul(ramp_at(ramp, d, j, u, v), psi[j * kn + i]);
+            acc.re += static_cast<double>(z.re);
+            acc.im += static_cast<double>(z.im);
+        }
+        const double inv_n = 1.0 / static_cast<double>(n);
+        out[i] = Cx<double>{acc.re * inv_n, acc.im * inv_n};
+    }
+};
+
+/// Real-space probe gradient from its summed spectrum: converts to T for the inverse FFT.
+template <class T>
+struct SpectrumToWorking {
+    const Cx<double>* src;
+    Cx<T>* dst;
+    EF_HD void operator()(std::int64_t i) const { dst[i] = Cx<T>{static_cast<T>(src[i].re), static_cast<T>(src[i].im)}; }
+};
+
+/**
+ * Position gradient terms, element e = (k, q) of position j (a reduction over K x n per j):
+ * dL/d(dy_j) = sum Re(conj(F_o G_P_jk) (-2 pi i fy) w_j F_o P_k) = sum 2 pi fy Im(z) / n with
+ * z = conj(F_u G_P_jk) w_j F_u P_k; likewise for x. Up to the loss factor c, like every gradient.
+ * Bytes: 8 per element (psi read; the spectrum and ramps stay in cache). FLOPs: ~20.
+ */
+template <class T>
+struct PositionGradientTerm {
+    PtychoDims d;
+    const Cx<T>* ramp;
+    const Cx<T>* probe_spec;
+    const Cx<T>* psi;  ///< F_u of G_P_jk
+    EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
+        const int n = d.h * d.w;
+        const int ei = static_cast<int>(e);
+        const int k = ei / n;
+        const int q = ei - k * n;
+        const int u = q / d.w, v = q % d.w;
+        const Cx<T> pw = probe_spec[ei] * ramp_at(ramp, d, j, u, v);
+        const Cx<T> z = conj_mul(psi[j * d.modes * static_cast<std::int64_t>(n) + ei], pw);
+        const T s = static_cast<T>(6.283185307179586476925) * z.im / static_cast<T>(n);
+        Sum2 out;
+        out.a = static_cast<double>(s * fft_freq<T>(u, d.h));
+        out.b = static_cast<double>(s * fft_freq<T>(v, d.w));
+        return out;
+    }
+};
+
+/**
+ * Object gradient, element (y, x) of the object: the sum of the batch's patch gradients that
+ * cover the pixel, gathered in ascending batch order in double (deterministic on every backend;
+ * the scatter-add with atomics that PyTorch does is not). Candidate positions per object row
+ * come as CSR lists (`row_start`, `row_items`) built on the host. Then converted to the
+ * gradients of the object's two real parameters: amplitude A and phase Phi (O = A e^{i Phi}:
+ * dL/dA = Re(conj(G) e^{i Phi}), dL/dPhi = Im(G conj(O))) or the real and imaginary parts; the
+ * conversion is linear in G, so it commutes with the sum over ranks.
+ * Bytes: 8 per covering patch + 8 (parameters) + 16 written.
+ */
+template <class T>
+struct ObjectGradient {
+    PtychoDims d;
+    bool amplitude_phase;
+    const int* crop;
+    const int* row_start;  ///< obj_h + 1
+    const int* row_items;  ///< batch positions covering each row, ascending
+    const Cx<T>* patch_grad;
+    const T* p0;  ///< amplitude or real part
+    const T* p1;  ///< phase or imaginary part
+    double* g0;
+    double* g1;
+    EF_HD void operator()(std::int64_t y, int x) const {
+        using std::cos;
+        using std::sin;
+        const int n = d.h * d.w;
+        double re = 0, im = 0;
+        for (int c = row_start[y]; c < row_start[y + 1]; ++c) {
+            const int j = row_items[c];
+            const int dx = x - crop[2 * j + 1];
+            if (dx < 0 || dx >= d.w) continue;
+            const int dy = static_cast<int>(y) - crop[2 * j];
+            const Cx<T> z = patch_grad[static_cast<std::int64_t>(j) * n + dy * d.w + dx];
+            re += static_cast<double>(z.re);
+            im += static_cast<double>(z.im);
+        }
+        const std::int64_t i = y * d.obj_w + x;
+        if (amplitude_phase) {
+            const double c = static_cast<double>(cos(p1[i]));
+            const double s = static_cast<double>(sin(p1[i]));
+            g0[i] = re * c + im * s;
+            g1[i] = static_cast<double>(p0[i]) * (im * c - re * s);
+        } else {
+            g0[i] = re;
+            g1[i] = im;
+        }
+    }
+};
+
+// ---- updates -----------------------------------------------------------------------------
+
+/**
+ * Adam, PyTorch's form: m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
+ * theta <- theta - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ * `step_size` = lr / (1 - b1^t), `inv_sqrt_bc2` = 1 / sqrt(1 - b2^t), computed once per step.
+ */
+template <class T>
+struct AdamCoefficients {
+    T step_size;
+    T beta1;
+    T beta2;
+    T eps;
+    T inv_sqrt_bc2;
+    T grad_scale;  ///< the loss factor c (and anything else that multiplies every gradient)
+};
+
+template <class T>
+EF_HD EF_INLINE void adam_step(T& theta, T& m, T& v, T g, const AdamCoefficients<T>& a) {
+    using std::sqrt;
+    g *= a.grad_scale;
+    m = a.beta1 * m + (T(1) - a.beta1) * g;
+    v = a.beta2 * v + (T(1) - a.beta2) * g * g;
+    theta -= a.step_size * m / (sqrt(v) * a.inv_sqrt_bc2 + a.eps);
+}
+
+/// Adam over one real tensor, element i; optional clamp to [lo, hi] (object amplitude range).
+/// G is the gradient's type (double for the summed buffer, T for a working copy).
+template <class T, class G>
+struct AdamUpdate {
+    T* theta;
+    T* m;
+    T* v;
+    const G* g;
+    AdamCoefficients<T> a;
+    T lo;
+    T hi;
+    EF_HD void operator()(std::int64_t i) const {
+        adam_step(theta[i], m[i], v[i], static_cast<T>(g[i]), a);
+        if (theta[i] < lo) theta[i] = lo;
+        if (theta[i] > hi) theta[i] = hi;
+    }
+};
+
+/// The complex object from its real parameters, element i.
+template <class T>
+struct ObjectFromParams {
+    bool amplitude_phase;
+    const T* p0;
+    const T* p1;
+    Cx<T>* object;
+    EF_HD void operator()(std::int64_t i) const {
+        object[i] = amplitude_phase ? polar(p0[i], p1[i]) : Cx<T>{p0[i], p1[i]};
+    }
+};
+
+/// dst[i] = v.
+template <class U>
+struct FillValue {
+    U* dst;
+    U v;
+    EF_HD void operator()(std::int64_t i) const { dst[i] = v; }
+};
+
+/// dst[i] = src[i].
+template <class U>
+struct CopyValue {
+    const U* src;
+    U* dst;
+    EF_HD void operator()(std::int64_t i) const { dst[i] = src[i]; }
+};
+
+/// Model intensity of the batch, row j, pixel q: sum_k |F_u psi|^2 / n (the simulator's output).
+template <class T>
+struct ModelIntensity {
+    PtychoDims d;
+    const Cx<T>* psi;
+    T* out;  ///< b x n
+    EF_HD void operator()(std::int64_t j, int q) const {
+        const int n = d.h * d.w;
+        T s = T(0);
+        for (int k = 0; k < d.modes; ++k) s += abs2(psi[(j * d.modes + k) * n + q]);
+        out[j * n + q] = s / static_cast<T>(n);
+    }
+};
+
+}  // namespace ef::recon

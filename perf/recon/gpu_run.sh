@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Ptychographic reconstruction on the GPU machine, in one batch (issue 6):
+#
+#   perf/recon/gpu_run.sh prepare        # here (build machine): build for sm_90, bundle the runtime
+#   perf/recon/gpu_run.sh run [quick]    # there, from the repository root, with .gpu-run carried
+#
+# `run` writes into $OUT (else perf/recon/out): tests.log (GPU-vs-CPU unit comparisons, run-to-run
+# determinism, one benchmark-sized batch), agree.log (the acceptance dataset reconstructed by the
+# CPU and the GPU worker: after one iteration and after 30; a CPU+GPU mixed run with weighted
+# shares), bench.log (the tBL-WSe2-shaped benchmark: 16384 patterns 128 x 128, 12 modes, object
+# 592 x 592, batch 256, position correction on, on 1 GPU, then on 2 and 4 GPUs when present,
+# beside the PyTorch peer perf/peers/ptycho_torch.py on the same data), and summary.json
+# (seconds per iteration, model traffic per iteration, achieved and measured bandwidth, peer
+# seconds per iteration and speed-up, parallel efficiency). About 5 minutes on one H100.
+#
+# The GPU machine has no MPI, HDF5, FFTW or Boost: `prepare` bundles them with the programs
+# (../shared/gpu/bundle-runtime.sh). cuFFT (286 MB) is too large to carry: the bundle drops it
+# and `run` takes the GPU machine's own (CUDA 13 toolkit, else PyTorch's wheels). NCCL for
+# multi-GPU sums is loaded at run time from PyTorch's wheels. NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+mode=${1:-run}
+
+if [ "$mode" = prepare ]; then
+    set -e
+    extra=()
+    if ! grep -q -i fftw CMakeLists.txt; then
+        # Until the build links FFTW and libpng itself (see docs/reconstruction.md, "Build").
+        extra=(-DCMAKE_CXX_FLAGS="-DEF_HAVE_FFTW=1 -DEF_HAVE_PNG=1"
+               -DCMAKE_CXX_STANDARD_LIBRARIES="-lfftw3f -lfftw3 -lpng16")
+    fi
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" > /dev/null
+    cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests
+    ../shared/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
+    rm -f .gpu-run/usr/lib/x86_64-linux-gnu/libcufft* .gpu-run/usr/lib/x86_64-linux-gnu/libcublas*
+    echo "bundle: $(du -sh .gpu-run | cut -f1) (cuFFT left out: the GPU machine has its own)"
+    echo "then, on the GPU machine: bash perf/recon/gpu_run.sh run   (carry .gpu-run)"
+    exit 0
+fi
+[ "$mode" = run ] || { echo "usage: $0 prepare | run [quick]" >&2; exit 2; }
+quick=${2:-}
+
+OUT=${OUT:-$PWD/perf/recon/out}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/ef-recon.XXXXXX)
+SRC=$PWD
+ORIG_LD=${LD_LIBRARY_PATH:-}
+# Python (PyTorch, h5py) runs with the machine's own libraries, not the bundle's.
+py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
+source .gpu-run/env.sh
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export EF_SOURCE_DIR=$SRC PYTHONUNBUFFERED=1
+# cuFFT from the machine's toolkit or PyTorch's wheels; NCCL from PyTorch's wheels.
+pylibs=$(py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null)
+export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${pylibs}
+NGPU=$(nvidia-smi -L | wc -l)
+NCPU=$(nproc)
+MPI="mpirun --bind-to none --oversubscribe"
+step() { echo; echo "== $*"; }
+check() { local rc=$?; [ $rc -eq 0 ] || echo "!! step failed (exit $rc)"; }
+
+{
+step "device"
+nvidia-smi -L
+ldd "$(command -v ensemblefit)" | grep -E "cufft|cudart|fftw" || true
+py - "$OUT/device.json" <<'PY'
+import json, sys, time, torch
+d = torch.device("cuda")
+x = torch.empty(2 ** 28, dtype=torch.float32, device=d)  # 1 GiB
+y = torch.empty_like(x)
+for _ in range(3):
+    y.copy_(x)
+torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(20):
+    y.copy_(x)
+torch.cuda.synchronize()
+bw = 20 * 2 * x.numel() * 4 / (time.perf_counter() - t)
+info = {"device": torch.cuda.get_device_name(d), "gpus": torch.cuda.device_count(), "torch": torch.__version__,
+        "copy_bandwidth_GBps": bw / 1e9}
+print(info)
+json.dump(info, open(sys.argv[1], "w"))
+PY
+check
+step "unit and GPU tests [recon]"
+gpu_tests "[recon]" -d yes; check
+unit_tests "[recon]" | tail -3; check
+} 2>&1 | tee "$OUT/tests.log"
+
+# ---- GPU vs CPU on the acceptance dataset; CPU + GPU ranks together --------------------------
+cat > "$W/small.ini" <<'INI'
+[data]
+file = small.h5
+[model]
+modes = 2
+[object]
+lr_amplitude = 5e-3
+lr_phase = 5e-3
+[probe]
+lr = 0.03
+start = 2
+[solver]
+iterations = 30
+batch_size = 64
+seed = 11
+[output]
+previews = false
+report_every = 5
+INI
+{
+cd "$W"
+step "simulate the acceptance dataset (32 x 32 scan, 64 x 64, 2 modes)"
+ensemblefit simulate ptycho --out small.h5 --scan 32 --dp 64 --modes 2 --dose 1e7 --mode-power 0.1 --seed 3; check
+for kind in cpu gpu; do
+    step "$kind worker, 1 iteration"
+    ensemblefit reconstruct small.ini --run.workers $kind --run.threads "$NCPU" --solver.iterations 1 \
+        --output.file one_$kind.h5; check
+    step "$kind worker, 30 iterations"
+    ensemblefit reconstruct small.ini --run.workers $kind --run.threads "$NCPU" --output.file full_$kind.h5; check
+done
+step "GPU vs CPU"
+py - <<'PY'
+import h5py, numpy as np
+for tag in ("one", "full"):
+    c, g = h5py.File(f"{tag}_cpu.h5", "r"), h5py.File(f"{tag}_gpu.h5", "r")
+    oc, og = c["/object"][...], g["/object"][...]
+    pc, pg = c["/probe"][...], g["/probe"][...]
+    lc, lg = c["/loss"][...], g["/loss"][...]
+    print(f"{tag}: object max |gpu-cpu| / max|cpu| = {np.abs(og - oc).max() / np.abs(oc).max():.3e}, "
+          f"probe {np.abs(pg - pc).max() / np.abs(pc).max():.3e}, "
+          f"loss max rel diff {np.max(np.abs(lg - lc) / lc):.3e}, "
+          f"phase NRMSE cpu {100 * c.attrs['phase_nrmse']:.3f}% gpu {100 * g.attrs['phase_nrmse']:.3f}%, "
+          f"s/iter cpu {c['/timing'].attrs['seconds_per_iteration']:.4f} gpu {g['/timing'].attrs['seconds_per_iteration']:.4f}")
+PY
+check
+step "CPU + GPU ranks together (1 GPU rank, 2 CPU ranks), shares from measured throughput"
+$MPI -np 3 ensemblefit reconstruct small.ini --run.workers gpu,cpu,cpu --run.threads $(( NCPU / 2 > 1 ? NCPU / 2 - 1 : 1 )) \
+    --solver.iterations 12 --output.file mixed.h5; check
+} 2>&1 | tee "$OUT/agree.log"
+
+# ---- the tBL-WSe2-shaped benchmark, the PyTorch peer, multi-GPU scaling ---------------------
+iters=12
+[ "$quick" = quick ] && iters=5
+cat > "$W/bench.ini" <<INI
+[data]
+file = bench.h5
+[model]
+modes = 12
+[object]
+lr_amplitude = 5e-4
+lr_phase = 5e-4
+[probe]
+lr = 1e-3
+[positions]
+correct = true
+lr = 5e-4
+[solver]
+iterations = $iters
+batch_size = 256
+[run]
+workers = gpu
+[output]
+previews = false
+report_every = 1
+INI
+{
+cd "$W"
+step "simulate the benchmark dataset (16384 patterns 128 x 128, 12 modes, object 592 x 592)"
+ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
+    --jitter 0.15 --threads "$NCPU"; check
+step "ensemblefit, 1 GPU"
+ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
+step "PyTorch peer (PtyRAD style), 1 GPU, same data"
+py "$SRC/perf/peers/ptycho_torch.py" --data bench.h5 --modes 12 --batch 256 --iterations $(( iters / 2 + 1 )) \
+    --position-correction --json "$OUT/peer.json"; check
+for g in 2 4 8; do
+    [ "$g" -le "$NGPU" ] || continue
+    step "ensemblefit, $g GPUs (NCCL sums)"
+    $MPI -np $g ensemblefit reconstruct bench.ini --output.file bench_$g.h5; check
+done
+step "summary"
+py - "$OUT" <<'PY'
+import glob, json, os, sys, h5py
+out = sys.argv[1]
+dev = json.load(open(os.path.join(out, "device.json")))
+peer = json.load(open(os.path.join(out, "peer.json"))) if os.path.exists(os.path.join(out, "peer.json")) else {}
+res = {"device": dev, "peer": peer, "runs": {}}
+base = None
+for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
+    g = int(f[6:-3])
+    t = h5py.File(f, "r")["/timing"]
+    s = float(t.attrs["seconds_per_iteration"])
+    traffic = float(t.attrs["traffic_bytes_per_iteration"])
+    r = {"gpus": g, "seconds_per_iteration": s, "traffic_GB_per_iteration": traffic / 1e9,
+         "achieved_GBps_per_gpu": traffic / g / s / 1e9,
+         "fraction_of_copy_bandwidth": traffic / g / s / 1e9 / dev["copy_bandwidth_GBps"],
+         "load_balance": float(t.attrs["load_balance"]), "parallel_efficiency_pop": float(t.attrs["parallel_efficiency"]),
+         "comm_seconds": [float(x) for x in t["comm"][...]], "sync_seconds": [float(x) for x in t["sync"][...]]}
+    if g == 1:
+        base = s
+    if base:
+        r["speedup"] = base / s
+        r["strong_scaling_efficiency"] = base / (g * s)
+    if peer and g == 1:
+        r["peer_seconds_per_iteration"] = peer["seconds_per_iteration"]
+        r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
+    res["runs"][str(g)] = r
+    print(json.dumps(r))
+json.dump(res, open(os.path.join(out, "summary.json"), "w"), indent=1)
+PY
+check
+} 2>&1 | tee "$OUT/bench.log"
+rm -rf "$W"
+echo "failed steps: $(cat "$OUT"/tests.log "$OUT"/agree.log "$OUT"/bench.log | grep -c '^!! step failed')"

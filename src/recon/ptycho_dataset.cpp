@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+#include <ensemblefit/recon/ptycho_dataset.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/io/h5.hpp"
+#include "src/recon/ptycho_h5.hpp"
+
+namespace ef {
+
+namespace {
+
+constexpr const char* kCxiData = "/entry_1/data_1/data";
+constexpr const char* kCxiTranslation = "/entry_1/sample_1/geometry_1/translation";
+
+double cxi_scalar(const h5::File& f, const std::string& name) {
+    if (!f.exists(name)) throw data_error(f.path() + ": CXI file has no '" + name + "' (set data.pixel_size instead)");
+    const std::vector<double> v = f.read_double(name);
+    if (v.empty()) throw data_error(f.path() + ": '" + name + "' is empty");
+    return v[0];
+}
+
+std::string attr_text(const h5::File& f, const std::string& name) {
+    try {
+        return f.attr_string("/", name);
+    } catch (const Error&) {
+    }
+    try {
+        const std::vector<double> v = f.attr_doubles("/", name);
+        std::ostringstream os;
+        os.precision(10);
+        for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+        return os.str();
+    } catch (const Error&) {
+    }
+    return "?";
+}
+
+std::vector<std::string> root_attributes(const h5::File& f) {
+    std::vector<std::string> names;
+    h5::H5Handle root(H5Oopen(f.id(), "/", H5P_DEFAULT), H5Oclose);
+    if (!root) return names;
+    H5O_info_t info;
+#if H5_VERSION_GE(1, 12, 0)
+    if (H5Oget_info3(root.get(), &info, H5O_INFO_NUM_ATTRS) < 0) return names;
+#else
+    if (H5Oget_info2(root.get(), &info, H5O_INFO_NUM_ATTRS) < 0) return names;
+#endif
+    for (hsize_t i = 0; i < info.num_attrs; ++i) {
+        const ssize_t len = H5Aget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+        if (len < 0) continue;
+        std::string s(static_cast<size_t>(len), '\0');
+        H5Aget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size() + 1, H5P_DEFAULT);
+        names.push_back(s);
+    }
+    return names;
+}
+
+}  // namespace
+
+PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin) {
+    const h5::File f = h5::File::open_read(path);
+    PtychoDataset ds;
+    ds.path = path;
+    ds.cxi = format == "cxi" || (format == "auto" && !f.exists("/data") && f.exists(kCxiData));
+    ds.data_name = ds.cxi ? kCxiData : "/data";
+    if (!f.exists(ds.data_name))
+        throw data_error(path + ": no '" + ds.data_name + "' dataset (native layout: /data and /positions; CXI: " +
+                         kCxiData + ")");
+    const std::vector<std::uint64_t> shape = f.shape(ds.data_name);
+    if (shape.size() != 3 || shape[0] == 0 || shape[1] < 2 || shape[2] < 2)
+        throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2");
+    ds.count = static_cast<std::int64_t>(shape[0]);
+    ds.h = static_cast<int>(shape[1]);
+    ds.w = static_cast<int>(shape[2]);
+
+    // Positions, in pixels (y, x).
+    std::vector<double>& pos = ds.positions;
+    bool shift_to_margin = false;
+    if (ds.cxi) {
+        if (!f.exists(kCxiTranslation)) throw data_error(path + ": CXI file has no '" + std::string(kCxiTranslation) + "'");
+        const std::vector<std::uint64_t> ts = f.shape(kCxiTranslation);
+        if (ts.size() != 2 || ts[0] != shape[0] || ts[1] < 2)
+            throw data_error(path + ": '" + std::string(kCxiTranslation) + "' must be N x 3 (N = " +
+                             std::to_string(ds.count) + ")");
+        double dx = pixel_size;
+        if (!(dx > 0)) {
+            const double energy = cxi_scalar(f, "/entry_1/instrument_1/source_1/energy");  // J
+            const double distance = cxi_scalar(f, "/entry_1/instrument_1/detector_1/distance");
+            const double det_pixel = cxi_scalar(f, "/entry_1/instrument_1/detector_1/x_pixel_size");
+            const double lambda = 6.62607015e-34 * 299792458.0 / energy;
+            dx = lambda * distance / (ds.w * det_pixel);
+            if (!(dx > 0) || !std::isfinite(dx))
+                throw data_error(path + ": CXI energy, distance and pixel size give no object pixel size; set "
+                                        "data.pixel_size");
+        }
+        const std::vector<double> t = f.read_double(kCxiTranslation);
+        pos.resize(static_cast<size_t>(2 * ds.count));
+        for (std::int64_t i = 0; i < ds.count; ++i) {
+            pos[static_cast<size_t>(2 * i)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]) + 1)] / dx;
+            pos[static_cast<size_t>(2 * i + 1)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]))] / dx;
+        }
+        shift_to_margin = true;
+    } else {
+        if (!f.exists("/positions")) throw data_error(path + ": no '/positions' dataset (N x 2 pixels, y then x)");
+        const std::vector<std::uint64_t> ps = f.shape("/positions");
+        if (ps.size() != 2 || ps[0] != shape[0] || ps[1] != 2)
+            throw data_error(path + ": '/positions' must be N x 2 (y, x) with N = " + std::to_string(ds.count));
+        pos = f.read_double("/positions");
+    }
+    for (double v : pos)
+        if (!std::isfinite(v)) throw data_error(path + ": positions contain a non-finite value");
+    double min_y = pos[0], min_x = pos[1], max_y = pos[0], max_x = pos[1];
+    for (std::int64_t i = 0; i < ds.count; ++i) {
+        min_y = std::min(min_y, pos[static_cast<size_t>(2 * i)]);
+        max_y = std::max(max_y, pos[static_cast<size_t>(2 * i)]);
+        min_x = std::min(min_x, pos[static_cast<size_t>(2 * i + 1)]);
+        max_x = std::max(max_x, pos[static_cast<size_t>(2 * i + 1)]);
+    }
+    if (min_y < -0.5 || min_x < -0.5) shift_to_margin = true;
+    if (shift_to_margin) {
+        ds.offset_y = margin - min_y;
+        ds.offset_x = margin - min_x;
+        for (std::int64_t i = 0; i < ds.count; ++i) {
+            pos[static_cast<size_t>(2 * i)] += ds.offset_y;
+            pos[static_cast<size_t>(2 * i + 1)] += ds.offset_x;
+        }
+        max_y += ds.offset_y;
+        max_x += ds.offset_x;
+    }
+    if (!ds.cxi && f.has_attr("/", "object_shape")) {
+        const std::vector<double> os = f.attr_doubles("/", "object_shape");
+        if (os.size() != 2 || os[0] < ds.h || os[1] < ds.w)
+            throw data_error(path + ": root attribute object_shape must be 2 sizes at least the pattern size");
+        ds.obj_h = static_cast<int>(os[0]);
+        ds.obj_w = static_cast<int>(os[1]);
+        if (std::nearbyint(max_y) + ds.h > ds.obj_h || std::nearbyint(max_x) + ds.w > ds.obj_w)
+            throw data_error(path + ": positions reach beyond object_shape (" + std::to_string(ds.obj_h) + " x " +
+                             std::to_string(ds.obj_w) + ")");
+    } else {
+        ds.obj_h = static_cast<int>(std::floor(max_y + 0.5)) + ds.h + margin;
+        ds.obj_w = static_cast<int>(std::floor(max_x + 0.5)) + ds.w + margin;
+    }
+
+    const std::string probe_name = ds.cxi ? "/entry_1/instrument_1/source_1/illumination" : "/probe";
+    if (f.exists(probe_name)) {
+        const std::vector<std::uint64_t> s = f.shape(probe_name);
+        const bool ok = (s.size() == 3 && s[1] == shape[1] && s[2] == shape[2]) ||
+                        (s.size() == 2 && s[0] == shape[1] && s[1] == shape[2]);
+        if (!ok) throw data_error(path + ": '" + probe_name + "' must be K x H x W (or H x W) like the patterns");
+        ds.has_probe = true;
+        ds.probe_modes = s.size() == 3 ? static_cast<int>(s[0]) : 1;
+    }
+    ds.has_truth = !ds.cxi && f.exists("/truth/object") && !shift_to_margin;
+    for (const std::string& a : root_attributes(f)) ds.metadata.push_back(a + " = " + attr_text(f, a));
+    return ds;
+}
+
+std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, std::int64_t count) {
+    const h5::File f = h5::File::open_read(ds.path);
+    const std::int64_t n = static_cast<std::int64_t>(ds.h) * ds.w;
+    std::vector<float> raw(static_cast<size_t>(count * n));
+    recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(count),
+                                raw.data());
+    std::vector<float> out(raw.size());
+    const int hy = ds.h / 2, hx = ds.w / 2;
+    for (std::int64_t j = 0; j < count; ++j) {
+        const float* src = raw.data() + j * n;
+        float* dst = out.data() + j * n;
+        for (int u = 0; u < ds.h; ++u) {
+            const float* srow = src + static_cast<std::int64_t>((u + hy) % ds.h) * ds.w;
+            float* drow = dst + static_cast<std::int64_t>(u) * ds.w;
+            for (int v = 0; v < ds.w; ++v) drow[v] = srow[(v + hx) % ds.w];
+        }
+        for (std::int64_t q = 0; q < n; ++q)
+            if (!std::isfinite(dst[q]))
+                throw data_error(ds.path + ": pattern " + std::to_string(first + j) + " has a non-finite value");
+    }
+    return out;
+}
+
+std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes) {
+    modes = 0;
+    if (!ds.has_probe) return {};
+    const h5::File f = h5::File::open_read(ds.path);
+    std::vector<std::uint64_t> dims;
+    auto p = recon::h5x::read_complex(f, ds.cxi ? "/entry_1/instrument_1/source_1/illumination" : "/probe", dims);
+    modes = ds.probe_modes;
+    return p;
+}
+
+std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds) {
+    if (!ds.has_truth) return {};
+    const h5::File f = h5::File::open_read(ds.path);
+    std::vector<std::uint64_t> dims;
+    auto o = recon::h5x::read_complex(f, "/truth/object", dims);
+    if (dims.size() != 2 || static_cast<int>(dims[0]) != ds.obj_h || static_cast<int>(dims[1]) != ds.obj_w)
+        return {};  // another frame than the reconstruction's: no comparison
+    return o;
+}
+
+}  // namespace ef

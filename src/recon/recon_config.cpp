@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+#include <ensemblefit/recon/recon_config.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include <ensemblefit/core/error.hpp>
+
+namespace po = boost::program_options;
+
+namespace ef {
+namespace {
+
+struct KeyInfo {
+    const char* key;
+    const char* def;
+    const char* help;
+};
+
+const KeyInfo kKeys[] = {
+    {"data.file", "", "HDF5 input: /data (N x H x W intensities), /positions (N x 2 pixels, y then x, "
+                      "top-left of the window in object pixels), optional /probe; or CXI "
+                      "(relative paths are taken from the config file's folder)"},
+    {"data.format", "auto", "auto | native | cxi"},
+    {"data.pixel_size", "0", "object pixel size in metres for CXI translations (0 = from the CXI "
+                             "energy, distance and detector pixel size)"},
+    {"model.modes", "1", "probe modes K (mixed-state probe)"},
+    {"model.subpixel", "auto", "auto | on | off: shift the probe by each position's sub-pixel "
+                               "remainder (auto = when positions are not integers or are corrected)"},
+    {"object.parametrization", "amplitude-phase", "amplitude-phase | complex (the real parameters "
+                                                  "Adam updates)"},
+    {"object.lr_amplitude", "5e-4", "Adam learning rate of the amplitude (or real part)"},
+    {"object.lr_phase", "5e-4", "Adam learning rate of the phase (or imaginary part)"},
+    {"object.amplitude_min", "0", "lower clamp of the amplitude after each update"},
+    {"object.amplitude_max", "inf", "upper clamp of the amplitude after each update"},
+    {"object.margin", "4", "pixels around the scanned area when the object size is derived"},
+    {"probe.init", "auto", "auto (the file's /probe if present, else mean-pattern) | file | "
+                           "mean-pattern (amplitude of the mean pattern, flat phase)"},
+    {"probe.lr", "1e-3", "Adam learning rate of the probe (real and imaginary parts), in units of the probe's rms "
+                       "amplitude sqrt(mean pattern sum / pixels), so that it does not depend on the dose"},
+    {"probe.start", "1", "first iteration (from 1) that updates the probe"},
+    {"probe.orthogonalize", "true", "orthogonalise the modes and sort them by power every iteration"},
+    {"probe.fix_intensity", "true", "rescale the probe so sum |P|^2 = mean pattern sum"},
+    {"probe.mode_power", "0.02", "initial power fraction of each extra mode"},
+    {"positions.correct", "false", "refine the scan positions (gradient through the sub-pixel shift)"},
+    {"positions.lr", "5e-4", "Adam learning rate of the positions (pixels)"},
+    {"positions.start", "1", "first iteration that updates the positions"},
+    {"solver.iterations", "50", "passes over all scan positions"},
+    {"solver.batch_size", "256", "positions per mini-batch (global, over all ranks)"},
+    {"solver.loss", "amplitude", "amplitude (PtyRAD's Gaussian NRMSE) | poisson"},
+    {"solver.seed", "1", "seed of the mini-batch draws (a batch is a function of seed and iteration "
+                         "only, not of ranks)"},
+    {"solver.beta1", "0.9", "Adam beta1"},
+    {"solver.beta2", "0.999", "Adam beta2"},
+    {"solver.epsilon", "1e-8", "Adam epsilon"},
+    {"solver.precision", "single", "single | double (CPU only)"},
+    {"solver.decay_start", "0", "iteration from which every learning rate decays along a half cosine to "
+                                "decay_to x its value at the last iteration (0 = constant rates, as PtyRAD)"},
+    {"solver.decay_to", "0.1", "fraction of the learning rates left at the last iteration"},
+    {"run.workers", "auto", "auto | cpu | gpu, or a comma-separated list per rank (the last repeats)"},
+    {"run.threads", "0", "OpenMP threads per CPU rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
+                         "else cores / ranks on the node)"},
+    {"run.balance", "throughput", "throughput (shares follow each rank's measured speed) | equal"},
+    {"run.fft_planning", "estimate", "estimate | measure: FFTW planner effort (measure can be faster, but "
+                                     "its timing-based choice may differ between processes, and so the last bits)"},
+    {"run.allreduce", "auto", "auto | mpi | nccl: how ranks sum gradients; nccl (loaded at run time from "
+                              "libnccl.so.2) sums on the GPUs when every rank is a GPU worker; auto = nccl "
+                              "when possible, else MPI over host buffers"},
+    {"output.file", "", "HDF5 result: /object, /probe, /positions, /loss, /timing"},
+    {"output.previews", "true", "write PNG previews next to the output (phase, amplitude, probe)"},
+    {"output.report_every", "0", "iterations between progress lines (0 = about 20 lines)"},
+    {"output.checkpoint_every", "0", "iterations between intermediate writes of the output (0 = end)"},
+};
+
+const std::set<std::string> kSections = {"data", "model", "object", "probe", "positions", "solver", "run", "output"};
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return "";
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+const KeyInfo* find_key(const std::string& key) {
+    for (const auto& k : kKeys)
+        if (key == k.key) return &k;
+    return nullptr;
+}
+
+std::string allowed_keys_of(const std::string& section) {
+    std::string out;
+    for (const auto& k : kKeys) {
+        const std::string key = k.key;
+        if (key.rfind(section + ".", 0) == 0) out += (out.empty() ? "" : ", ") + key.substr(section.size() + 1);
+    }
+    return out;
+}
+
+/// Line numbers of the file's keys, and its shape checked (Program_options keeps no lines).
+std::map<std::string, int> scan_ini(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw usage_error(path + ": cannot open config file (" + std::strerror(errno) + ")");
+    std::map<std::string, int> lines;
+    std::string section, raw;
+    int line = 0;
+    while (std::getline(in, raw)) {
+        ++line;
+        const std::string s = trim(raw);
+        if (s.empty() || s[0] == '#' || s[0] == ';') continue;
+        const std::string at = path + ":" + std::to_string(line) + ": ";
+        if (s.front() == '[') {
+            if (s.back() != ']') throw usage_error(at + "malformed section header '" + s + "'");
+            section = trim(s.substr(1, s.size() - 2));
+            if (!kSections.count(section))
+                throw usage_error(at + "unknown section [" + section +
+                                  "] (allowed: data, model, object, probe, positions, solver, run, output)");
+            continue;
+        }
+        const auto eq = s.find('=');
+        if (eq == std::string::npos) throw usage_error(at + "expected 'key = value', got '" + s + "'");
+        if (section.empty()) throw usage_error(at + "key outside of any [section]");
+        const std::string name = trim(s.substr(0, eq));
+        const std::string key = section + "." + name;
+        if (!find_key(key))
+            throw usage_error(at + "unknown key '" + name + "' in [" + section + "] (allowed: " +
+                              allowed_keys_of(section) + ")");
+        if (lines.count(key)) throw usage_error(at + "key '" + key + "' is set twice");
+        lines[key] = line;
+    }
+    return lines;
+}
+
+std::string folder_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+std::string fmt(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::ostringstream os;
+    os.precision(17);
+    os << v;
+    return os.str();
+}
+
+}  // namespace
+
+std::string ReconConfig::where(const std::string& key) const {
+    const auto it = origins.find(key);
+    if (it == origins.end()) return config_file + ": " + key;
+    if (it->second.rfind("--", 0) == 0) return it->second;  // from the command line: "--section.key"
+    return it->second + ": " + key;
+}
+
+ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& given) {
+    // Later overrides of the same key win (Program_options keeps the first stored value).
+    std::vector<std::string> overrides;
+    {
+        std::set<std::string> seen;
+        for (auto it = given.rbegin(); it != given.rend(); ++it) {
+            const std::string key = it->substr(0, it->find('='));
+            if (!seen.insert(key).second) continue;
+            overrides.insert(overrides.begin(), *it);
+        }
+    }
+    ReconConfig cfg;
+    cfg.config_file = path;
+    const std::map<std::string, int> lines = scan_ini(path);
+
+    po::options_description desc;
+    for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
+    po::variables_map vm;
+    try {
+        const po::parsed_options cli = po::command_line_parser(overrides)
+                                           .options(desc)
+                                           .style(po::command_line_style::default_style &
+                                                  ~po::command_line_style::allow_guessing)
+                                           .allow_unregistered()
+                                           .run();
+        for (const auto& o : cli.options) {
+            if (o.unregistered)
+                throw usage_error("unknown option '--" + o.string_key + "' (see ensemblefit reconstruct --help)");
+            cfg.origins[o.string_key] = "--" + o.string_key;
+        }
+        po::store(cli, vm);
+        std::ifstream in(path);
+        po::store(po::parse_config_file(in, desc, false), vm);
+    } catch (const po::error& e) {
+        throw usage_error(path + ": " + e.what());
+    }
+    for (const auto& [key, line] : lines)
+        if (!cfg.origins.count(key)) cfg.origins[key] = path + ":" + std::to_string(line);
+
+    auto get = [&](const std::string& key) -> std::string {
+        if (vm.count(key)) return trim(vm[key].as<std::string>());
+        const KeyInfo* k = find_key(key);
+        return k ? k->def : "";
+    };
+    auto real = [&](const std::string& key) {
+        const std::string t = get(key);
+        if (t == "inf" || t == "+inf") return std::numeric_limits<double>::infinity();
+        if (t == "-inf") return -std::numeric_limits<double>::infinity();
+        char* end = nullptr;
+        errno = 0;
+        const double d = std::strtod(t.c_str(), &end);
+        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE || std::isnan(d))
+            throw usage_error(cfg.where(key) + ": expected a number, got '" + t + "'");
+        return d;
+    };
+    auto nonneg = [&](const std::string& key) {
+        const double d = real(key);
+        if (!(d >= 0) || !std::isfinite(d))
+            throw usage_error(cfg.where(key) + ": must be finite and >= 0, got '" + get(key) + "'");
+        return d;
+    };
+    auto integer = [&](const std::string& key, long long lo, long long hi) {
+        const std::string t = get(key);
+        char* end = nullptr;
+        errno = 0;
+        const long long i = std::strtoll(t.c_str(), &end, 10);
+        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE)
+            throw usage_error(cfg.where(key) + ": expected an integer, got '" + t + "'");
+        if (i < lo || i > hi)
+            throw usage_error(cfg.where(key) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                              ", got " + t);
+        return i;
+    };
+    auto boolean = [&](const std::string& key) {
+        std::string t = get(key);
+        std::transform(t.begin(), t.end(), t.begin(), ::tolower);
+        if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
+        if (t == "false" || t == "0" || t == "no" || t == "off") return false;
+        throw usage_error(cfg.where(key) + ": expected true or false, got '" + get(key) + "'");
+    };
+    auto choice = [&](const std::string& key, std::initializer_list<const char*> allowed) {
+        const std::string t = get(key);
+        std::string list;
+        for (const char* a : allowed) {
+            if (t == a) return t;
+            list += (list.empty() ? "" : ", ") + std::string(a);
+        }
+        throw usage_error(cfg.where(key) + ": unknown value '" + t + "' (allowed: " + list + ")");
+    };
+
+    cfg.data_file = get("data.file");
+    if (cfg.data_file.empty()) throw usage_error(path + ": missing required key 'data.file'");
+    if (cfg.data_file[0] != '/' && lines.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
+        cfg.data_file = folder_of(path) + cfg.data_file;
+    cfg.data_format = choice("data.format", {"auto", "native", "cxi"});
+    cfg.pixel_size = nonneg("data.pixel_size");
+
+    cfg.modes = static_cast<int>(integer("model.modes", 1, 64));
+    cfg.subpixel = choice("model.subpixel", {"auto", "on", "off"});
+
+    cfg.amplitude_phase = choice("object.parametrization", {"amplitude-phase", "complex"}) == "amplitude-phase";
+    cfg.lr_amplitude = nonneg("object.lr_amplitude");
+    cfg.lr_phase = nonneg("object.lr_phase");
+    cfg.amplitude_min = real("object.amplitude_min");
+    cfg.amplitude_max = real("object.amplitude_max");
+    if (!(cfg.amplitude_min <= cfg.amplitude_max))
+        throw usage_error(cfg.where("object.amplitude_min") + ": above object.amplitude_max");
+    cfg.margin = static_cast<int>(integer("object.margin", 0, 100000));
+
+    cfg.probe_init = choice("probe.init", {"auto", "file", "mean-pattern"});
+    cfg.lr_probe = nonneg("probe.lr");
+    cfg.probe_start = static_cast<int>(integer("probe.start", 1, 1 << 30));
+    cfg.orthogonalize = boolean("probe.orthogonalize");
+    cfg.fix_intensity = boolean("probe.fix_intensity");
+    cfg.mode_power = nonneg("probe.mode_power");
+    if (cfg.mode_power * (cfg.modes - 1) >= 1.0)
+        throw usage_error(cfg.where("probe.mode_power") + ": (modes - 1) x mode_power must be below 1");
+
+    cfg.correct_positions = boolean("positions.correct");
+    cfg.lr_positions = nonneg("positions.lr");
+    cfg.positions_start = static_cast<int>(integer("positions.start", 1, 1 << 30));
+
+    cfg.iterations = static_cast<int>(integer("solver.iterations", 0, 1 << 30));
+    cfg.batch_size = static_cast<int>(integer("solver.batch_size", 1, 1 << 30));
+    cfg.loss = choice("solver.loss", {"amplitude", "poisson"});
+    cfg.seed = static_cast<std::uint64_t>(integer("solver.seed", 0, std::numeric_limits<long long>::max()));
+    cfg.beta1 = real("solver.beta1");
+    cfg.beta2 = real("solver.beta2");
+    if (!(cfg.beta1 >= 0 && cfg.beta1 < 1)) throw usage_error(cfg.where("solver.beta1") + ": must be in [0, 1)");
+    if (!(cfg.beta2 >= 0 && cfg.beta2 < 1)) throw usage_error(cfg.where("solver.beta2") + ": must be in [0, 1)");
+    cfg.epsilon = nonneg("solver.epsilon");
+    cfg.precision = choice("solver.precision", {"single", "double"});
+    cfg.decay_start = static_cast<int>(integer("solver.decay_start", 0, 1 << 30));
+    cfg.decay_to = nonneg("solver.decay_to");
+    if (cfg.decay_to > 1) throw usage_error(cfg.where("solver.decay_to") + ": must be in [0, 1]");
+
+    cfg.workers.clear();
+    {
+        std::stringstream ss(get("run.workers"));
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+            item = trim(item);
+            if (item != "auto" && item != "cpu" && item != "gpu")
+                throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + item +
+                                  "' (allowed: auto, cpu, gpu, or a comma-separated list of them)");
+            cfg.workers.push_back(item);
+        }
+        if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
+    }
+    cfg.threads = static_cast<int>(integer("run.threads", 0, 4096));
+    cfg.balance = choice("run.balance", {"throughput", "equal"});
+    cfg.fft_measure = choice("run.fft_planning", {"estimate", "measure"}) == "measure";
+    cfg.allreduce = choice("run.allreduce", {"auto", "mpi", "nccl"});
+
+    cfg.output_file = get("output.file");
+    if (cfg.output_file.empty()) throw usage_error(path + ": missing required key 'output.file'");
+    cfg.previews = boolean("output.previews");
+    cfg.report_every = static_cast<int>(integer("output.report_every", 0, 1 << 30));
+    cfg.checkpoint_every = static_cast<int>(integer("output.checkpoint_every", 0, 1 << 30));
+    return cfg;
+}
+
+std::string ReconConfig::resolved_text() const {
+    std::ostringstream os;
+    std::string workers_list;
+    for (const auto& w : workers) workers_list += (workers_list.empty() ? "" : ",") + w;
+    os << "# config file: " << config_file << "\n"
+       << "[data]\nfile = " << data_file << "\nformat = " << data_format << "\npixel_size = " << fmt(pixel_size)
+       << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel
+       << "\n[object]\nparametrization = " << (amplitude_phase ? "amplitude-phase" : "complex")
+       << "\nlr_amplitude = " << fmt(lr_amplitude) << "\nlr_phase = " << fmt(lr_phase)
+       << "\namplitude_min = " << fmt(amplitude_min) << "\namplitude_max = " << fmt(amplitude_max)
+       << "\nmargin = " << margin << "\n[probe]\ninit = " << probe_init << "\nlr = " << fmt(lr_probe)
+       << "\nstart = " << probe_start << "\northogonalize = " << (orthogonalize ? "true" : "false")
+       << "\nfix_intensity = " << (fix_intensity ? "true" : "false") << "\nmode_power = " << fmt(mode_power)
+       << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false") << "\nlr = " << fmt(lr_positions)
+       << "\nstart = " << positions_start << "\n[solver]\niterations = " << iterations
+       << "\nbatch_size = " << batch_size << "\nloss = " << loss << "\nseed = " << seed
+       << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
+       << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)
+       << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads
+       << "\nbalance = " << balance << "\nfft_planning = " << (fft_measure ? "measure" : "estimate")
+       << "\nallreduce = " << allreduce
+       << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")
+       << "\nreport_every = " << report_every << "\ncheckpoint_every = " << checkpoint_every << "\n";
+    return os.str();
+}
+
+std::string recon_config_help() {
+    std::ostringstream os;
+    os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
+    std::string section;
+    for (const auto& k : kKeys) {
+        const std::string key = k.key;
+        const std::string sec = key.substr(0, key.find('.'));
+        if (sec != section) {
+            os << "  [" << sec << "]\n";
+            section = sec;
+        }
+        const std::string name = key.substr(sec.size() + 1);
+        os << "    " << name << std::string(std::max<size_t>(2, 18 - name.size()), ' ') << k.help
+           << " (default: " << (*k.def ? k.def : "none, required") << ")\n";
+    }
+    return os.str();
+}
+
+}  // namespace ef

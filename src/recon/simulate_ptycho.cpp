@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+#include <ensemblefit/recon/ptycho_simulation.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/ensemble_run.hpp>
+#include <ensemblefit/recon/recon_worker.hpp>
+
+#include "src/io/h5.hpp"
+#include "src/recon/probe_modes.hpp"
+#include "src/recon/ptycho_h5.hpp"
+
+namespace ef {
+
+namespace {
+
+using recon::Complex;
+
+constexpr double kDxAngstrom = 0.1494;        // PtyRAD tBL-WSe2: dx_spec
+constexpr double kWavelengthAngstrom = 0.0418;  // 80 kV electrons
+
+std::uint64_t splitmix(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/// Twisted bilayer: two hexagonal lattices of Gaussian atoms, 3 degrees apart.
+void make_object(const PtychoSimulationOptions& o, int oh, int ow, std::vector<double>& amp, std::vector<double>& phase) {
+    std::vector<double> s(static_cast<size_t>(oh) * static_cast<size_t>(ow), 0.0);
+    const double a = o.lattice, sig = o.atom_sigma;
+    const int reach = static_cast<int>(std::ceil(4 * sig));
+    const double cy = 0.5 * oh, cx = 0.5 * ow;
+    const double rmax = 0.75 * std::hypot(oh, ow) + a;
+    for (int layer = 0; layer < 2; ++layer) {
+        const double th = (layer == 0 ? 0.0 : 3.0) * M_PI / 180.0;
+        const double weight = layer == 0 ? 1.0 : 0.7;
+        const double a1y = a * std::sin(th), a1x = a * std::cos(th);
+        const double a2y = a * std::sin(th + M_PI / 3), a2x = a * std::cos(th + M_PI / 3);
+        const int m = static_cast<int>(rmax / (0.8 * a)) + 2;
+        for (int i = -m; i <= m; ++i)
+            for (int j = -m; j <= m; ++j) {
+                const double py = cy + i * a1y + j * a2y, px = cx + i * a1x + j * a2x;
+                if (py < -reach || px < -reach || py > oh + reach || px > ow + reach) continue;
+                for (int y = std::max(0, static_cast<int>(py) - reach); y <= std::min(oh - 1, static_cast<int>(py) + reach); ++y)
+                    for (int x = std::max(0, static_cast<int>(px) - reach); x <= std::min(ow - 1, static_cast<int>(px) + reach); ++x) {
+                        const double r2 = (y - py) * (y - py) + (x - px) * (x - px);
+                        s[static_cast<size_t>(y) * ow + x] += weight * std::exp(-r2 / (2 * sig * sig));
+                    }
+            }
+    }
+    const double mx = *std::max_element(s.begin(), s.end());
+    amp.resize(s.size());
+    phase.resize(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+        const double t = mx > 0 ? s[i] / mx : 0.0;
+        phase[i] = o.phase_max * t;
+        amp[i] = 1.0 - 0.05 * t;
+    }
+}
+
+/// Aperture of radius R (Fourier pixels, soft edge) with defocus, shifted to the window centre.
+std::vector<Complex> make_probe(const PtychoSimulationOptions& o) {
+    const int n = o.dp;
+    const double R = o.aperture > 0 ? o.aperture : 0.1 * n;
+    const double r_px = o.probe_radius > 0 ? o.probe_radius : n / 8.0;
+    const double chi_max = M_PI * r_px * R / n;  // defocus phase at the aperture edge
+    std::vector<Complex> spec(static_cast<size_t>(n) * n);
+    for (int u = 0; u < n; ++u)
+        for (int v = 0; v < n; ++v) {
+            const double ky = u <= (n - 1) / 2 ? u : u - n, kx = v <= (n - 1) / 2 ? v : v - n;
+            const double k = std::hypot(ky, kx);
+            const double edge = 0.5 * (1 - std::tanh((k - R) / 0.7));
+            spec[static_cast<size_t>(u) * n + v] = std::polar(edge, chi_max * (k / R) * (k / R));
+        }
+    // Centre it in the window, then a direct inverse DFT (once, so no FFT needed).
+    std::vector<Complex> out(static_cast<size_t>(n) * n), tmp(static_cast<size_t>(n) * n);
+    for (int u = 0; u < n; ++u)
+        for (int v = 0; v < n; ++v) {
+            const double fy = static_cast<double>(u <= (n - 1) / 2 ? u : u - n) / n;
+            const double fx = static_cast<double>(v <= (n - 1) / 2 ? v : v - n) / n;
+            spec[static_cast<size_t>(u) * n + v] *= std::polar(1.0, -2 * M_PI * (fy + fx) * (n / 2));
+        }
+    for (int u = 0; u < n; ++u)
+        for (int x = 0; x < n; ++x) {
+            Complex s = 0;
+            for (int v = 0; v < n; ++v) s += spec[static_cast<size_t>(u) * n + v] * std::polar(1.0, 2 * M_PI * v * x / n);
+            tmp[static_cast<size_t>(u) * n + x] = s;
+        }
+    for (int x = 0; x < n; ++x)
+        for (int y = 0; y < n; ++y) {
+            Complex s = 0;
+            for (int u = 0; u < n; ++u) s += tmp[static_cast<size_t>(u) * n + x] * std::polar(1.0, 2 * M_PI * u * y / n);
+            out[static_cast<size_t>(y) * n + x] = s / static_cast<double>(n);
+        }
+    return out;
+}
+
+bool file_exists(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
+    if (o.out.empty()) throw usage_error("simulate ptycho: --out FILE.h5 is required");
+    if (o.scan_y < 1 || o.scan_x < 1 || o.dp < 4 || o.modes < 1 || o.modes > 64)
+        throw usage_error("simulate ptycho: need --scan >= 1, --dp >= 4 and 1 <= --modes <= 64");
+    if (!(o.step > 0) || o.dose < 0 || o.jitter < 0 || o.position_error < 0 || o.mode_power < 0 ||
+        o.mode_power * (o.modes - 1) >= 1 || o.lattice <= 0 || o.atom_sigma <= 0)
+        throw usage_error("simulate ptycho: --step, --lattice, --atom-sigma must be > 0; --dose, --jitter, "
+                          "--position-error >= 0; (modes - 1) x --mode-power below 1");
+    if (o.format != "native" && o.format != "cxi")
+        throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
+    if (file_exists(o.out) && !o.overwrite)
+        throw usage_error("simulate ptycho: '" + o.out + "' exists; pass --overwrite to replace it");
+    if (!ctx.is_root()) {
+        EF_MPI_CHECK(MPI_Barrier(ctx.world()));
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const int dp = o.dp, K = o.modes;
+    const std::int64_t N = static_cast<std::int64_t>(o.scan_y) * o.scan_x;
+    const size_t n = static_cast<size_t>(dp) * static_cast<size_t>(dp);
+
+    // True positions: raster + jitter, top-left corners; object frame from margin.
+    std::mt19937_64 rng(splitmix(o.seed));
+    std::normal_distribution<double> gauss(0.0, 1.0);
+    std::vector<double> truth_pos(static_cast<size_t>(2 * N));
+    for (int i = 0; i < o.scan_y; ++i)
+        for (int j = 0; j < o.scan_x; ++j) {
+            const size_t k = static_cast<size_t>(i) * static_cast<size_t>(o.scan_x) + static_cast<size_t>(j);
+            truth_pos[2 * k] = i * o.step + o.jitter * gauss(rng);
+            truth_pos[2 * k + 1] = j * o.step + o.jitter * gauss(rng);
+        }
+    double min_y = 1e300, min_x = 1e300, max_y = -1e300, max_x = -1e300;
+    for (std::int64_t k = 0; k < N; ++k) {
+        min_y = std::min(min_y, truth_pos[static_cast<size_t>(2 * k)]);
+        max_y = std::max(max_y, truth_pos[static_cast<size_t>(2 * k)]);
+        min_x = std::min(min_x, truth_pos[static_cast<size_t>(2 * k + 1)]);
+        max_x = std::max(max_x, truth_pos[static_cast<size_t>(2 * k + 1)]);
+    }
+    int oh = static_cast<int>(std::floor(max_y - min_y + 0.5)) + dp + 2 * o.margin + 1;
+    int ow = static_cast<int>(std::floor(max_x - min_x + 0.5)) + dp + 2 * o.margin + 1;
+    if (o.object_size > 0) {
+        if (o.object_size < std::max(oh, ow) - 2 * o.margin)
+            throw usage_error("simulate ptycho: --object-size " + std::to_string(o.object_size) +
+                              " is smaller than the scanned area plus the window (" +
+                              std::to_string(std::max(oh, ow) - 2 * o.margin) + ")");
+        oh = ow = o.object_size;
+    }
+    // Centre the scan in the object.
+    const double off_y = 0.5 * (oh - dp - (max_y - min_y)) - min_y;
+    const double off_x = 0.5 * (ow - dp - (max_x - min_x)) - min_x;
+    for (std::int64_t k = 0; k < N; ++k) {
+        truth_pos[static_cast<size_t>(2 * k)] += off_y;
+        truth_pos[static_cast<size_t>(2 * k + 1)] += off_x;
+    }
+    std::vector<double> stored_pos = truth_pos;
+    if (o.position_error > 0)
+        for (double& p : stored_pos) p += o.position_error * gauss(rng);
+
+    std::vector<double> amp, phase;
+    make_object(o, oh, ow, amp, phase);
+    std::vector<Complex> probe = make_probe(o);
+    recon::add_probe_modes(probe, 1, K, dp, dp, o.mode_power, 1.0);
+    const double total = o.dose > 0 ? o.dose : 1e6;
+    recon::scale_probe_power(probe, total);
+
+    std::string thread_source, thread_warning;
+    const int threads = resolve_threads(o.threads, ctx.local_size(), thread_source, thread_warning);
+    ReconWorkerOptions wo;
+    wo.h = wo.w = dp;
+    wo.modes = K;
+    wo.obj_h = oh;
+    wo.obj_w = ow;
+    wo.subpixel = true;
+    wo.double_precision = true;
+    wo.threads = threads;
+    wo.fft_measure = false;
+    auto worker = make_recon_worker(WorkerKind::cpu, wo);
+    worker->set_object(amp, phase);
+    worker->set_probe(probe);
+
+    h5::File f = h5::File::create(o.out);
+    const bool cxi = o.format == "cxi";
+    const std::string data_name = cxi ? "/entry_1/data_1/data" : "/data";
+    recon::h5x::create_float(f, data_name, {static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
+                             o.compress > 0 ? 1 : 0, o.compress);
+    const std::int64_t block = 64;
+    std::vector<float> out(static_cast<size_t>(block) * n);
+    double photons = 0;
+    for (std::int64_t first = 0; first < N; first += block) {
+        const std::int64_t count = std::min(block, N - first);
+        ReconBatch batch;
+        for (std::int64_t j = 0; j < count; ++j) {
+            batch.pattern_of.push_back(j);
+            batch.positions.push_back(truth_pos[static_cast<size_t>(2 * (first + j))]);
+            batch.positions.push_back(truth_pos[static_cast<size_t>(2 * (first + j) + 1)]);
+        }
+        const std::vector<double> inten = worker->model_intensity(batch);
+        double block_sum = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : block_sum) schedule(static)
+        for (std::int64_t j = 0; j < count; ++j) {
+            std::mt19937_64 prng(splitmix(o.seed ^ splitmix(static_cast<std::uint64_t>(first + j) + 0x5bd1e995ull)));
+            const int hy = dp / 2;
+            for (int u = 0; u < dp; ++u)
+                for (int v = 0; v < dp; ++v) {
+                    const double lambda = std::max(0.0, inten[static_cast<size_t>(j) * n + static_cast<size_t>(u) * dp + v]);
+                    double value = lambda;
+                    if (o.dose > 0) {
+                        std::poisson_distribution<long long> pois(lambda);
+                        value = lambda > 0 ? static_cast<double>(pois(prng)) : 0.0;
+                    }
+                    // Centred layout: FFT bin u goes to (u + h/2) mod h.
+                    out[static_cast<size_t>(j) * n + static_cast<size_t>((u + hy) % dp) * dp + static_cast<size_t>((v + hy) % dp)] =
+                        static_cast<float>(value);
+                    block_sum += value;
+                }
+        }
+        photons += block_sum;
+        recon::h5x::write_float_rows(f, data_name, static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(count),
+                                     out.data());
+    }
+    const std::vector<std::uint64_t> pos_dims = {static_cast<std::uint64_t>(N), 2};
+    if (cxi) {
+        // Translations in metres (x, y, z) with dx = 0.1494 A object pixels; the energy, distance
+        // and detector pixel are chosen so that lambda z / (W p) gives that dx back.
+        const double dx = kDxAngstrom * 1e-10, lambda = kWavelengthAngstrom * 1e-10;
+        std::vector<double> t(static_cast<size_t>(3 * N));
+        for (std::int64_t k = 0; k < N; ++k) {
+            t[static_cast<size_t>(3 * k)] = stored_pos[static_cast<size_t>(2 * k + 1)] * dx;
+            t[static_cast<size_t>(3 * k + 1)] = stored_pos[static_cast<size_t>(2 * k)] * dx;
+            t[static_cast<size_t>(3 * k + 2)] = 0;
+        }
+        recon::h5x::write_double(f, "/entry_1/sample_1/geometry_1/translation", {static_cast<std::uint64_t>(N), 3}, t);
+        recon::h5x::write_double(f, "/entry_1/instrument_1/source_1/energy", {1}, {6.62607015e-34 * 299792458.0 / lambda});
+        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/distance", {1}, {1.0});
+        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/x_pixel_size", {1}, {lambda * 1.0 / (dp * dx)});
+        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/y_pixel_size", {1}, {lambda * 1.0 / (dp * dx)});
+        recon::h5x::write_double(f, "/cxi_version", {1}, {150});
+    } else {
+        recon::h5x::write_double(f, "/positions", pos_dims, stored_pos);
+        f.set_attr("/", "object_shape", std::vector<double>{double(oh), double(ow)});
+    }
+    std::vector<Complex> obj(amp.size());
+    for (size_t i = 0; i < amp.size(); ++i) obj[i] = std::polar(amp[i], phase[i]);
+    recon::h5x::write_complex(f, "/truth/object", {static_cast<std::uint64_t>(oh), static_cast<std::uint64_t>(ow)}, obj);
+    recon::h5x::write_complex(f, "/truth/probe",
+                              {static_cast<std::uint64_t>(K), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
+                              probe);
+    recon::h5x::write_double(f, "/truth/positions", pos_dims, truth_pos);
+    const double R = o.aperture > 0 ? o.aperture : 0.1 * dp;
+    f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
+    f.set_attr("/", "dose", o.dose);
+    f.set_attr("/", "seed", static_cast<std::int64_t>(o.seed));
+    f.set_attr("/", "scan", std::vector<double>{double(o.scan_y), double(o.scan_x)});
+    f.set_attr("/", "step_px", o.step);
+    f.set_attr("/", "modes", static_cast<std::int64_t>(K));
+    f.set_attr("/", "mode_power", o.mode_power);
+    f.set_attr("/", "jitter_px", o.jitter);
+    f.set_attr("/", "position_error_px", o.position_error);
+    f.set_attr("/", "dx_angstrom", kDxAngstrom);
+    f.set_attr("/", "wavelength_angstrom", kWavelengthAngstrom);
+    f.set_attr("/", "kv", 80.0);
+    f.set_attr("/", "conv_angle_mrad", 1e3 * kWavelengthAngstrom * R / (dp * kDxAngstrom));
+    f.close();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("simulated %lld patterns %d x %d (%s layout), %d probe mode%s, object %d x %d, %.3g counts per "
+                "pattern, in %.2f s (%d thread%s)\noutput: %s\n",
+                static_cast<long long>(N), dp, dp, o.format.c_str(), K, K == 1 ? "" : "s", oh, ow,
+                photons / static_cast<double>(N), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
+    if (ctx.size() > 1) EF_MPI_CHECK(MPI_Barrier(ctx.world()));
+}
+
+}  // namespace ef

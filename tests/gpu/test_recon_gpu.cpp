@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// The CUDA reconstruction worker against the CPU worker on the same batch (both float32, the
+// same single-source functors; cuFFT vs FFTW and different summation trees), run-to-run
+// determinism of the GPU (no atomics), and the speed of one benchmark-sized batch.
+// gpu_tests' main (test_gpu_fit.cpp) exits 77 where no GPU is visible.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <ensemblefit/recon/recon_worker.hpp>
+
+using namespace ef;
+using C = std::complex<double>;
+
+namespace {
+
+struct Setup {
+    ReconWorkerOptions o;
+    std::vector<float> patterns;
+    std::vector<double> amp, phase;
+    std::vector<C> probe;
+    ReconBatch batch;
+};
+
+/// b positions (one at the object's corner, one clamped past its edge, one with a zero
+/// pattern), K modes, dp x dp windows.
+Setup make_setup(int dp, int modes, int b, int obj) {
+    Setup s;
+    s.o.h = s.o.w = dp;
+    s.o.modes = modes;
+    s.o.obj_h = s.o.obj_w = obj;
+    s.o.subpixel = true;
+    s.o.threads = 8;
+    s.o.fft_measure = false;
+    const int n = dp * dp;
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int i = 0; i < obj * obj; ++i) {
+        s.amp.push_back(0.9 + 0.2 * u(rng));
+        s.phase.push_back(0.6 * u(rng) - 0.3);
+    }
+    const double r2 = dp * dp / 25.0;
+    for (int k = 0; k < modes; ++k)
+        for (int q = 0; q < n; ++q) {
+            const double y = q / dp - dp / 2.0, x = q % dp - dp / 2.0;
+            const double env = std::exp(-(x * x + y * y) / r2) * (k == 0 ? 10.0 : 2.0);
+            s.probe.emplace_back(env * (1 + 0.2 * u(rng)), env * 0.2 * (u(rng) - 0.5));
+        }
+    const double span = obj - dp;
+    for (int j = 0; j < b; ++j) {
+        s.batch.pattern_of.push_back(b - 1 - j);
+        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? span + 5.0 : span * u(rng));
+        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? span + 0.3 : span * u(rng));
+    }
+    s.patterns.resize(static_cast<size_t>(b) * n);
+    for (int j = 0; j < b; ++j)
+        for (int q = 0; q < n; ++q) s.patterns[static_cast<size_t>(j) * n + q] = j == 7 ? 0.0f : static_cast<float>(50.0 * u(rng) * u(rng));
+    return s;
+}
+
+std::unique_ptr<ReconWorker> make(const Setup& s, WorkerKind kind) {
+    auto w = make_recon_worker(kind, s.o);
+    w->set_patterns(static_cast<std::int64_t>(s.batch.pattern_of.size()), s.patterns.data());
+    w->set_object(s.amp, s.phase);
+    w->set_probe(s.probe);
+    return w;
+}
+
+std::vector<double> gradients(ReconWorker& w, const ReconBatch& b, ReconBatchTerms& t) {
+    t = w.gradients(b, true, true);
+    size_t count = 0;
+    const double* p = w.gradient_buffer(true, count);
+    return std::vector<double>(p, p + count);
+}
+
+double rel_diff(const std::vector<double>& a, const std::vector<double>& ref) {
+    double m = 0, d = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        m = std::max(m, std::abs(ref[i]));
+        d = std::max(d, std::abs(a[i] - ref[i]));
+    }
+    return m > 0 ? d / m : d;
+}
+
+void steps(ReconWorker& w, const ReconBatch& b, int count) {
+    for (int t = 1; t <= count; ++t) {
+        ReconBatchTerms terms;
+        gradients(w, b, terms);
+        ReconUpdate u;
+        u.probe = true;
+        u.grad_scale = 1e-3;
+        u.lr_p0 = u.lr_p1 = 1e-2;
+        u.lr_probe = 0.05;
+        u.t_object = u.t_probe = t;
+        w.update(u);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("recon: CUDA worker = CPU worker on one batch and after 10 Adam steps", "[gpu][recon]") {
+    const Setup s = make_setup(32, 3, 20, 70);
+    auto gpu = make(s, WorkerKind::gpu);
+    auto cpu = make(s, WorkerKind::cpu);
+    ReconBatchTerms tg, tc;
+    const auto gg = gradients(*gpu, s.batch, tg), gc = gradients(*cpu, s.batch, tc);
+    const double dg = rel_diff(gg, gc), dp = rel_diff(tg.position_grad, tc.position_grad);
+    std::printf("  recon 20 x 3 x 32^2: gradient max rel diff %.2e, position gradient %.2e, loss terms %.3e / %.3e\n",
+                dg, dp, std::abs(tg.loss_a / tc.loss_a - 1), std::abs(tg.loss_b / tc.loss_b - 1));
+    CHECK(tg.loss_a == Approx(tc.loss_a).epsilon(1e-5));
+    CHECK(tg.loss_b == Approx(tc.loss_b).epsilon(1e-5));
+    CHECK(dg < 1e-4);
+    CHECK(dp < 1e-4);
+    steps(*gpu, s.batch, 10);
+    steps(*cpu, s.batch, 10);
+    std::vector<double> a0, a1, r0, r1;
+    gpu->object(a0, a1);
+    cpu->object(r0, r1);
+    // After Adam steps float32 paths differ most where gradients are tiny (Adam makes any
+    // gradient a step of about lr): 5e-3 of the largest value, like CPU float32 vs float64.
+    CHECK(rel_diff(a0, r0) < 5e-3);
+    CHECK(rel_diff(a1, r1) < 5e-3);
+}
+
+TEST_CASE("recon: CUDA gradients are bitwise reproducible run to run", "[gpu][recon]") {
+    const Setup s = make_setup(64, 4, 48, 160);
+    auto g1 = make(s, WorkerKind::gpu);
+    auto g2 = make(s, WorkerKind::gpu);
+    ReconBatchTerms t1, t2, t3;
+    const auto a = gradients(*g1, s.batch, t1), b = gradients(*g2, s.batch, t2), c = gradients(*g1, s.batch, t3);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(double)) == 0);
+    CHECK(t1.loss_a == t2.loss_a);
+    CHECK(t1.position_grad == t3.position_grad);
+}
+
+TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time", "[gpu][recon][bench]") {
+    const Setup s = make_setup(128, 12, 256, 592);
+    auto gpu = make(s, WorkerKind::gpu);
+    gpu->keep_gradients_on_device(true);
+    ReconBatchTerms t;
+    ReconUpdate u;
+    u.probe = true;
+    u.grad_scale = 1e-6;
+    u.lr_p0 = u.lr_p1 = u.lr_probe = 1e-4;
+    for (int i = 0; i < 3; ++i) {  // warm-up: plans, allocations
+        t = gpu->gradients(s.batch, true, true);
+        u.t_object = u.t_probe = i + 1;
+        gpu->update(u);
+    }
+    const int reps = 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) {
+        t = gpu->gradients(s.batch, true, true);
+        u.t_object = u.t_probe = i + 4;
+        gpu->update(u);
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    const double bytes = gpu->traffic_bytes(true, true) * 256;
+    std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients): %.2f ms, model traffic %.2f GB "
+                "-> %.0f GB/s; x 64 batches = %.3f s per 16384-pattern iteration\n",
+                1e3 * secs, bytes / 1e9, bytes / secs / 1e9, 64 * secs);
+    CHECK(std::isfinite(t.loss_a));
+}
