@@ -58,4 +58,28 @@ std::vector<std::string> MpiContext::gather(const std::string& s) const {
     return out;
 }
 
+void collective(const MpiContext& ctx, const std::function<void()>& fn) {
+    int code = 0;
+    std::string message;
+    try {
+        fn();
+    } catch (const Error& e) {
+        code = static_cast<int>(e.code());
+        message = e.what();
+    } catch (const std::exception& e) {
+        code = static_cast<int>(ExitCode::runtime);
+        message = e.what();
+    }
+    int failing = code ? ctx.rank() : ctx.size();
+    int first = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&failing, &first, 1, MPI_INT, MPI_MIN, ctx.world()));
+    if (first == ctx.size()) return;
+    EF_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, first, ctx.world()));
+    long long len = static_cast<long long>(message.size());
+    EF_MPI_CHECK(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, ctx.world()));
+    message.resize(static_cast<size_t>(len));
+    if (len > 0) EF_MPI_CHECK(MPI_Bcast(message.data(), static_cast<int>(len), MPI_CHAR, first, ctx.world()));
+    throw Error(static_cast<ExitCode>(code), message);
+}
+
 }  // namespace ef

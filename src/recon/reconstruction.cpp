@@ -41,31 +41,6 @@ bool file_exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0;
 }
 
-/// Runs fn on every rank and agrees on failure: all ranks throw the lowest failing rank's error.
-void collective(const MpiContext& ctx, const std::function<void()>& fn) {
-    int code = 0;
-    std::string message;
-    try {
-        fn();
-    } catch (const Error& e) {
-        code = static_cast<int>(e.code());
-        message = e.what();
-    } catch (const std::exception& e) {
-        code = static_cast<int>(ExitCode::runtime);
-        message = e.what();
-    }
-    int failing = code ? ctx.rank() : ctx.size();
-    int first = 0;
-    EF_MPI_CHECK(MPI_Allreduce(&failing, &first, 1, MPI_INT, MPI_MIN, ctx.world()));
-    if (first == ctx.size()) return;
-    EF_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, first, ctx.world()));
-    int len = static_cast<int>(message.size());
-    EF_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, first, ctx.world()));
-    message.resize(static_cast<size_t>(len));
-    if (len > 0) EF_MPI_CHECK(MPI_Bcast(message.data(), len, MPI_CHAR, first, ctx.world()));
-    throw Error(static_cast<ExitCode>(code), message);
-}
-
 double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

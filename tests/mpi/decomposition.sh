@@ -34,54 +34,7 @@ expect_error 2 "exists" -- "$EF" merge -o merged.h5 shard0.h5 shard1.h5 shard2.h
 
 # Resume after kill -9: a slow run (one replica per unit, 3-peak Gaussian model, 4000 points)
 # is killed once part of it is on disk, then finished with --resume.
-/usr/bin/python3 - <<'PY'
-import math, random
-rng = random.Random(5)
-with open("peaks.csv", "w") as f:
-    f.write("x,y\n")
-    for i in range(4000):
-        x = i / 400.0
-        y = 1 + 5*math.exp(-0.5*((x-3)/0.4)**2) + 3*math.exp(-0.5*((x-5)/0.6)**2) + 4*math.exp(-0.5*((x-7.5)/0.3)**2)
-        f.write(f"{x},{y + rng.gauss(0, 0.2)}\n")
-PY
-cat > peaks.ini <<'INI'
-[data]
-file = peaks.csv
-x = x
-y = y
-sigma = 0.2
-[model]
-name = gaussian
-peaks = 3
-[param.c]
-start = 0.5
-[param.a1]
-start = 4
-[param.mu1]
-start = 3.2
-[param.s1]
-start = 0.5
-lower = 0.01
-[param.a2]
-start = 2
-[param.mu2]
-start = 4.8
-[param.s2]
-start = 0.5
-lower = 0.01
-[param.a3]
-start = 3
-[param.mu3]
-start = 7.4
-[param.s3]
-start = 0.4
-lower = 0.01
-[fit]
-replicas = 150
-chunk = 1
-[output]
-file = full.h5
-INI
+write_peaks_problem 4000 150 1 full.h5
 run_np 2 fit peaks.ini > full.log
 run_np 2 fit peaks.ini --output.file killed.h5 --debug.slowdown 0:40,1:40 > killed.log 2>&1 &
 pid=$!

@@ -4,54 +4,7 @@
 # ranks, dynamic and weighted reach a load balance above 0.9 while static stays near the
 # arithmetic's 7/16 = 0.44 (three ranks at t, one at 4t: mean 7t/4 over max 4t).
 source "$(dirname "$0")/../tools/mpi_common.sh"
-/usr/bin/python3 - <<'PY'
-import math, random
-rng = random.Random(5)
-with open("peaks.csv", "w") as f:
-    f.write("x,y\n")
-    for i in range(3000):
-        x = i / 300.0
-        y = 1 + 5*math.exp(-0.5*((x-3)/0.4)**2) + 3*math.exp(-0.5*((x-5)/0.6)**2) + 4*math.exp(-0.5*((x-7.5)/0.3)**2)
-        f.write(f"{x},{y + rng.gauss(0, 0.2)}\n")
-PY
-cat > peaks.ini <<'INI'
-[data]
-file = peaks.csv
-x = x
-y = y
-sigma = 0.2
-[model]
-name = gaussian
-peaks = 3
-[param.c]
-start = 0.5
-[param.a1]
-start = 4
-[param.mu1]
-start = 3.2
-[param.s1]
-start = 0.5
-lower = 0.01
-[param.a2]
-start = 2
-[param.mu2]
-start = 4.8
-[param.s2]
-start = 0.5
-lower = 0.01
-[param.a3]
-start = 3
-[param.mu3]
-start = 7.4
-[param.s3]
-start = 0.4
-lower = 0.01
-[fit]
-replicas = 639
-chunk = 2
-[output]
-file = peaks.h5
-INI
+write_peaks_problem 3000 639 2 peaks.h5
 lb() { $H5CHECK get "$1" /timing load_balance; }
 for p in static dynamic guided weighted; do
     run_np 4 fit peaks.ini --policy $p --output.file $p.h5 --debug.slowdown 1:4 > $p.log

@@ -27,3 +27,58 @@ expect_error() {
     grep -E -q -e "$pattern" err.txt || { cat err.txt >&2; fail "message does not match '$pattern': $*"; }
     ok "exit $code, $(grep '^ensemblefit: error:' err.txt)"
 }
+
+# write_peaks_problem POINTS REPLICAS CHUNK OUTPUT: peaks.csv (three Gaussian peaks on a
+# constant, x in [0, 10), noise 0.2, seeded) and peaks.ini, a 10-parameter gaussian fit slow
+# enough (~10 ms per replica) to kill mid-run or to balance.
+write_peaks_problem() {
+    /usr/bin/python3 - "$1" <<'PY'
+import math, random, sys
+n = int(sys.argv[1])
+rng = random.Random(5)
+with open("peaks.csv", "w") as f:
+    f.write("x,y\n")
+    for i in range(n):
+        x = 10.0 * i / n
+        y = 1 + 5*math.exp(-0.5*((x-3)/0.4)**2) + 3*math.exp(-0.5*((x-5)/0.6)**2) + 4*math.exp(-0.5*((x-7.5)/0.3)**2)
+        f.write(f"{x},{y + rng.gauss(0, 0.2)}\n")
+PY
+    cat > peaks.ini <<INI
+[data]
+file = peaks.csv
+x = x
+y = y
+sigma = 0.2
+[model]
+name = gaussian
+peaks = 3
+[param.c]
+start = 0.5
+[param.a1]
+start = 4
+[param.mu1]
+start = 3.2
+[param.s1]
+start = 0.5
+lower = 0.01
+[param.a2]
+start = 2
+[param.mu2]
+start = 4.8
+[param.s2]
+start = 0.5
+lower = 0.01
+[param.a3]
+start = 3
+[param.mu3]
+start = 7.4
+[param.s3]
+start = 0.4
+lower = 0.01
+[fit]
+replicas = $2
+chunk = $3
+[output]
+file = $4
+INI
+}

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,13 @@ class MpiContext {
     int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
     std::string host_;
 };
+
+/**
+ * Runs `fn` on every rank and agrees on the outcome: if any rank threw, every rank throws the
+ * lowest failing rank's ef::Error. Errors that only some ranks can see (an unwritable output on
+ * rank 0, a missing GPU on one node) thus end the job cleanly instead of leaving the other ranks
+ * waiting in the next collective.
+ */
+void collective(const MpiContext& ctx, const std::function<void()>& fn);
 
 }  // namespace ef
