@@ -13,6 +13,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/core/text.hpp"
+
 namespace po = boost::program_options;
 
 namespace ef {
@@ -60,13 +62,6 @@ const KeyInfo kParamKeys[] = {
 };
 
 const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run"};
-
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return "";
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
-}
 
 bool is_fixed_key(const std::string& key) {
     return std::any_of(std::begin(kKeys), std::end(kKeys),

@@ -11,16 +11,11 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/core/text.hpp"
 #include "src/io/h5.hpp"
 
 namespace ef {
 namespace {
-
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return "";
-    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 std::vector<std::string> split_csv(const std::string& line) {
     std::vector<std::string> cells;

@@ -14,6 +14,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/core/text.hpp"
+
 namespace po = boost::program_options;
 
 namespace ef {
@@ -81,13 +83,6 @@ const KeyInfo kKeys[] = {
 };
 
 const std::set<std::string> kSections = {"data", "model", "object", "probe", "positions", "solver", "run", "output"};
-
-std::string trim(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return "";
-    const auto e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
-}
 
 const KeyInfo* find_key(const std::string& key) {
     for (const auto& k : kKeys)
