@@ -83,7 +83,7 @@ UnitSpan WorkQueue::next(int rank, double throughput) {
             }
             const double total_rate = sum + (ranks_ - known) * (sum / known);
             const double time_left = static_cast<double>(left) / total_rate;
-            size = std::max<std::int64_t>(1, std::llround(throughput_[R] * time_left / 2.0));
+            size = std::max<std::int64_t>(1, std::llround(throughput_[R] * time_left / 4.0));
         }
     }
     size = std::min(size, left);

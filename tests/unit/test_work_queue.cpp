@@ -88,5 +88,5 @@ TEST_CASE("weighted units are proportional to measured throughput", "[sched]") {
     const auto slow = same.next(1, 100.0);
 
     CHECK(static_cast<double>(fast.size()) / static_cast<double>(slow.size()) == Approx(4.0).epsilon(0.01));
-    CHECK(fast.size() == Approx(0.5 * 0.8 * static_cast<double>(q.remaining() + fast.size())).epsilon(0.01));
+    CHECK(fast.size() == Approx(0.25 * 0.8 * static_cast<double>(q.remaining() + fast.size())).epsilon(0.01));
 }

@@ -36,7 +36,7 @@ struct UnitSpan {
  * `static` and `dynamic` use the chunk size, grown to at least kMinUnitSeconds of work once
  * the rank's throughput is known (dynamic: at most guided's size, so the end still balances).
  * `weighted` sizes a unit so that it should take about the same time on every rank:
- * size = throughput x T, with T = (estimated time left on all ranks) / 2, so units shrink as the
+ * size = throughput x T, with T = (estimated time left on all ranks) / 4, so units shrink as the
  * run ends (like guided) but stay proportional to speed, and a GPU rank and a CPU rank each get
  * work in proportion to what they deliver. Before a rank's first measurement it gets `chunk`.
  */
