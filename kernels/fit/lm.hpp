@@ -54,22 +54,42 @@ struct LmOutcome {
 };
 
 /**
- * Scratch memory for one LM fit, carved from one double buffer so that the CPU worker can keep a
- * buffer per thread and a GPU worker a slice per replica. All sizes in doubles.
+ * The LM's own scratch (everything but the model's), carved from one double buffer so that the
+ * CPU worker can keep a buffer per thread and a GPU worker a slice per replica. Sizes in
+ * doubles. The residuals come right before the Jacobian so that [r | J] is one n x (1 + nfree)
+ * column-major block: the batched table-model path (kernels/fit/lm_batched.hpp) writes a
+ * replica's prediction and derivative columns there with one GEMM.
  */
-template <int K>
-struct LmWorkspaceLayout {
-    std::size_t jac, resid, resid_trial, aug, rhs, small, model_ws, dual_params, dual_ws, total;
+struct LmScratchLayout {
+    std::size_t resid, jac, resid_trial, aug, rhs, small, total;
 
-    EF_HD LmWorkspaceLayout(int n, int P, int model_ws_size) {
-        constexpr std::size_t dual_size = K + 1;
+    EF_HD LmScratchLayout(int n, int P) {
         std::size_t off = 0;
-        jac = off;            off += static_cast<std::size_t>(n) * P;
         resid = off;          off += static_cast<std::size_t>(n);
+        jac = off;            off += static_cast<std::size_t>(n) * P;
         resid_trial = off;    off += static_cast<std::size_t>(n);
         aug = off;            off += static_cast<std::size_t>(2 * P) * P;
         rhs = off;            off += static_cast<std::size_t>(2 * P);
         small = off;          off += static_cast<std::size_t>(10) * P;
+        total = off;
+    }
+};
+
+/// LmScratchLayout plus the model's workspace and the dual-number copies used by lm_fit.
+template <int K>
+struct LmWorkspaceLayout {
+    std::size_t resid, jac, resid_trial, aug, rhs, small, model_ws, dual_params, dual_ws, total;
+
+    EF_HD LmWorkspaceLayout(int n, int P, int model_ws_size) {
+        const LmScratchLayout s(n, P);
+        resid = s.resid;
+        jac = s.jac;
+        resid_trial = s.resid_trial;
+        aug = s.aug;
+        rhs = s.rhs;
+        small = s.small;
+        constexpr std::size_t dual_size = K + 1;
+        std::size_t off = s.total;
         model_ws = off;       off += static_cast<std::size_t>(model_ws_size);
         dual_params = off;    off += dual_size * P;
         dual_ws = off;        off += dual_size * model_ws_size;
@@ -77,7 +97,73 @@ struct LmWorkspaceLayout {
     }
 };
 
+/// What an LM replica needs next from its caller.
+enum class LmRequest : int {
+    jacobian = 0,   ///< residuals r and Jacobian J (free columns) at p, then lm_on_jacobian
+    residuals = 1,  ///< residuals r_trial at the trial point, then lm_on_residuals
+    done = 2,       ///< finished: status, iterations and chi2 are final
+};
+
+/**
+ * The state of one replica's LM between model evaluations. With lm_begin / lm_on_jacobian /
+ * lm_on_residuals the solver is a resumable state machine, so a caller can evaluate the model
+ * for many replicas at once (one GEMM for all of them) between steps; lm_fit() drives the same
+ * machine for one replica with the model's own evaluation. Plain data: lives in device memory.
+ */
+struct LmState {
+    int phase = 0;
+    int nfree = 0;
+    int na = 0;
+    int iterations = 0;
+    int status = static_cast<int>(ReplicaStatus::not_done);
+    int solved = 0;
+    int want_cov = 0;
+    double chi2 = 0.0;
+    double lambda = 1e-3;
+    double nu = 2.0;
+    double cc = 0.0;
+    double pnorm = 0.0;
+    double pred = 0.0;
+    double dnorm = 0.0;
+};
+
 namespace lm_detail {
+
+enum Phase : int { kMain = 0, kTrial = 1, kFinal = 2, kCovariance = 3, kDone = 4 };
+
+/// Pointers into the LM scratch of one replica.
+struct LmView {
+    double* r;
+    double* J;
+    double* rt;
+    double* aug;
+    double* rhs;
+    double* dsc;       // D scaling, per free parameter
+    double* g;         // gradient J^T r, per free parameter
+    double* c;         // Q^T r over the active columns
+    double* step;      // step over the active columns
+    double* pt;        // trial point, all P
+    double* colnorm;   // column norms of J
+    int* free_idx;     // P ints in P doubles
+    int* act;          // active positions into free_idx
+
+    EF_HD LmView(double* work, int n, int P) {
+        const LmScratchLayout L(n, P);
+        r = work + L.resid;
+        J = work + L.jac;
+        rt = work + L.resid_trial;
+        aug = work + L.aug;
+        rhs = work + L.rhs;
+        dsc = work + L.small;
+        g = dsc + P;
+        c = g + P;
+        step = c + P;
+        pt = step + P;
+        colnorm = pt + P;
+        free_idx = reinterpret_cast<int*>(colnorm + P);
+        act = reinterpret_cast<int*>(colnorm + 2 * P);
+    }
+};
 
 /// chi^2 and scaled residuals r_i = sqrt(w_i) (f_i - y_i) / sigma_i at p. False if non-finite.
 template <class Model>
@@ -141,10 +227,235 @@ EF_HD bool jacobian(const Model& m, const FitDataView& d, const double* p, int P
 
 EF_HD inline double clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+/// The trial at the current damping: solve [R; sqrt(lambda) D] step = [-c; 0], project into
+/// the box, predicted reduction. Sets st.solved, st.pred, st.dnorm; pt holds the trial point.
+EF_HD inline void make_trial(LmState& st, const ParamBoundsView& bounds, const double* p, int n,
+                             const LmView& v) {
+    const int na = st.na;
+    const int P = bounds.P;
+    const int m2 = 2 * na;
+    const double sl = sqrt(st.lambda);
+    for (int j = 0; j < na; ++j) {
+        double* col = v.aug + static_cast<long>(j) * m2;
+        for (int i = 0; i < na; ++i) col[i] = i <= j ? v.J[i + static_cast<long>(j) * n] : 0.0;
+        for (int i = 0; i < na; ++i) col[na + i] = i == j ? sl * v.dsc[v.act[j]] : 0.0;
+    }
+    for (int i = 0; i < na; ++i) v.rhs[i] = -v.c[i];
+    for (int i = 0; i < na; ++i) v.rhs[na + i] = 0.0;
+    householder_qr(v.aug, m2, na, m2, v.rhs);
+    const bool solved = back_substitute(v.aug, na, m2, v.rhs, v.step);
+    // Project the trial point into the box; the step actually taken is pt - p.
+    for (int q = 0; q < P; ++q) v.pt[q] = p[q];
+    double dnorm = 0.0;
+    if (solved) {
+        for (int t = 0; t < na; ++t) {
+            const int q = v.free_idx[v.act[t]];
+            v.pt[q] = clamp(p[q] + v.step[t], bounds.lower[q], bounds.upper[q]);
+            v.step[t] = v.pt[q] - p[q];
+            const double w = v.dsc[v.act[t]] * v.step[t];
+            dnorm += w * w;
+        }
+    }
+    st.dnorm = sqrt(dnorm);
+    // Predicted reduction from the linear model: ||c||^2 - ||R step + c||^2.
+    double rs = 0.0;
+    for (int i = 0; i < na; ++i) {
+        double w = v.c[i];
+        for (int j = i; j < na; ++j) w += v.J[i + static_cast<long>(j) * n] * v.step[j];
+        rs += w * w;
+    }
+    st.solved = solved ? 1 : 0;
+    st.pred = solved ? st.cc - rs : -1.0;
+}
+
+/// The end of a replica: a covariance Jacobian when asked for, else done.
+EF_HD inline LmRequest finish(LmState& st) {
+    if (st.want_cov) {
+        st.phase = kCovariance;
+        return LmRequest::jacobian;
+    }
+    st.phase = kDone;
+    return LmRequest::done;
+}
+
+/// Judges the trial (its residuals in rt when finite), updates lambda, accepts or not, and
+/// says what comes next: another trial, a Jacobian at the new point, or the end.
+EF_HD inline LmRequest judge_trial(LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                                   double* p, int n, const LmView& v, bool finite) {
+    const int P = bounds.P;
+    while (true) {
+        // Actual reduction as sum (r - r')(r + r'): exact to the rounding of each residual,
+        // where chi2 - chi2' would lose everything below chi2's last digit.
+        double actual = -1.0;
+        if (finite) {
+            actual = 0.0;
+            for (int i = 0; i < n; ++i) actual += (v.r[i] - v.rt[i]) * (v.r[i] + v.rt[i]);
+        }
+        const double pred = st.pred;
+        const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
+        bool accepted = false;
+        bool stop = false;
+        if (rho > 1e-4) {
+            accepted = true;
+            for (int q = 0; q < P; ++q) p[q] = v.pt[q];
+            const double t3 = 2.0 * rho - 1.0;
+            st.lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
+            st.nu = 2.0;
+        } else {
+            st.lambda *= st.nu;
+            st.nu *= 2.0;
+        }
+        // Convergence tests (MINPACK's), relative to the chi^2 before the step.
+        if (finite && fabs(actual) <= s.ftol * st.chi2 && pred >= 0.0 && pred <= s.ftol * st.chi2 &&
+            rho <= 2.0) {
+            st.status = static_cast<int>(ReplicaStatus::converged);
+            stop = true;
+        } else if (st.solved && st.dnorm <= s.xtol * st.pnorm) {
+            st.status = static_cast<int>(ReplicaStatus::converged);
+            stop = true;
+        } else if (!accepted && st.lambda > 1e300) {
+            st.status = static_cast<int>(ReplicaStatus::failed);
+            stop = true;
+        }
+        if (accepted) {
+            ++st.iterations;
+            st.phase = stop ? kFinal : kMain;
+            return LmRequest::jacobian;
+        }
+        if (stop) return finish(st);
+        make_trial(st, bounds, p, n, v);
+        if (st.solved) {
+            st.phase = kTrial;
+            return LmRequest::residuals;
+        }
+        finite = false;  // an unsolvable trial is judged like a non-finite one
+    }
+}
+
+/// One LM iteration from a fresh Jacobian: gradient, scaling, active set, the gtol, iteration
+/// and Gauss-Newton step tests, QR of the active columns, then the first trial.
+EF_HD inline LmRequest iterate(LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                               double* p, int n, const LmView& v) {
+    const int nfree = st.nfree;
+    if (nfree == 0 || st.chi2 == 0.0) {
+        st.status = static_cast<int>(ReplicaStatus::converged);
+        return finish(st);
+    }
+    // Gradient, column norms, scaling, and the active set.
+    const double rnorm = sqrt(st.chi2);
+    double gcos = 0.0;
+    int na = 0;
+    for (int j = 0; j < nfree; ++j) {
+        const double* col = v.J + static_cast<long>(j) * n;
+        double gj = 0.0, cn = 0.0;
+        for (int i = 0; i < n; ++i) {
+            gj += col[i] * v.r[i];
+            cn += col[i] * col[i];
+        }
+        v.g[j] = gj;
+        v.colnorm[j] = sqrt(cn);
+        v.dsc[j] = fmax(v.dsc[j], v.colnorm[j]);
+        const int q = v.free_idx[j];
+        const bool held = (p[q] <= bounds.lower[q] && gj > 0.0) || (p[q] >= bounds.upper[q] && gj < 0.0);
+        if (!held) {
+            v.act[na++] = j;
+            if (v.colnorm[j] > 0.0) gcos = fmax(gcos, fabs(gj) / (v.colnorm[j] * rnorm));
+        }
+    }
+    st.na = na;
+    if (na == 0 || gcos <= s.gtol) {
+        st.status = static_cast<int>(ReplicaStatus::converged);
+        return finish(st);
+    }
+    if (st.iterations >= s.max_iterations) {
+        st.status = static_cast<int>(ReplicaStatus::max_iterations);
+        return finish(st);
+    }
+    // QR of the active columns (moved to the front of J), c = Q^T r.
+    for (int t = 0; t < na; ++t) {
+        if (v.act[t] == t) continue;
+        const double* src = v.J + static_cast<long>(v.act[t]) * n;
+        double* dst = v.J + static_cast<long>(t) * n;
+        for (int i = 0; i < n; ++i) dst[i] = src[i];
+    }
+    for (int i = 0; i < n; ++i) v.rt[i] = v.r[i];
+    householder_qr(v.J, n, na, n, v.rt);
+    double cc = 0.0;
+    for (int t = 0; t < na; ++t) {
+        v.c[t] = v.rt[t];
+        cc += v.c[t] * v.c[t];
+    }
+    st.cc = cc;
+    double pnorm = 0.0;
+    for (int t = 0; t < na; ++t) {
+        const double w = v.dsc[v.act[t]] * p[v.free_idx[v.act[t]]];
+        pnorm += w * w;
+    }
+    st.pnorm = sqrt(pnorm);
+    // Gauss-Newton step (lambda = 0): when even it is negligible the fit is done. Tested on the
+    // step, not on chi^2, because poorly determined parameters (NIST's ENSO) move chi^2 by less
+    // than its rounding long before they reach six digits.
+    for (int t = 0; t < na; ++t) v.rhs[t] = -v.c[t];
+    if (back_substitute(v.J, na, n, v.rhs, v.step)) {
+        double gn = 0.0;
+        for (int t = 0; t < na; ++t) {
+            const double w = v.dsc[v.act[t]] * v.step[t];
+            gn += w * w;
+        }
+        if (sqrt(gn) <= s.xtol * (st.pnorm + s.xtol)) {
+            st.status = static_cast<int>(ReplicaStatus::converged);
+            return finish(st);
+        }
+    }
+    // Trials at increasing damping until one reduces chi^2 or a test says stop.
+    make_trial(st, bounds, p, n, v);
+    if (st.solved) {
+        st.phase = kTrial;
+        return LmRequest::residuals;
+    }
+    return judge_trial(st, s, bounds, p, n, v, false);
+}
+
+/// cov = (J^T W J)^-1 = R^-1 R^-T over the free parameters from the Jacobian in J.
+EF_HD inline void covariance(const LmState& st, int P, int n, const LmView& v, bool ok, double* cov) {
+    const int nfree = st.nfree;
+    for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = 0.0;
+    if (!(nfree > 0 && ok)) {
+        for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = NAN;
+        return;
+    }
+    householder_qr(v.J, n, nfree, n, nullptr);
+    // Invert R column by column into aug.
+    bool singular = false;
+    for (int j = 0; j < nfree && !singular; ++j) {
+        for (int i = 0; i < nfree; ++i) v.rhs[i] = i == j ? 1.0 : 0.0;
+        double* xcol = v.aug + static_cast<long>(j) * nfree;  // column j of R^-1
+        for (int i = nfree - 1; i >= 0; --i) {
+            double w = v.rhs[i];
+            for (int k = i + 1; k < nfree; ++k) w -= v.J[i + static_cast<long>(k) * n] * xcol[k];
+            const double dd = v.J[i + static_cast<long>(i) * n];
+            if (dd == 0.0) {
+                singular = true;
+                break;
+            }
+            xcol[i] = w / dd;
+        }
+    }
+    for (int a = 0; a < nfree; ++a) {
+        for (int b = 0; b < nfree; ++b) {
+            double w = 0.0;
+            // (R^-1 R^-T)_ab = sum_k Rinv_ak Rinv_bk, Rinv upper triangular.
+            for (int k = (a > b ? a : b); k < nfree; ++k)
+                w += v.aug[a + static_cast<long>(k) * nfree] * v.aug[b + static_cast<long>(k) * nfree];
+            cov[v.free_idx[a] + static_cast<long>(v.free_idx[b]) * P] = singular ? NAN : w;
+        }
+    }
+}
+
 }  // namespace lm_detail
 
 /**
- * Bounded Levenberg–Marquardt for one replica, single source for host and device.
+ * Bounded Levenberg–Marquardt, single source for host and device, as a state machine.
  *
  * Steps solve min ||J d + r||^2 + lambda ||D d||^2 by Householder QR of J (once per Jacobian)
  * and of the small [R; sqrt(lambda) D] (once per trial), D being Moré's running column-norm
@@ -155,9 +466,86 @@ EF_HD inline double clamp(double v, double lo, double hi) { return v < lo ? lo :
  * below gtol; a non-finite model at the start, or a step that cannot reduce chi^2 even at huge
  * damping, fails the replica without stopping the run.
  *
- * `p` (size P) holds the start on entry and the result on exit. When `cov` is non-null it
- * receives the P x P covariance (J^T W J)^-1 over the free parameters (zeros for fixed ones, NaN
- * if singular), from one extra Jacobian at the optimum.
+ * Protocol: lm_begin() clamps the start `p` (size P) into the box and asks for a Jacobian. For
+ * LmRequest::jacobian the caller writes the residuals into r and the free parameters' columns
+ * into J (lm_residuals_ptr / lm_jacobian_ptr, at the point lm_request_point) and calls
+ * lm_on_jacobian with chi^2 = sum r_i^2 and whether all of it is finite; for
+ * LmRequest::residuals it writes the trial's residuals into lm_trial_residuals_ptr and calls
+ * lm_on_residuals. `work` is the LmScratchLayout(n, P) of this replica, untouched by the
+ * caller otherwise. With `want_cov` a last Jacobian at the optimum gives the covariance
+ * (J^T W J)^-1 over the free parameters (zeros for fixed ones, NaN if singular).
+ */
+EF_HD inline LmRequest lm_begin(LmState& st, const ParamBoundsView& bounds, double* p, double* work, int n,
+                                bool want_cov) {
+    const lm_detail::LmView v(work, n, bounds.P);
+    st = LmState{};
+    st.want_cov = want_cov ? 1 : 0;
+    int nfree = 0;
+    for (int q = 0; q < bounds.P; ++q) {
+        p[q] = lm_detail::clamp(p[q], bounds.lower[q], bounds.upper[q]);
+        if (!bounds.fixed[q]) v.free_idx[nfree++] = q;
+    }
+    st.nfree = nfree;
+    for (int j = 0; j < nfree; ++j) v.dsc[j] = 0.0;
+    st.iterations = 1;
+    st.status = static_cast<int>(ReplicaStatus::max_iterations);
+    st.phase = lm_detail::kMain;
+    return LmRequest::jacobian;
+}
+
+/// Where the requested evaluation happens: p for a Jacobian, the trial point for residuals.
+EF_HD inline const double* lm_request_point(const LmState& st, const double* p, double* work, int n, int P) {
+    return st.phase == lm_detail::kTrial ? lm_detail::LmView(work, n, P).pt : p;
+}
+EF_HD inline const int* lm_free_index(double* work, int n, int P) { return lm_detail::LmView(work, n, P).free_idx; }
+EF_HD inline double* lm_residuals_ptr(double* work, int n, int P) { return lm_detail::LmView(work, n, P).r; }
+EF_HD inline double* lm_jacobian_ptr(double* work, int n, int P) { return lm_detail::LmView(work, n, P).J; }
+EF_HD inline double* lm_trial_residuals_ptr(double* work, int n, int P) { return lm_detail::LmView(work, n, P).rt; }
+
+/// After a requested Jacobian (r, J filled; `ok`: all finite; chi2 = sum r^2). `cov` (P x P)
+/// receives the covariance when that Jacobian was the covariance's.
+EF_HD inline LmRequest lm_on_jacobian(LmState& st, const LmSettings& s, const ParamBoundsView& bounds, double* p,
+                                      double* work, int n, bool ok, double chi2, double* cov) {
+    using namespace lm_detail;
+    const LmView v(work, n, bounds.P);
+    switch (st.phase) {
+        case kCovariance:
+            if (cov != nullptr) covariance(st, bounds.P, n, v, ok, cov);
+            st.phase = kDone;
+            return LmRequest::done;
+        case kFinal:
+            st.chi2 = chi2;
+            if (!ok) st.status = static_cast<int>(ReplicaStatus::failed);
+            return finish(st);
+        default:
+            st.chi2 = chi2;
+            if (!ok) {
+                st.status = static_cast<int>(ReplicaStatus::failed);
+                return finish(st);
+            }
+            return iterate(st, s, bounds, p, n, v);
+    }
+}
+
+/// After requested trial residuals (in the trial buffer; `ok`: finite).
+EF_HD inline LmRequest lm_on_residuals(LmState& st, const LmSettings& s, const ParamBoundsView& bounds, double* p,
+                                       double* work, int n, bool ok) {
+    const lm_detail::LmView v(work, n, bounds.P);
+    return lm_detail::judge_trial(st, s, bounds, p, n, v, ok);
+}
+
+EF_HD inline LmOutcome lm_outcome(const LmState& st) {
+    LmOutcome o;
+    o.status = static_cast<ReplicaStatus>(st.status);
+    o.iterations = st.iterations;
+    o.chi2 = st.chi2;
+    return o;
+}
+
+/**
+ * One replica's fit with the model's own evaluation (dual numbers, K columns per pass): the
+ * state machine above driven by lm_detail::jacobian / residuals. `p` holds the start on entry
+ * and the result on exit; `cov`, when non-null, receives the covariance.
  */
 template <int K, class Model>
 EF_HD LmOutcome lm_fit(const Model& m, const FitDataView& d, const ParamBoundsView& bounds,
@@ -166,233 +554,26 @@ EF_HD LmOutcome lm_fit(const Model& m, const FitDataView& d, const ParamBoundsVi
     const int P = bounds.P;
     const int n = d.n;
     const LmWorkspaceLayout<K> L(n, P, m.workspace_size());
-    double* J = work + L.jac;
-    double* r = work + L.resid;
-    double* rt = work + L.resid_trial;
-    double* aug = work + L.aug;
-    double* rhs = work + L.rhs;
-    double* dsc = work + L.small;         // D scaling, per free parameter
-    double* g = dsc + P;                  // gradient J^T r, per free parameter
-    double* c = g + P;                    // Q^T r over the active columns
-    double* step = c + P;                 // step over the active columns
-    double* pt = step + P;                // trial point, all P
-    double* colnorm = pt + P;             // column norms of J
-    int* free_idx = reinterpret_cast<int*>(colnorm + P);   // P ints in P doubles
-    int* act = reinterpret_cast<int*>(colnorm + 2 * P);    // active positions into free_idx
+    const lm_detail::LmView v(work, n, P);
     double* mws = work + L.model_ws;
     D* pd = reinterpret_cast<D*>(work + L.dual_params);
     D* dws = reinterpret_cast<D*>(work + L.dual_ws);
 
-    LmOutcome out;
-    int nfree = 0;
-    for (int q = 0; q < P; ++q) {
-        p[q] = lm_detail::clamp(p[q], bounds.lower[q], bounds.upper[q]);
-        if (!bounds.fixed[q]) free_idx[nfree++] = q;
-    }
-
-    double chi2 = 0.0;
-    if (!lm_detail::jacobian<K>(m, d, p, P, free_idx, nfree, pd, dws, J, r, chi2)) {
-        out.status = ReplicaStatus::failed;
-        out.iterations = 1;
-        out.chi2 = chi2;
-        return out;
-    }
-    for (int j = 0; j < nfree; ++j) dsc[j] = 0.0;
-    double lambda = 1e-3;
-    double nu = 2.0;
-    int iterations = 1;
-    ReplicaStatus status = ReplicaStatus::max_iterations;
-
-    while (true) {
-        if (nfree == 0 || chi2 == 0.0) {
-            status = ReplicaStatus::converged;
-            break;
-        }
-        // Gradient, column norms, scaling, and the active set.
-        const double rnorm = sqrt(chi2);
-        double gcos = 0.0;
-        int na = 0;
-        for (int j = 0; j < nfree; ++j) {
-            const double* col = J + static_cast<long>(j) * n;
-            double gj = 0.0, cn = 0.0;
-            for (int i = 0; i < n; ++i) {
-                gj += col[i] * r[i];
-                cn += col[i] * col[i];
-            }
-            g[j] = gj;
-            colnorm[j] = sqrt(cn);
-            dsc[j] = fmax(dsc[j], colnorm[j]);
-            const int q = free_idx[j];
-            const bool held = (p[q] <= bounds.lower[q] && gj > 0.0) ||
-                              (p[q] >= bounds.upper[q] && gj < 0.0);
-            if (!held) {
-                act[na++] = j;
-                if (colnorm[j] > 0.0) gcos = fmax(gcos, fabs(gj) / (colnorm[j] * rnorm));
-            }
-        }
-        if (na == 0 || gcos <= s.gtol) {
-            status = ReplicaStatus::converged;
-            break;
-        }
-        if (iterations >= s.max_iterations) {
-            status = ReplicaStatus::max_iterations;
-            break;
-        }
-        // QR of the active columns (moved to the front of J), c = Q^T r.
-        for (int t = 0; t < na; ++t) {
-            if (act[t] == t) continue;
-            const double* src = J + static_cast<long>(act[t]) * n;
-            double* dst = J + static_cast<long>(t) * n;
-            for (int i = 0; i < n; ++i) dst[i] = src[i];
-        }
-        for (int i = 0; i < n; ++i) rt[i] = r[i];
-        householder_qr(J, n, na, n, rt);
-        double cc = 0.0;
-        for (int t = 0; t < na; ++t) {
-            c[t] = rt[t];
-            cc += c[t] * c[t];
-        }
-        double pnorm = 0.0;
-        for (int t = 0; t < na; ++t) {
-            const double v = dsc[act[t]] * p[free_idx[act[t]]];
-            pnorm += v * v;
-        }
-        pnorm = sqrt(pnorm);
-        // Gauss-Newton step (lambda = 0): when even it is negligible the fit is done. Tested on
-        // the step, not on chi^2, because poorly determined parameters (NIST's ENSO) move chi^2
-        // by less than its rounding long before they reach six digits.
-        for (int t = 0; t < na; ++t) rhs[t] = -c[t];
-        if (back_substitute(J, na, n, rhs, step)) {
-            double gn = 0.0;
-            for (int t = 0; t < na; ++t) {
-                const double v = dsc[act[t]] * step[t];
-                gn += v * v;
-            }
-            if (sqrt(gn) <= s.xtol * (pnorm + s.xtol)) {
-                status = ReplicaStatus::converged;
-                break;
-            }
-        }
-
-        // Trials at increasing damping until one reduces chi^2 or a test says stop.
-        bool accepted = false;
-        bool stop = false;
-        while (!accepted && !stop) {
-            const int m2 = 2 * na;
-            const double sl = sqrt(lambda);
-            for (int j = 0; j < na; ++j) {
-                double* col = aug + static_cast<long>(j) * m2;
-                for (int i = 0; i < na; ++i) col[i] = i <= j ? J[i + static_cast<long>(j) * n] : 0.0;
-                for (int i = 0; i < na; ++i) col[na + i] = i == j ? sl * dsc[act[j]] : 0.0;
-            }
-            for (int i = 0; i < na; ++i) rhs[i] = -c[i];
-            for (int i = 0; i < na; ++i) rhs[na + i] = 0.0;
-            householder_qr(aug, m2, na, m2, rhs);
-            const bool solved = back_substitute(aug, na, m2, rhs, step);
-            // Project the trial point into the box; the step actually taken is pt - p.
-            for (int q = 0; q < P; ++q) pt[q] = p[q];
-            double dnorm = 0.0;
-            if (solved) {
-                for (int t = 0; t < na; ++t) {
-                    const int q = free_idx[act[t]];
-                    pt[q] = lm_detail::clamp(p[q] + step[t], bounds.lower[q], bounds.upper[q]);
-                    step[t] = pt[q] - p[q];
-                    const double v = dsc[act[t]] * step[t];
-                    dnorm += v * v;
-                }
-            }
-            dnorm = sqrt(dnorm);
-            // Predicted reduction from the linear model: ||c||^2 - ||R step + c||^2.
-            double rs = 0.0;
-            for (int i = 0; i < na; ++i) {
-                double v = c[i];
-                for (int j = i; j < na; ++j) v += J[i + static_cast<long>(j) * n] * step[j];
-                rs += v * v;
-            }
-            const double pred = solved ? cc - rs : -1.0;
-            double chi2t = 0.0;
-            const bool finite = solved && lm_detail::residuals(m, d, pt, mws, rt, chi2t);
-            // Actual reduction as sum (r - r')(r + r'): exact to the rounding of each residual,
-            // where chi2 - chi2' would lose everything below chi2's last digit.
-            double actual = -1.0;
-            if (finite) {
-                actual = 0.0;
-                for (int i = 0; i < n; ++i) actual += (r[i] - rt[i]) * (r[i] + rt[i]);
-            }
-            const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
-
-            if (rho > 1e-4) {
-                accepted = true;
-                for (int q = 0; q < P; ++q) p[q] = pt[q];
-                const double t3 = 2.0 * rho - 1.0;
-                lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
-                nu = 2.0;
-            } else {
-                lambda *= nu;
-                nu *= 2.0;
-            }
-            // Convergence tests (MINPACK's), relative to the chi^2 before the step.
-            if (finite && fabs(actual) <= s.ftol * chi2 && pred >= 0.0 && pred <= s.ftol * chi2 &&
-                rho <= 2.0) {
-                status = ReplicaStatus::converged;
-                stop = true;
-            } else if (solved && dnorm <= s.xtol * pnorm) {
-                status = ReplicaStatus::converged;
-                stop = true;
-            } else if (!accepted && lambda > 1e300) {
-                status = ReplicaStatus::failed;
-                stop = true;
-            }
-        }
-        if (accepted) {
-            ++iterations;
-            if (!lm_detail::jacobian<K>(m, d, p, P, free_idx, nfree, pd, dws, J, r, chi2)) {
-                status = ReplicaStatus::failed;
-                break;
-            }
-        }
-        if (stop) break;
-    }
-
-    out.status = status;
-    out.iterations = iterations;
-    out.chi2 = chi2;
-
-    if (cov != nullptr) {
-        for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = 0.0;
-        double c2 = 0.0;
-        if (nfree > 0 && lm_detail::jacobian<K>(m, d, p, P, free_idx, nfree, pd, dws, J, r, c2)) {
-            householder_qr(J, n, nfree, n, nullptr);
-            // cov = R^-1 R^-T over the free parameters: invert R column by column into aug.
-            bool singular = false;
-            for (int j = 0; j < nfree && !singular; ++j) {
-                for (int i = 0; i < nfree; ++i) rhs[i] = i == j ? 1.0 : 0.0;
-                double* xcol = aug + static_cast<long>(j) * nfree;  // column j of R^-1
-                for (int i = nfree - 1; i >= 0; --i) {
-                    double v = rhs[i];
-                    for (int k = i + 1; k < nfree; ++k) v -= J[i + static_cast<long>(k) * n] * xcol[k];
-                    const double dd = J[i + static_cast<long>(i) * n];
-                    if (dd == 0.0) {
-                        singular = true;
-                        break;
-                    }
-                    xcol[i] = v / dd;
-                }
-            }
-            for (int a = 0; a < nfree; ++a) {
-                for (int b = 0; b < nfree; ++b) {
-                    double v = 0.0;
-                    // (R^-1 R^-T)_ab = sum_k Rinv_ak Rinv_bk, Rinv upper triangular.
-                    for (int k = (a > b ? a : b); k < nfree; ++k)
-                        v += aug[a + static_cast<long>(k) * nfree] * aug[b + static_cast<long>(k) * nfree];
-                    cov[free_idx[a] + static_cast<long>(free_idx[b]) * P] = singular ? NAN : v;
-                }
-            }
+    LmState st;
+    LmRequest q = lm_begin(st, bounds, p, work, n, cov != nullptr);
+    while (q != LmRequest::done) {
+        if (q == LmRequest::jacobian) {
+            // A Jacobian that stops half-way leaves chi^2 as it was.
+            double c2 = st.chi2;
+            const bool ok = lm_detail::jacobian<K>(m, d, p, P, v.free_idx, st.nfree, pd, dws, v.J, v.r, c2);
+            q = lm_on_jacobian(st, s, bounds, p, work, n, ok, c2, cov);
         } else {
-            for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = NAN;
+            double c2 = 0.0;
+            const bool ok = lm_detail::residuals(m, d, v.pt, mws, v.rt, c2);
+            q = lm_on_residuals(st, s, bounds, p, work, n, ok);
         }
     }
-    return out;
+    return lm_outcome(st);
 }
 
 }  // namespace ef
