@@ -179,19 +179,36 @@ struct DisMellinModel {
 
     template <class T>
     EF_HD void prepare(const T* p, T* ws) const {
+        const dis_mellin::Normalisation<T> nrm = dis_mellin::normalisation(p);
+        for (int k = 0; k < num_nodes; ++k) prepare_node(p, nrm, k, ws + 2 * dis_mellin::kNumBasis * k);
+    }
+
+    /// prepare() for contour node k alone (its 2 * kNumBasis workspace scalars), given the
+    /// sum-rule normalisation: lets a GPU compute the nodes of many replicas in parallel with
+    /// exactly the arithmetic of prepare().
+    template <class T>
+    EF_HD void prepare_node(const T* p, const dis_mellin::Normalisation<T>& nrm, int k, T* out) const {
         using namespace dis_mellin;
-        const Normalisation<T> nrm = normalisation(p);
-        for (int k = 0; k < num_nodes; ++k) {
-            const Complex<double> n(nodes[2 * k], nodes[2 * k + 1]);
-            Complex<T> q[kNumBasis];
-            input_moments(p, nrm, n, q);
-            T* out = ws + 2 * kNumBasis * k;
-            for (int b = 0; b < kNumBasis; ++b) {
-                out[2 * b] = q[b].re;
-                out[2 * b + 1] = q[b].im;
-            }
+        const Complex<double> n(nodes[2 * k], nodes[2 * k + 1]);
+        Complex<T> q[kNumBasis];
+        input_moments(p, nrm, n, q);
+        for (int b = 0; b < kNumBasis; ++b) {
+            out[2 * b] = q[b].re;
+            out[2 * b + 1] = q[b].im;
         }
     }
+
+    /**
+     * The table-linear form used by the batched path (kernels/fit/lm_batched.hpp):
+     * F_i = sum_k table[i * table_width() + k] * u_k with u_k = ws[k ^ 1] (Im(C q) = C.re q.im
+     * + C.im q.re pairs each table entry with the other half of the moment). One GEMM of the
+     * (points x table_width) table with the u columns of all replicas and all derivative
+     * directions gives every prediction and Jacobian column at once.
+     */
+    EF_HD int table_width() const { return 2 * dis_mellin::kNumBasis * num_nodes; }
+    EF_HD static int table_column_source(int k) { return k ^ 1; }
+    EF_HD int nodes_count() const { return num_nodes; }
+    EF_HD static int node_width() { return 2 * dis_mellin::kNumBasis; }
 
     template <class T>
     EF_HD T value(const T* /*p*/, const T* ws, const double* /*x*/, int i) const {

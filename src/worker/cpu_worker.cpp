@@ -10,19 +10,21 @@ namespace {
 /// Runs work units with OpenMP threads on this rank's cores.
 class CpuWorker final : public Worker {
    public:
-    CpuWorker(const FitProblem& problem, int threads) : problem_(problem), threads_(threads) {}
+    CpuWorker(const FitProblem& problem, int threads)
+        : problem_(problem), threads_(threads), ctx_(cpu::make_fit_context(problem)) {}
     WorkerKind kind() const override { return WorkerKind::cpu; }
     std::string describe() const override {
         return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
     }
     void run(const WorkUnit& unit, ReplicaBlock& out) override {
         cpu::fit_replicas(problem_, unit.replicas.data(), static_cast<int>(unit.replicas.size()),
-                          threads_, out);
+                          threads_, out, ctx_.get());
     }
 
    private:
     const FitProblem& problem_;
     int threads_;
+    std::shared_ptr<cpu::FitContext> ctx_;
 };
 
 }  // namespace
