@@ -25,6 +25,9 @@ int cmd_reconstruct(const std::vector<std::string>& args, const MpiContext& ctx)
                             "options:\n"
                             "  --overwrite     replace an existing output file (refused otherwise)\n"
                             "  --dry-run       read and check everything, print the plan, reconstruct nothing\n"
+                            "  --debug.speeds W0,W1,...[/W0,W1,.../...]\n"
+                            "                  per-rank speeds used instead of the measured ones at successive\n"
+                            "                  rebalance points (the last list repeats): forces unequal shares\n"
                             "  -h, --help      this text\n\n%s",
                             recon_config_help().c_str());
             return 0;
@@ -32,6 +35,11 @@ int cmd_reconstruct(const std::vector<std::string>& args, const MpiContext& ctx)
             opt.overwrite = true;
         } else if (a == "--dry-run") {
             opt.dry_run = true;
+        } else if (a == "--debug.speeds") {
+            if (i + 1 >= args.size()) throw usage_error(a + ": expects a value");
+            opt.debug_speeds = args[++i];
+        } else if (a.rfind("--debug.speeds=", 0) == 0) {
+            opt.debug_speeds = a.substr(15);
         } else if (a.rfind("--", 0) == 0 && a.find('.') != std::string::npos) {
             if (a.find('=') != std::string::npos) {
                 opt.overrides.push_back(a);

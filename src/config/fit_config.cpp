@@ -2,7 +2,6 @@
 #include <ensemblefit/config/fit_config.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +12,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/config/ini_scan.hpp"
 #include "src/core/text.hpp"
 
 namespace po = boost::program_options;
@@ -20,13 +20,9 @@ namespace po = boost::program_options;
 namespace ef {
 namespace {
 
-/// The fixed keys: name, default (empty = none), help. `[param.NAME]` keys are added per name.
-struct KeyInfo {
-    const char* key;
-    const char* def;
-    const char* help;
-};
+using ini::KeyInfo;
 
+/// The fixed keys: name, default (empty = none), help. `[param.NAME]` keys are added per name.
 const KeyInfo kKeys[] = {
     {"data.file", "", "data file: CSV with a header row, or HDF5 with one 1-D dataset per column "
                       "(relative paths are taken from the config file's folder)"},
@@ -63,24 +59,7 @@ const KeyInfo kParamKeys[] = {
 
 const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run"};
 
-bool is_fixed_key(const std::string& key) {
-    return std::any_of(std::begin(kKeys), std::end(kKeys),
-                       [&](const KeyInfo& k) { return key == k.key; });
-}
-
-bool is_param_subkey(const std::string& sub) {
-    return std::any_of(std::begin(kParamKeys), std::end(kParamKeys),
-                       [&](const KeyInfo& k) { return sub == k.key; });
-}
-
-std::string allowed_keys_of(const std::string& section) {
-    std::string out;
-    for (const auto& k : kKeys) {
-        const std::string key = k.key;
-        if (key.rfind(section + ".", 0) == 0) out += (out.empty() ? "" : ", ") + key.substr(section.size() + 1);
-    }
-    return out;
-}
+bool is_param_subkey(const std::string& sub) { return ini::find_key(kParamKeys, sub) != nullptr; }
 
 /// Splits "param.NAME.sub" into NAME and sub; false if it is not of that shape.
 bool split_param_key(const std::string& key, std::string& name, std::string& sub) {
@@ -92,66 +71,32 @@ bool split_param_key(const std::string& key, std::string& name, std::string& sub
     return !name.empty() && !sub.empty();
 }
 
-struct ScannedKey {
-    std::string key;
-    std::string value;
-    int line;
-};
-
-/// Reads the INI file once to check its shape and remember where every key is, so that every
-/// later error can name the line; Boost.Program_options itself keeps no line numbers.
-std::vector<ScannedKey> scan_ini(const std::string& path, std::vector<std::string>& param_order) {
-    std::ifstream in(path);
-    if (!in) throw usage_error(path + ": cannot open config file (" + std::strerror(errno) + ")");
-    std::vector<ScannedKey> keys;
-    std::set<std::string> seen;
-    std::string section;
-    std::string raw;
-    int line = 0;
-    while (std::getline(in, raw)) {
-        ++line;
-        const std::string s = trim(raw);
-        if (s.empty() || s[0] == '#' || s[0] == ';') continue;
-        const std::string at = path + ":" + std::to_string(line) + ": ";
-        if (s.front() == '[') {
-            if (s.back() != ']') throw usage_error(at + "malformed section header '" + s + "'");
-            section = trim(s.substr(1, s.size() - 2));
-            if (section.rfind("param.", 0) == 0) {
-                const std::string name = section.substr(6);
-                if (name.empty() || name.find('.') != std::string::npos)
-                    throw usage_error(at + "malformed parameter section [" + section + "]");
-                if (std::find(param_order.begin(), param_order.end(), name) != param_order.end())
-                    throw usage_error(at + "parameter section [" + section + "] appears twice");
-                param_order.push_back(name);
-            } else if (!kSections.count(section)) {
-                throw usage_error(at + "unknown section [" + section +
-                                  "] (allowed: data, model, fit, output, sched, run, param.NAME)");
-            }
-            continue;
-        }
-        const auto eq = s.find('=');
-        if (eq == std::string::npos) throw usage_error(at + "expected 'key = value', got '" + s + "'");
-        if (section.empty()) throw usage_error(at + "key outside of any [section]");
-        const std::string key = section + "." + trim(s.substr(0, eq));
-        std::string value = trim(s.substr(eq + 1));
-        // Inline comments: " # ..." after a value (a formula never contains '#').
-        const auto hash = value.find(" #");
-        if (hash != std::string::npos) value = trim(value.substr(0, hash));
+/// The file's keys with their lines, its shape checked, and the [param.NAME] sections in file
+/// order into `param_order`.
+std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::string>& param_order) {
+    ini::Rules rules;
+    rules.section = [&](const std::string& section, const std::string& at) {
         if (section.rfind("param.", 0) == 0) {
-            const std::string sub = trim(s.substr(0, eq));
-            if (!is_param_subkey(sub))
-                throw usage_error(at + "unknown key '" + sub + "' in [" + section +
-                                  "] (allowed: start, lower, upper, fixed)");
+            const std::string name = section.substr(6);
+            if (name.empty() || name.find('.') != std::string::npos)
+                throw usage_error(at + "malformed parameter section [" + section + "]");
+            if (std::find(param_order.begin(), param_order.end(), name) != param_order.end())
+                throw usage_error(at + "parameter section [" + section + "] appears twice");
+            param_order.push_back(name);
+        } else if (!kSections.count(section)) {
+            ini::unknown_section(at, section, "data, model, fit, output, sched, run, param.NAME");
+        }
+    };
+    rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
+        if (section.rfind("param.", 0) == 0) {
+            if (!is_param_subkey(name)) ini::unknown_key(at, name, section, "start, lower, upper, fixed");
         } else if (section == "model") {
             // Models with options of their own (dis-mellin) validate [model] keys themselves.
-        } else if (!is_fixed_key(key)) {
-            throw usage_error(at + "unknown key '" + trim(s.substr(0, eq)) + "' in [" + section +
-                              "] (allowed: " + allowed_keys_of(section) + ")");
+        } else if (!ini::find_key(kKeys, section + "." + name)) {
+            ini::unknown_key(at, name, section, ini::allowed_keys_of(kKeys, section));
         }
-        if (!seen.insert(key).second) throw usage_error(at + "key '" + key + "' is set twice");
-        keys.push_back({key, value, line});
-    }
-    return keys;
+    };
+    return ini::scan(path, rules);
 }
 
 }  // namespace
@@ -176,13 +121,7 @@ std::vector<std::string> FitConfig::param_names() const {
 
 namespace {
 
-std::string fmt_double(double v) {
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    std::ostringstream os;
-    os.precision(17);
-    os << v;
-    return os.str();
-}
+using ini::format_double;
 
 std::string join(const std::vector<std::string>& v) {
     std::string out;
@@ -201,15 +140,15 @@ std::string FitConfig::canonical_text() const {
     if (model_name == "gaussian") os << "peaks = " << peaks << "\n";
     for (const auto& [k, v] : model_options) os << k << " = " << v << "\n";
     for (const auto& p : params) {
-        os << "[param." << p.name << "]\nstart = " << fmt_double(p.start)
-           << "\nlower = " << fmt_double(p.lower) << "\nupper = " << fmt_double(p.upper)
+        os << "[param." << p.name << "]\nstart = " << format_double(p.start)
+           << "\nlower = " << format_double(p.lower) << "\nupper = " << format_double(p.upper)
            << "\nfixed = " << (p.fixed ? "true" : "false") << "\n";
     }
     os << "[fit]\nreplicas = " << replicas
        << "\nresample = " << (resample == ResampleMethod::smear ? "smear" : "bootstrap")
        << "\nseed = " << seed << "\nmax_iterations = " << max_iterations
-       << "\nftol = " << fmt_double(ftol) << "\nxtol = " << fmt_double(xtol)
-       << "\ngtol = " << fmt_double(gtol) << "\n";
+       << "\nftol = " << format_double(ftol) << "\nxtol = " << format_double(xtol)
+       << "\ngtol = " << format_double(gtol) << "\n";
     return os.str();
 }
 
@@ -223,37 +162,16 @@ std::string FitConfig::resolved_text() const {
 
 namespace {
 
+/// Value conversions whose errors name where the key was set.
 class Converter {
    public:
     explicit Converter(const FitConfig& c) : c_(c) {}
 
-    double real(const std::string& key, const std::string& v) const {
-        const std::string t = trim(v);
-        if (t == "inf" || t == "+inf") return std::numeric_limits<double>::infinity();
-        if (t == "-inf") return -std::numeric_limits<double>::infinity();
-        char* end = nullptr;
-        errno = 0;
-        const double d = std::strtod(t.c_str(), &end);
-        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE || std::isnan(d))
-            throw usage_error(c_.where(key) + ": expected a number, got '" + v + "'");
-        return d;
-    }
+    double real(const std::string& key, const std::string& v) const { return ini::to_real(v, c_.where(key)); }
     long long integer(const std::string& key, const std::string& v) const {
-        const std::string t = trim(v);
-        char* end = nullptr;
-        errno = 0;
-        const long long i = std::strtoll(t.c_str(), &end, 10);
-        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE)
-            throw usage_error(c_.where(key) + ": expected an integer, got '" + v + "'");
-        return i;
+        return ini::to_integer(v, c_.where(key));
     }
-    bool boolean(const std::string& key, const std::string& v) const {
-        std::string t = trim(v);
-        std::transform(t.begin(), t.end(), t.begin(), ::tolower);
-        if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
-        if (t == "false" || t == "0" || t == "no" || t == "off") return false;
-        throw usage_error(c_.where(key) + ": expected true or false, got '" + v + "'");
-    }
+    bool boolean(const std::string& key, const std::string& v) const { return ini::to_bool(v, c_.where(key)); }
 
    private:
     const FitConfig& c_;
@@ -270,31 +188,14 @@ std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
-std::string folder_of(const std::string& path) {
-    const auto slash = path.rfind('/');
-    return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 }  // namespace
 
-/// Keeps the last of repeated "--key=value" overrides, as command lines usually do.
-std::vector<std::string> last_overrides_win(const std::vector<std::string>& in) {
-    std::vector<std::string> out;
-    std::set<std::string> seen;
-    for (auto it = in.rbegin(); it != in.rend(); ++it) {
-        const std::string key = it->substr(0, it->find('='));
-        if (key.rfind("--", 0) == 0 && !seen.insert(key).second) continue;
-        out.insert(out.begin(), *it);
-    }
-    return out;
-}
-
 FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& given) {
-    const std::vector<std::string> overrides = last_overrides_win(given);
+    const std::vector<std::string> overrides = ini::last_overrides_win(given);
     FitConfig cfg;
     cfg.config_file = path;
     std::vector<std::string> param_order;
-    const std::vector<ScannedKey> scanned = scan_ini(path, param_order);
+    const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order);
 
     // Parameters named only on the command line are added after the file's.
     for (size_t i = 0; i < overrides.size(); ++i) {
@@ -316,13 +217,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     po::variables_map vm;
     try {
         // Command line first: Boost.Program_options keeps the first value stored for a key.
-        const po::parsed_options cli =
-            po::command_line_parser(overrides)
-                .options(desc)
-                .style(po::command_line_style::default_style &
-                       ~po::command_line_style::allow_guessing)  // no silent abbreviations
-                .allow_unregistered()
-                .run();
+        const po::parsed_options cli = ini::parse_overrides(overrides, desc);  // no silent abbreviations
         for (const auto& o : cli.options) {
             if (!o.unregistered) continue;
             if (o.string_key.rfind("model.", 0) == 0) {
@@ -357,8 +252,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     const Converter conv(cfg);
     auto get = [&](const std::string& key) -> std::string {
         if (vm.count(key)) return vm[key].as<std::string>();
-        for (const auto& k : kKeys)
-            if (key == k.key) return k.def;
+        if (const KeyInfo* k = ini::find_key(kKeys, key)) return k->def;
         for (const auto& k : kParamKeys)
             if (key.size() > std::string(k.key).size() &&
                 key.compare(key.size() - std::string(k.key).size(), std::string::npos, k.key) == 0)
@@ -374,7 +268,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     // [data]
     cfg.data_file = required("data.file");
     if (cfg.data_file[0] != '/' && cfg.origins[("data.file")].line > 0)
-        cfg.data_file = folder_of(path) + cfg.data_file;
+        cfg.data_file = ini::folder_of(path) + cfg.data_file;
     cfg.x_columns = split_list(get("data.x"));
     if (cfg.x_columns.empty()) throw usage_error(cfg.where("data.x") + ": no column named");
     cfg.y_column = trim(get("data.y"));
@@ -430,11 +324,11 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
         p.upper = conv.real(pre + "upper", get(pre + "upper"));
         p.fixed = conv.boolean(pre + "fixed", get(pre + "fixed"));
         if (p.lower > p.upper)
-            throw usage_error(cfg.where(pre + "lower") + ": lower bound " + fmt_double(p.lower) +
-                              " is above upper bound " + fmt_double(p.upper));
+            throw usage_error(cfg.where(pre + "lower") + ": lower bound " + format_double(p.lower) +
+                              " is above upper bound " + format_double(p.upper));
         if (p.start < p.lower || p.start > p.upper)
-            throw usage_error(cfg.where(pre + "start") + ": start " + fmt_double(p.start) +
-                              " is outside [" + fmt_double(p.lower) + ", " + fmt_double(p.upper) + "]");
+            throw usage_error(cfg.where(pre + "start") + ": start " + format_double(p.start) +
+                              " is outside [" + format_double(p.lower) + ", " + format_double(p.upper) + "]");
         cfg.params.push_back(p);
     }
     if (cfg.params.empty()) throw usage_error(path + ": no [param.NAME] sections");
@@ -483,18 +377,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
 std::string fit_config_help() {
     std::ostringstream os;
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
-    std::string section;
-    for (const auto& k : kKeys) {
-        const std::string key = k.key;
-        const std::string sec = key.substr(0, key.find('.'));
-        if (sec != section) {
-            os << "  [" << sec << "]\n";
-            section = sec;
-        }
-        os << "    " << key.substr(sec.size() + 1);
-        os << std::string(std::max<size_t>(2, 16 - (key.size() - sec.size() - 1)), ' ');
-        os << k.help << " (default: " << (*k.def ? k.def : "none, required where used") << ")\n";
-    }
+    ini::write_key_help(os, kKeys, 16, "none, required where used");
     os << "  [param.NAME]   one section per model parameter, in the model's order\n";
     for (const auto& k : kParamKeys) {
         os << "    " << k.key << std::string(16 - std::string(k.key).size(), ' ') << k.help

@@ -2,10 +2,7 @@
 #include <ensemblefit/recon/recon_config.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,6 +11,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/config/ini_scan.hpp"
 #include "src/core/text.hpp"
 
 namespace po = boost::program_options;
@@ -21,11 +19,7 @@ namespace po = boost::program_options;
 namespace ef {
 namespace {
 
-struct KeyInfo {
-    const char* key;
-    const char* def;
-    const char* help;
-};
+using ini::KeyInfo;
 
 const KeyInfo kKeys[] = {
     {"data.file", "", "HDF5 input: /data (N x H x W intensities), /positions (N x 2 pixels, y then x, "
@@ -84,66 +78,21 @@ const KeyInfo kKeys[] = {
 
 const std::set<std::string> kSections = {"data", "model", "object", "probe", "positions", "solver", "run", "output"};
 
-const KeyInfo* find_key(const std::string& key) {
-    for (const auto& k : kKeys)
-        if (key == k.key) return &k;
-    return nullptr;
-}
-
-std::string allowed_keys_of(const std::string& section) {
-    std::string out;
-    for (const auto& k : kKeys) {
-        const std::string key = k.key;
-        if (key.rfind(section + ".", 0) == 0) out += (out.empty() ? "" : ", ") + key.substr(section.size() + 1);
-    }
-    return out;
-}
+const KeyInfo* find_key(const std::string& key) { return ini::find_key(kKeys, key); }
 
 /// Line numbers of the file's keys, and its shape checked (Program_options keeps no lines).
 std::map<std::string, int> scan_ini(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw usage_error(path + ": cannot open config file (" + std::strerror(errno) + ")");
+    ini::Rules rules;
+    rules.section = [](const std::string& section, const std::string& at) {
+        if (!kSections.count(section))
+            ini::unknown_section(at, section, "data, model, object, probe, positions, solver, run, output");
+    };
+    rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
+        if (!find_key(section + "." + name)) ini::unknown_key(at, name, section, ini::allowed_keys_of(kKeys, section));
+    };
     std::map<std::string, int> lines;
-    std::string section, raw;
-    int line = 0;
-    while (std::getline(in, raw)) {
-        ++line;
-        const std::string s = trim(raw);
-        if (s.empty() || s[0] == '#' || s[0] == ';') continue;
-        const std::string at = path + ":" + std::to_string(line) + ": ";
-        if (s.front() == '[') {
-            if (s.back() != ']') throw usage_error(at + "malformed section header '" + s + "'");
-            section = trim(s.substr(1, s.size() - 2));
-            if (!kSections.count(section))
-                throw usage_error(at + "unknown section [" + section +
-                                  "] (allowed: data, model, object, probe, positions, solver, run, output)");
-            continue;
-        }
-        const auto eq = s.find('=');
-        if (eq == std::string::npos) throw usage_error(at + "expected 'key = value', got '" + s + "'");
-        if (section.empty()) throw usage_error(at + "key outside of any [section]");
-        const std::string name = trim(s.substr(0, eq));
-        const std::string key = section + "." + name;
-        if (!find_key(key))
-            throw usage_error(at + "unknown key '" + name + "' in [" + section + "] (allowed: " +
-                              allowed_keys_of(section) + ")");
-        if (lines.count(key)) throw usage_error(at + "key '" + key + "' is set twice");
-        lines[key] = line;
-    }
+    for (const auto& k : ini::scan(path, rules)) lines[k.key] = k.line;
     return lines;
-}
-
-std::string folder_of(const std::string& path) {
-    const auto slash = path.rfind('/');
-    return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
-std::string fmt(double v) {
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    std::ostringstream os;
-    os.precision(17);
-    os << v;
-    return os.str();
 }
 
 }  // namespace
@@ -156,16 +105,7 @@ std::string ReconConfig::where(const std::string& key) const {
 }
 
 ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& given) {
-    // Later overrides of the same key win (Program_options keeps the first stored value).
-    std::vector<std::string> overrides;
-    {
-        std::set<std::string> seen;
-        for (auto it = given.rbegin(); it != given.rend(); ++it) {
-            const std::string key = it->substr(0, it->find('='));
-            if (!seen.insert(key).second) continue;
-            overrides.insert(overrides.begin(), *it);
-        }
-    }
+    const std::vector<std::string> overrides = ini::last_overrides_win(given);
     ReconConfig cfg;
     cfg.config_file = path;
     const std::map<std::string, int> lines = scan_ini(path);
@@ -174,12 +114,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
     po::variables_map vm;
     try {
-        const po::parsed_options cli = po::command_line_parser(overrides)
-                                           .options(desc)
-                                           .style(po::command_line_style::default_style &
-                                                  ~po::command_line_style::allow_guessing)
-                                           .allow_unregistered()
-                                           .run();
+        const po::parsed_options cli = ini::parse_overrides(overrides, desc);
         for (const auto& o : cli.options) {
             if (o.unregistered)
                 throw usage_error("unknown option '--" + o.string_key + "' (see ensemblefit reconstruct --help)");
@@ -199,17 +134,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
         const KeyInfo* k = find_key(key);
         return k ? k->def : "";
     };
-    auto real = [&](const std::string& key) {
-        const std::string t = get(key);
-        if (t == "inf" || t == "+inf") return std::numeric_limits<double>::infinity();
-        if (t == "-inf") return -std::numeric_limits<double>::infinity();
-        char* end = nullptr;
-        errno = 0;
-        const double d = std::strtod(t.c_str(), &end);
-        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE || std::isnan(d))
-            throw usage_error(cfg.where(key) + ": expected a number, got '" + t + "'");
-        return d;
-    };
+    auto real = [&](const std::string& key) { return ini::to_real(get(key), cfg.where(key)); };
     auto nonneg = [&](const std::string& key) {
         const double d = real(key);
         if (!(d >= 0) || !std::isfinite(d))
@@ -218,23 +143,13 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
     };
     auto integer = [&](const std::string& key, long long lo, long long hi) {
         const std::string t = get(key);
-        char* end = nullptr;
-        errno = 0;
-        const long long i = std::strtoll(t.c_str(), &end, 10);
-        if (t.empty() || end != t.c_str() + t.size() || errno == ERANGE)
-            throw usage_error(cfg.where(key) + ": expected an integer, got '" + t + "'");
+        const long long i = ini::to_integer(t, cfg.where(key));
         if (i < lo || i > hi)
             throw usage_error(cfg.where(key) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
                               ", got " + t);
         return i;
     };
-    auto boolean = [&](const std::string& key) {
-        std::string t = get(key);
-        std::transform(t.begin(), t.end(), t.begin(), ::tolower);
-        if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
-        if (t == "false" || t == "0" || t == "no" || t == "off") return false;
-        throw usage_error(cfg.where(key) + ": expected true or false, got '" + get(key) + "'");
-    };
+    auto boolean = [&](const std::string& key) { return ini::to_bool(get(key), cfg.where(key)); };
     auto choice = [&](const std::string& key, std::initializer_list<const char*> allowed) {
         const std::string t = get(key);
         std::string list;
@@ -248,7 +163,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
     cfg.data_file = get("data.file");
     if (cfg.data_file.empty()) throw usage_error(path + ": missing required key 'data.file'");
     if (cfg.data_file[0] != '/' && lines.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
-        cfg.data_file = folder_of(path) + cfg.data_file;
+        cfg.data_file = ini::folder_of(path) + cfg.data_file;
     cfg.data_format = choice("data.format", {"auto", "native", "cxi"});
     cfg.pixel_size = nonneg("data.pixel_size");
 
@@ -318,6 +233,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
 }
 
 std::string ReconConfig::resolved_text() const {
+    const auto fmt = ini::format_double;
     std::ostringstream os;
     std::string workers_list;
     for (const auto& w : workers) workers_list += (workers_list.empty() ? "" : ",") + w;
@@ -346,18 +262,7 @@ std::string ReconConfig::resolved_text() const {
 std::string recon_config_help() {
     std::ostringstream os;
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
-    std::string section;
-    for (const auto& k : kKeys) {
-        const std::string key = k.key;
-        const std::string sec = key.substr(0, key.find('.'));
-        if (sec != section) {
-            os << "  [" << sec << "]\n";
-            section = sec;
-        }
-        const std::string name = key.substr(sec.size() + 1);
-        os << "    " << name << std::string(std::max<size_t>(2, 18 - name.size()), ' ') << k.help
-           << " (default: " << (*k.def ? k.def : "none, required") << ")\n";
-    }
+    ini::write_key_help(os, kKeys, 18, "none, required");
     return os.str();
 }
 

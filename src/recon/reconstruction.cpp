@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -62,6 +63,33 @@ struct RunState {
     double allreduce_bytes = 0;
 };
 
+/// `--debug.speeds W0,W1,...[/...]`: one list of `ranks` positive speeds per rebalance point.
+std::vector<std::vector<double>> parse_debug_speeds(const std::string& spec, int ranks) {
+    std::vector<std::vector<double>> out;
+    if (spec.empty()) return out;
+    auto bad = [&]() {
+        return usage_error("--debug.speeds: each list needs one positive number per rank (" + std::to_string(ranks) +
+                           "), got '" + spec + "'");
+    };
+    std::stringstream lists(spec);
+    std::string list;
+    while (std::getline(lists, list, '/')) {
+        std::vector<double> v;
+        std::stringstream items(list);
+        std::string item;
+        while (std::getline(items, item, ',')) {
+            char* end = nullptr;
+            const double d = std::strtod(item.c_str(), &end);
+            if (item.empty() || end != item.c_str() + item.size() || !(d > 0) || !std::isfinite(d)) throw bad();
+            v.push_back(d);
+        }
+        if (v.size() != static_cast<size_t>(ranks)) throw bad();
+        out.push_back(std::move(v));
+    }
+    if (out.empty()) throw bad();
+    return out;
+}
+
 class Reconstruction {
    public:
     Reconstruction(const ReconRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx) {}
@@ -84,6 +112,9 @@ class Reconstruction {
         if (cfg_.probe_init == "file" && !ds_.has_probe)
             throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
         schedule_ = std::make_unique<recon::BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
+        debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
+        if (!debug_speeds_.empty() && cfg_.balance != "throughput")
+            throw usage_error("--debug.speeds: needs run.balance = throughput");
         if (schedule_->strata() < ctx_.size() && ctx_.is_root())
             std::fprintf(stderr, "ensemblefit: warning: batch size %lld < %d ranks: some ranks have no work\n",
                          static_cast<long long>(schedule_->strata()), ctx_.size());
@@ -422,6 +453,8 @@ class Reconstruction {
             PhaseTimer::Scope c(timer_, Phase::sched);
             EF_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, speed.data(), 1, MPI_DOUBLE, ctx_.world()));
         }
+        if (!debug_speeds_.empty()) speed = debug_speeds_[std::min(rebalance_points_, debug_speeds_.size() - 1)];
+        ++rebalance_points_;
         std::vector<std::int64_t> next = recon::BatchSchedule::partition(schedule_->strata(), speed);
         auto slowest = [&](const std::vector<std::int64_t>& b) {
             double worst = 0;
@@ -639,6 +672,8 @@ class Reconstruction {
     std::int64_t speed_mark_positions_ = 0;
     std::int64_t positions_done_ = 0;
     int rebalances_ = 0;
+    size_t rebalance_points_ = 0;                   // calls of rebalance(), moved or not
+    std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds
     bool wrote_once_ = false;
     bool device_sum_ = false;  // NCCL sums on the GPUs instead of MPI over host buffers
     std::vector<std::string> previews_;

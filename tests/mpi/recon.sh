@@ -4,8 +4,10 @@
 # 64 x 64 patterns with 2 probe modes, reconstructed on 1, 2 (2 threads each) and 3 ranks: phase
 # NRMSE against the truth below 5% (offset and ramp removed; recomputed here independently of
 # the program), a decreasing loss, and the same result on every rank count: not only within 1%
-# but bitwise (mini-batches depend on seed and iteration only, sums are split-invariant). Then
-# the CXI reader, position correction, PNG previews, and every input error with its exit code.
+# but bitwise (mini-batches depend on seed and iteration only, sums are split-invariant). The
+# 3-rank runs have unequal shares that change mid-run (--debug.speeds stands in for measured
+# speeds, as a GPU rank beside CPU ranks would give): shares must not change the mathematics.
+# Then the CXI reader, position correction, PNG previews, and every input error with its exit code.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 PY=/usr/bin/python3
 
@@ -32,12 +34,17 @@ report_every = 5
 INI
 run_np 1 reconstruct recon.ini > np1.log || { cat np1.log; fail "1-rank reconstruction"; }
 OMP_NUM_THREADS=2 run_np 2 reconstruct recon.ini --output.file np2.h5 > np2.log || { cat np2.log; fail "2-rank reconstruction"; }
-run_np 3 reconstruct recon.ini --output.file np3.h5 --output.previews false > np3.log || { cat np3.log; fail "3-rank reconstruction"; }
+# Unequal shares, moved after iterations 1 and 2: 20 20 24 strata, then 24 20 20 (mild, to keep
+# the test short; the extreme shares of a GPU rank are tested below on a smaller problem).
+run_np 3 reconstruct recon.ini --output.file np3.h5 --output.previews false --debug.speeds 1,1,1.2/1.2,1,1 \
+    > np3.log || { cat np3.log; fail "3-rank reconstruction"; }
 cat np2.log
+grep -q "rebalanced shares (strata per rank): 20 20 24" np3.log && grep -q "shares (strata per rank): 24 20 20" np3.log ||
+    { cat np3.log; fail "--debug.speeds did not force the shares"; }
 for f in np2.h5 np3.h5; do
     $H5CHECK equal np1.h5 $f /object /probe /loss /positions || fail "$f differs from np1.h5"
 done
-ok "1, 2 (2 threads each) and 3 ranks: /object, /probe, /loss, /positions bitwise identical"
+ok "1, 2 (2 threads each) and 3 ranks (unequal shares): /object, /probe, /loss, /positions bitwise identical"
 
 $PY - <<'PY' || fail "reconstruction quality checks"
 import h5py, numpy as np
@@ -58,7 +65,7 @@ def nrmse(obj, truth, roi):
 
 truth = h5py.File("sim.h5", "r")["/truth/object"][...]
 results = {}
-for name in ("np1.h5", "np2.h5"):
+for name in ("np1.h5", "np2.h5", "np3.h5"):
     f = h5py.File(name, "r")
     obj, probe, loss = f["/object"][...], f["/probe"][...], f["/loss"][...]
     assert obj.dtype == np.complex64 and obj.shape == truth.shape, (obj.dtype, obj.shape)
@@ -82,9 +89,18 @@ rel = abs(n1 - n2) / n1
 print(f"phase NRMSE: 1 rank {100*n1:.3f}%, 2 ranks {100*n2:.3f}% (relative difference {100*rel:.3f}%); "
       f"loss {l1[0]:.4f} -> {l1[-1]:.4f}")
 assert rel < 0.01, "1 and 2 ranks differ by more than 1%"
+# Unequal shares: the same NRMSE (1% relative) and object (float32 rounding; measured: 0, bitwise).
+n3 = results["np3.h5"][0]
+o1, o3 = (h5py.File(n, "r")["/object"][...] for n in ("np1.h5", "np3.h5"))
+dobj = np.abs(o3 - o1).max() / np.abs(o1).max()
+print(f"3 ranks, unequal shares: NRMSE {100*n3:.3f}% (relative difference {abs(n3 - n1) / n1:.1e}), "
+      f"object max |difference| / max |object| {dobj:.1e}")
+assert abs(n3 - n1) / n1 < 0.01, "unequal shares change the NRMSE by more than 1%"
+assert dobj < 1e-6, "unequal shares change the object beyond float32 rounding"
+assert h5py.File("np3.h5", "r")["/timing"].attrs["rebalances"] == 2
 assert h5py.File("np2.h5", "r")["/timing/allreduce_bytes"][0] > 0
 PY
-ok "1 and 2 ranks: NRMSE < 5%, within 1% of each other, decreasing loss"
+ok "1, 2 and 3 ranks: NRMSE < 5%, within 1% of each other, decreasing loss"
 
 # Previews: three PNGs next to the output (unless the build has no libpng, which it says).
 if grep -q "built without libpng" np1.log; then
@@ -130,6 +146,18 @@ assert after < 0.3 * before
 PY
 ok "position correction"
 
+# Position correction with extreme unequal shares that move three times (those of a GPU rank
+# beside two CPU ranks, then another rank's turn) and strata of unequal sizes (256 positions in
+# 24 strata of 10 or 11, so some batches leave a rank empty): the same as on 1 rank, bitwise.
+P="--data.file pc.h5 --model.modes 1 --solver.batch_size 24 --solver.iterations 12 --positions.correct true
+   --positions.lr 0.02 --positions.start 3 --output.previews false"
+run_np 1 reconstruct recon.ini $P --output.file pc1.h5 > pc1.log || { cat pc1.log; fail "1-rank position correction"; }
+run_np 3 reconstruct recon.ini $P --output.file pc3.h5 --debug.speeds 1,1,20/20,1,1/1,20,1 > pc3.log ||
+    { cat pc3.log; fail "3-rank position correction, unequal shares"; }
+[ "$(grep -c "rebalanced shares" pc3.log)" = 3 ] || { cat pc3.log; fail "--debug.speeds did not move the shares 3 times"; }
+$H5CHECK equal pc1.h5 pc3.h5 /object /probe /loss /positions || fail "unequal shares change position correction"
+ok "position correction, 3 ranks with unequal shares (1 1 22, 22 1 1, 1 22 1): bitwise equal to 1 rank"
+
 # Bad input: one error line, exit 2 (config, usage) or 3 (data), nothing written.
 expect_error 2 "exists; pass --overwrite" -- "$EF" reconstruct recon.ini
 expect_error 2 "data.file: no such file 'nope.h5'" -- "$EF" reconstruct recon.ini --data.file nope.h5 --output.file x.h5
@@ -143,6 +171,8 @@ $PY -c "import h5py, numpy as np; f = h5py.File('flat.h5', 'w'); f['data'] = np.
 expect_error 3 "flat.h5: '/data' must be N x H x W" -- "$EF" reconstruct recon.ini --data.file flat.h5 --output.file x.h5
 $PY -c "import h5py, numpy as np; f = h5py.File('nopos.h5', 'w'); f['data'] = np.ones((4, 8, 8), 'f4')"
 expect_error 3 "nopos.h5: no '/positions' dataset" -- "$EF" reconstruct recon.ini --data.file nopos.h5 --output.file x.h5
+expect_error 2 "--debug.speeds: each list needs one positive number per rank \(1\), got '1,2'" -- \
+    "$EF" reconstruct recon.ini --debug.speeds 1,2 --output.file x.h5
 expect_error 2 "simulate ptycho: --dp: expected a number, got 'abc'" -- "$EF" simulate ptycho --out y.h5 --dp abc
 [ ! -e x.h5 ] && [ ! -e y.h5 ] || fail "a refused run left a file behind"
 ok "input errors"

@@ -14,6 +14,12 @@ struct ReconRunOptions {
     std::vector<std::string> overrides;  ///< "--section.key=value" tokens
     bool overwrite = false;
     bool dry_run = false;
+    /**
+     * `--debug.speeds W0,W1,...[/W0,W1,.../...]`: at the k-th rebalance point, the k-th list
+     * (the last repeats) stands in for the ranks' measured speeds, so that tests can force
+     * unequal shares (and their mid-run changes) on identical CPU ranks, deterministically.
+     */
+    std::string debug_speeds;
 };
 
 /**
