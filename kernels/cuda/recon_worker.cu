@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "kernels/cuda/lto/load_slot.hpp"
 #include "kernels/recon/engine_worker.hpp"
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/recon_backends.hpp"
@@ -74,6 +76,9 @@ class DeviceBuffer {
         if (n == 0) return;
         EF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(U)));
         EF_CUDA_CHECK(cudaMemset(p_, 0, n * sizeof(U)));
+        // The memset runs on the legacy default stream, which does not order with the worker's
+        // non-blocking stream: finish it before that stream writes here (allocations are rare).
+        EF_CUDA_CHECK(cudaDeviceSynchronize());
     }
     U* data() { return p_; }
     const U* data() const { return p_; }
@@ -223,19 +228,113 @@ __global__ void reduce_groups_kernel(std::int64_t size, std::int64_t span, F f, 
     }
 }
 
-/// out[g] = partial[g * parts + 0] + ... + partial[g * parts + parts - 1], in that order.
-__global__ void sum_partials_kernel(std::int64_t groups, std::int64_t parts, const Sum2* partial, Sum2* out) {
-    const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
+/// Block g: out[g] = sum over p of partial[g * parts + p]; thread t adds p = t, t + blockDim, ...
+/// in order, then a fixed shared-memory tree (deterministic, no atomics).
+__global__ void sum_partials_kernel(std::int64_t parts, const Sum2* partial, Sum2* out) {
+    __shared__ double sa[kBlock];
+    __shared__ double sb[kBlock];
+    const std::int64_t g = blockIdx.x;
     Sum2 s;
-    for (std::int64_t p = 0; p < parts; ++p) s += partial[g * parts + p];
-    out[g] = s;
+    for (std::int64_t p = threadIdx.x; p < parts; p += blockDim.x) s += partial[g * parts + p];
+    sa[threadIdx.x] = s.a;
+    sb[threadIdx.x] = s.b;
+    __syncthreads();
+    for (int stride = kBlock / 2; stride > 0; stride >>= 1) {
+        if (static_cast<int>(threadIdx.x) < stride) {
+            sa[threadIdx.x] += sa[threadIdx.x + stride];
+            sb[threadIdx.x] += sb[threadIdx.x + stride];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[g] = Sum2{sa[0], sb[0]};
+}
+
+/**
+ * The probe-gradient spectrum and the position-gradient terms in one read of F G_P: thread i =
+ * (k, q) loops over the batch in order, summing its spectrum element in double exactly as
+ * ProbeGradientSpectrum does (same terms, same order), while each position's terms are summed
+ * over the block (warp shuffles, then the warps in order) into partial[j * blocks + block];
+ * sum_partials_kernel then adds the blocks in order. No atomics: the result depends only on the
+ * launch shape.
+ */
+template <class T>
+__global__ void spectrum_positions_kernel(ProbeGradientSpectrum<T> spec, bool want_spec, PositionGradientTerm<T> pos,
+                                          Sum2* partial) {
+    constexpr int kWarps = kBlock / 32;
+    __shared__ double sa[32][kWarps];
+    __shared__ double sb[32][kWarps];
+    const PtychoDims d = pos.d;
+    const int n = d.h * d.w;
+    const std::int64_t kn = static_cast<std::int64_t>(d.modes) * n;
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const bool active = i < kn;
+    const int ei = active ? static_cast<int>(i) : 0;
+    const int k = ei / n;
+    const int q = ei - k * n;
+    const int u = q / d.w, v = q % d.w;
+    const T fy = fft_freq<T>(u, d.h), fx = fft_freq<T>(v, d.w);
+    const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+    Cx<double> acc{0.0, 0.0};
+    const std::int64_t b = spec.batch;
+    for (std::int64_t j0 = 0; j0 < b; j0 += 32) {
+        const int m = static_cast<int>(b - j0 < 32 ? b - j0 : 32);
+        for (int jj = 0; jj < m; ++jj) {
+            const std::int64_t j = j0 + jj;
+            Sum2 t;
+            if (active) {
+                const Cx<T> w = ramp_at(pos.ramp, d, j, u, v);
+                if (want_spec) {
+                    const Cx<T> z = spec.term(j, i, w);
+                    acc.re += static_cast<double>(z.re);
+                    acc.im += static_cast<double>(z.im);
+                }
+                t = pos.term(j, ei, w, fy, fx);
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                t.a += __shfl_down_sync(0xffffffffu, t.a, off);
+                t.b += __shfl_down_sync(0xffffffffu, t.b, off);
+            }
+            if (lane == 0) {
+                sa[jj][warp] = t.a;
+                sb[jj][warp] = t.b;
+            }
+        }
+        __syncthreads();
+        if (static_cast<int>(threadIdx.x) < m) {
+            Sum2 s;
+            for (int w = 0; w < kWarps; ++w) {
+                s.a += sa[threadIdx.x][w];
+                s.b += sb[threadIdx.x][w];
+            }
+            partial[(j0 + threadIdx.x) * gridDim.x + blockIdx.x] = s;
+        }
+        __syncthreads();
+    }
+    if (active && want_spec) spec.finish(i, acc);
 }
 
 /// Stores a load functor where its FFT callback reads it (stream-ordered, no host copy).
 template <class L>
-__global__ void set_load_kernel(L* dst, L value) {
+__global__ void set_load_kernel(LoadSlot<L>* dst, LoadSlot<L> value) {
     *dst = value;
+}
+
+/// out[0] = max |a - b|, out[1] = max |b| over n complex values, as float bits (non-negative
+/// floats order as unsigned ints; a NaN counts as larger than any number). A check, not a sum:
+/// the maximum does not depend on the order of the atomics.
+template <class T>
+__global__ void max_diff_kernel(std::int64_t n, const Cx<T>* a, const Cx<T>* b, unsigned* out) {
+    float d = 0, m = 0;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+        const float dr = static_cast<float>(a[i].re - b[i].re), di = static_cast<float>(a[i].im - b[i].im);
+        const float ad = sqrtf(dr * dr + di * di);
+        const float ab = sqrtf(static_cast<float>(b[i].re * b[i].re + b[i].im * b[i].im));
+        d = (ad > d || ad != ad) ? ad : d;
+        m = ab > m ? ab : m;
+    }
+    atomicMax(out, __float_as_uint(d));
+    atomicMax(out + 1, __float_as_uint(m));
 }
 
 /// The callback of each load functor: symbol in recon_fft_loads.cu and slot.
@@ -304,17 +403,24 @@ class CudaBackend {
         sms_ = prop.multiProcessorCount;
         name_ = prop.name;
 #ifdef EF_HAVE_FFT_LTO
-        callbacks_ = !env_off("EF_RECON_CALLBACKS");
+        // Experimental, off by default: on the H200 with cuFFT 12.0.0.61 the LTO callback FFTs of
+        // 768 or more 128 x 128 windows gave wrong results, smaller ones were slower than a load
+        // pass and a plain FFT (perf/RESULTS.md). EF_RECON_CALLBACKS=1 turns them on.
+        callbacks_ = env_on("EF_RECON_CALLBACKS");
 #endif
         phases_ = env_on("EF_RECON_PHASES");
+        merged_ = !env_off("EF_RECON_MERGED");
         load_params_.resize(kLoadSlots * kLoadBytes);
     }
     ~CudaBackend() {
         if (phases_) print_phases();
         if (comm_) nccl::api().comm_destroy(comm_);
         for (auto& [count, plan] : plans_) cufftDestroy(plan);
-        for (auto& [key, plan] : load_plans_) cufftDestroy(plan);
+        for (auto& [key, plan] : load_plans_)
+            if (plan) cufftDestroy(plan);
         for (cudaEvent_t e : events_) cudaEventDestroy(e);
+        for (cudaEvent_t e : ev_)
+            if (e) cudaEventDestroy(e);
         cudaStreamDestroy(stream_);
     }
     CudaBackend(const CudaBackend&) = delete;
@@ -350,8 +456,26 @@ class CudaBackend {
         const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(groups));
         reduce_groups_kernel<<<grid, kBlock, 0, stream_>>>(size, span, f, partial_.data());
         EF_CUDA_CHECK(cudaGetLastError());
-        // The partials summed per group on the device (ascending p, as the host did), copied
-        // into pinned memory and handed to `out` at the next synchronize(): no wait here.
+        finish_groups(groups, parts, out);
+    }
+
+    /// The probe-gradient spectrum (when want_spec) and the position terms in one pass; false
+    /// (nothing done) with EF_RECON_MERGED=0.
+    bool spectrum_and_positions(std::int64_t b, const ProbeGradientSpectrum<T>& spec, bool want_spec,
+                                const PositionGradientTerm<T>& pos, Sum2* out) {
+        if (!merged_ || b <= 0) return false;
+        const std::int64_t kn = static_cast<std::int64_t>(pos.d.modes) * pos.d.h * pos.d.w;
+        const std::int64_t blocks = (kn + kBlock - 1) / kBlock;
+        if (partial_.size() < static_cast<size_t>(b * blocks)) partial_.resize(static_cast<size_t>(b * blocks));
+        spectrum_positions_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream_>>>(spec, want_spec, pos, partial_.data());
+        EF_CUDA_CHECK(cudaGetLastError());
+        finish_groups(b, blocks, out);
+        return true;
+    }
+
+    /// Sums partial[g * parts + p] over p (ascending) per group on the device, copies the sums
+    /// into pinned memory and hands them to `out` at the next synchronize(): no wait here.
+    void finish_groups(std::int64_t groups, std::int64_t parts, Sum2* out) {
         const size_t slot = pending_.size();
         if (group_sums_.size() <= slot) {
             group_sums_.resize(slot + 1);
@@ -359,8 +483,8 @@ class CudaBackend {
         }
         group_sums_[slot].resize(std::max(group_sums_[slot].size(), static_cast<size_t>(groups)));
         if (host_sums_[slot].size() < static_cast<size_t>(groups)) host_sums_[slot].resize(static_cast<size_t>(groups));
-        sum_partials_kernel<<<static_cast<unsigned>((groups + kBlock - 1) / kBlock), kBlock, 0, stream_>>>(
-            groups, parts, partial_.data(), group_sums_[slot].data());
+        sum_partials_kernel<<<static_cast<unsigned>(groups), kBlock, 0, stream_>>>(parts, partial_.data(),
+                                                                                  group_sums_[slot].data());
         EF_CUDA_CHECK(cudaGetLastError());
         EF_CUDA_CHECK(cudaMemcpyAsync(host_sums_[slot].data(), group_sums_[slot].data(), static_cast<size_t>(groups) * sizeof(Sum2),
                                       cudaMemcpyDeviceToHost, stream_));
@@ -369,31 +493,100 @@ class CudaBackend {
     }
 
     /// Whether the engine runs its fused sequence: FFT loads as cuFFT LTO callbacks, plans for
-    /// `count` windows made (and JIT-linked) on first use. Off with EF_RECON_CALLBACKS=0, or when
-    /// cuFFT cannot link them (said once; the element-wise passes run instead).
+    /// `count` windows made (and JIT-linked) on first use. Only with EF_RECON_CALLBACKS=1, and not
+    /// for a window count where a callback failed its first-use check.
     bool fused_ffts(std::int64_t count) {
         if (!callbacks_) return false;
-        for (int slot = 0; slot < kLoadSlots; ++slot)
-            if (!load_plan(count, slot)) return false;
+        for (int slot = 0; slot < kLoadSlots; ++slot) {
+            const auto it = load_use_.find(std::make_pair(count, slot));
+            if (it != load_use_.end() && it->second.state < 0) return false;
+            if (it == load_use_.end() && !load_plan(first_chunk(count), slot)) return false;
+        }
         return true;
     }
 
-    /// In-place batched FFT of `data` whose input element (r, q) is load(r, q).
+    /**
+     * In-place batched FFT of `data` whose input element (r, q) is load(r, q). The first use of
+     * each callback for a window count is checked against the load evaluated into memory and a
+     * plain FFT (max |difference| <= 1e-4 max |value|); a callback that fails is retried on
+     * smaller chunks of windows, then left for the element-wise pass, and the run says so.
+     */
     template <class L>
     void fft_load(const L& load, Cx<T>* data, std::int64_t count, bool inverse) {
         if (count <= 0) return;
         constexpr int slot = LoadCallback<L>::kSlot;
-        static_assert(sizeof(L) <= kLoadBytes, "load functor too large for its slot");
-        const cufftHandle plan = callbacks_ ? load_plan(count, slot) : 0;
-        if (!plan) {
-            const int n = h_ * w_;
+        static_assert(sizeof(LoadSlot<L>) <= kLoadBytes, "load functor too large for its slot");
+        const int n = h_ * w_;
+        LoadUse* use = nullptr;
+        if (callbacks_) {
+            const auto key = std::make_pair(count, slot);
+            auto it = load_use_.find(key);
+            if (it == load_use_.end()) it = load_use_.emplace(key, LoadUse{first_chunk(count), 0}).first;
+            use = &it->second;
+            if (use->state >= 0 && !load_plan(use->chunk, slot)) use->state = -1;
+        }
+        if (!use || use->state < 0) {
             for_each_rows(count, n, ApplyLoad<T, L>{load, data, n});
             fft(data, count, inverse);
             return;
         }
-        set_load_kernel<<<1, 1, 0, stream_>>>(reinterpret_cast<L*>(load_params_.data() + slot * kLoadBytes), load);
-        EF_CUDA_CHECK(cudaGetLastError());
-        EF_CUFFT_CHECK(CufftTraits<T>::exec(plan, data, inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+        if (use->state > 0) {
+            exec_load(load, data, count, inverse, use->chunk);
+            return;
+        }
+        // First use: the callback FFT on all windows and on chunks of 1/2, 1/4, ... of them
+        // (down to 96 windows), each checked against the load in memory and a plain FFT (and
+        // timed, for the log); the largest correct one is kept, else the pair is used. The choice
+        // does not depend on timings, so two runs take the same path.
+        const size_t total = static_cast<size_t>(count) * static_cast<size_t>(n);
+        const size_t bytes = total * sizeof(Cx<T>);
+        if (scratch_.size() < total) scratch_.resize(total);
+        if (backup_.size() < total) backup_.resize(total);
+        plan_for(count);
+        if (!ev_[0]) for (auto& e : ev_) EF_CUDA_CHECK(cudaEventCreate(&e));
+        EF_CUDA_CHECK(cudaMemcpyAsync(backup_.data(), data, bytes, cudaMemcpyDeviceToDevice, stream_));
+        EF_CUDA_CHECK(cudaEventRecord(ev_[0], stream_));
+        for_each_rows(count, n, ApplyLoad<T, L>{load, scratch_.data(), n});
+        fft(scratch_.data(), count, inverse);
+        EF_CUDA_CHECK(cudaEventRecord(ev_[1], stream_));
+        synchronize();
+        float t_ref = 0;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&t_ref, ev_[0], ev_[1]));
+        std::int64_t best = 0;
+        for (std::int64_t c = count; c >= 1; c = (c == 1 ? 0 : divisor_at_most(count, c / 2))) {
+            if (c < std::min<std::int64_t>(count, 96)) break;
+            if (!load_plan(c, slot)) continue;
+            for (int pass = 0; pass < 2; ++pass) {  // the first launch of a new plan loads its module
+                EF_CUDA_CHECK(cudaMemcpyAsync(data, backup_.data(), bytes, cudaMemcpyDeviceToDevice, stream_));
+                EF_CUDA_CHECK(cudaEventRecord(ev_[2], stream_));
+                exec_load(load, data, count, inverse, c);
+                EF_CUDA_CHECK(cudaEventRecord(ev_[3], stream_));
+            }
+            const double rel = max_rel_diff(data, scratch_.data(), total);
+            float t = 0;
+            EF_CUDA_CHECK(cudaEventElapsedTime(&t, ev_[2], ev_[3]));
+            const bool ok = rel <= 1e-4;
+            std::fprintf(stderr, "gpu: load callback %s, %lld windows in FFTs of %lld: max diff %.2g of max%s, %.3f ms "
+                                 "(load pass + plain FFT %.3f ms)\n",
+                         kLoadSymbols[slot], static_cast<long long>(count), static_cast<long long>(c), rel,
+                         ok ? "" : " (WRONG)", t, t_ref);
+            if (ok) {
+                best = c;
+                break;
+            }
+        }
+        if (best) {
+            use->chunk = best;
+            use->state = 1;
+            EF_CUDA_CHECK(cudaMemcpyAsync(data, backup_.data(), bytes, cudaMemcpyDeviceToDevice, stream_));
+            exec_load(load, data, count, inverse, best);
+        } else {
+            use->state = -1;
+            EF_CUDA_CHECK(cudaMemcpyAsync(data, scratch_.data(), bytes, cudaMemcpyDeviceToDevice, stream_));
+        }
+        std::fprintf(stderr, "gpu: load callback %s for %lld windows: %s\n", kLoadSymbols[slot], static_cast<long long>(count),
+                     best ? ("cuFFT callback in FFTs of " + std::to_string(best) + " windows").c_str()
+                          : "load pass and plain FFT (no callback plan gave the right result)");
     }
 
     /// Phase marks: with EF_RECON_PHASES=1, GPU time between consecutive marks is summed per
@@ -479,6 +672,51 @@ class CudaBackend {
     }
 
    private:
+    struct LoadUse {
+        std::int64_t chunk;  ///< windows per callback FFT
+        int state;           ///< 0 unchecked, 1 checked, -1 element-wise pass
+    };
+
+    /// Windows per callback FFT at first: all, or at most EF_RECON_CALLBACK_CHUNK (a divisor).
+    std::int64_t first_chunk(std::int64_t count) const {
+        const char* e = std::getenv("EF_RECON_CALLBACK_CHUNK");
+        const long long c = e ? std::atoll(e) : 0;
+        return c > 0 ? divisor_at_most(count, c) : count;
+    }
+    static std::int64_t divisor_at_most(std::int64_t count, std::int64_t limit) {
+        for (std::int64_t c = std::min(count, limit); c > 1; --c)
+            if (count % c == 0) return c;
+        return 1;
+    }
+
+    template <class L>
+    void exec_load(const L& load, Cx<T>* data, std::int64_t count, bool inverse, std::int64_t chunk) {
+        constexpr int slot = LoadCallback<L>::kSlot;
+        const cufftHandle plan = load_plan(chunk, slot);
+        const std::int64_t n = static_cast<std::int64_t>(h_) * w_;
+        auto* dst = reinterpret_cast<LoadSlot<L>*>(load_params_.data() + slot * kLoadBytes);
+        for (std::int64_t r0 = 0; r0 < count; r0 += chunk) {
+            set_load_kernel<<<1, 1, 0, stream_>>>(dst, LoadSlot<L>{r0, load});
+            EF_CUDA_CHECK(cudaGetLastError());
+            EF_CUFFT_CHECK(CufftTraits<T>::exec(plan, data + r0 * n, inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+        }
+    }
+
+    /// max |a - b| / max |b| over n complex values (waits for the stream).
+    double max_rel_diff(const Cx<T>* a, const Cx<T>* b, size_t n) {
+        if (check_.size() < 2) check_.resize(2);
+        EF_CUDA_CHECK(cudaMemsetAsync(check_.data(), 0, 2 * sizeof(unsigned), stream_));
+        max_diff_kernel<<<4 * sms_, kBlock, 0, stream_>>>(static_cast<std::int64_t>(n), a, b, check_.data());
+        EF_CUDA_CHECK(cudaGetLastError());
+        unsigned bits[2] = {0, 0};
+        download(bits, check_.data(), 2);
+        float d = 0, m = 0;
+        std::memcpy(&d, &bits[0], sizeof d);
+        std::memcpy(&m, &bits[1], sizeof m);
+        if (d != d) return std::numeric_limits<double>::infinity();
+        return m > 0 ? static_cast<double>(d) / static_cast<double>(m) : static_cast<double>(d);
+    }
+
     void print_phases() const {
         double total = 0;
         for (const auto& p : phase_ms_) total += p.second;
@@ -513,9 +751,9 @@ class CudaBackend {
         if (rc == CUFFT_SUCCESS) rc = cufftSetStream(plan, stream_);
         if (rc != CUFFT_SUCCESS) {
             if (plan) cufftDestroy(plan);
-            std::fprintf(stderr, "gpu: cuFFT LTO load callback %s not available (cufftResult %d): element-wise passes instead\n",
-                         kLoadSymbols[slot], static_cast<int>(rc));
-            callbacks_ = false;
+            std::fprintf(stderr, "gpu: cuFFT plan with LTO load callback %s for %lld windows not made (cufftResult %d)\n",
+                         kLoadSymbols[slot], static_cast<long long>(count), static_cast<int>(rc));
+            load_plans_[key] = 0;
             return 0;
         }
         load_plans_[key] = plan;
@@ -523,13 +761,15 @@ class CudaBackend {
             synchronize();
             work_.resize(work);
             for (auto& [c, p] : plans_) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
-            for (auto& [c, p] : load_plans_) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
+            for (auto& [c, p] : load_plans_)
+                if (p) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
         } else {
             EF_CUFFT_CHECK(cufftSetWorkArea(plan, work_.data()));
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::fprintf(stderr, "gpu: cuFFT plan with LTO load callback %s for %lld windows, made in %.2f s\n",
                      kLoadSymbols[slot], static_cast<long long>(count), s);
+        (void)s;
         return plan;
 #else
         (void)count;
@@ -555,7 +795,8 @@ class CudaBackend {
             synchronize();
             work_.resize(work);
             for (auto& [c, p] : plans_) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
-            for (auto& [c, p] : load_plans_) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
+            for (auto& [c, p] : load_plans_)
+                if (p) EF_CUFFT_CHECK(cufftSetWorkArea(p, work_.data()));
         } else {
             EF_CUFFT_CHECK(cufftSetWorkArea(plan, work_.data()));
         }
@@ -574,9 +815,14 @@ class CudaBackend {
     std::vector<PinnedBuffer<Sum2>> host_sums_;        // their host copies
     std::vector<std::pair<Sum2*, size_t>> pending_;    // where each goes at synchronize()
     bool callbacks_ = false;
-    std::map<std::pair<std::int64_t, int>, cufftHandle> load_plans_;
+    std::map<std::pair<std::int64_t, int>, cufftHandle> load_plans_;  // (windows per FFT, slot)
+    std::map<std::pair<std::int64_t, int>, LoadUse> load_use_;       // (windows, slot)
+    DeviceBuffer<Cx<T>> scratch_, backup_;                             // for the first-use checks
+    DeviceBuffer<unsigned> check_;
+    cudaEvent_t ev_[4] = {nullptr, nullptr, nullptr, nullptr};  // first-use timings
     DeviceBuffer<unsigned char> load_params_;  // kLoadSlots x kLoadBytes: the load functors
     bool phases_ = false;
+    bool merged_ = true;
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;
     std::vector<std::pair<std::string, double>> phase_ms_;

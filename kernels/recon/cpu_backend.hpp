@@ -156,6 +156,11 @@ class CpuBackend {
         for_each_rows(count, n, ApplyLoad<T, Load>{load, data, n});
         fft_.run(data, count, inverse);
     }
+    /// No single pass for the probe spectrum and the position terms here: the engine runs both.
+    template <class S, class P>
+    bool spectrum_and_positions(std::int64_t, const S&, bool, const P&, Sum2*) {
+        return false;
+    }
     /// Phase marks (timed by the CUDA backend); nothing here.
     void mark(const char*) {}
 

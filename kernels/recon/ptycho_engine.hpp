@@ -196,13 +196,16 @@ class PtychoEngine {
             else
                 be_.fft(psi_.data(), b * K, false);
             // The spectrum is what ranks sum; update() takes it back to real space.
-            be_.mark("probe spectrum");
-            if (probe_grad)
-                be_.for_each(K * n, ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe});
-            be_.mark("position gradient");
-            if (position_grad)
-                be_.reduce_groups(b, K * n, PositionGradientTerm<T>{d_, ramp_.data(), probe_spec_.data(), psi_.data()},
-                                  pg.data());
+            be_.mark("probe spectrum, positions");
+            const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
+            const PositionGradientTerm<T> pos{d_, ramp_.data(), probe_spec_.data(), psi_.data()};
+            // One pass for both where the backend has it (the GPU), else two.
+            const bool one_pass = position_grad && be_.spectrum_and_positions(b, spec, probe_grad, pos, pg.data());
+            merged_used_ = one_pass && probe_grad;
+            if (!one_pass) {
+                if (probe_grad) be_.for_each(K * n, spec);
+                if (position_grad) be_.reduce_groups(b, K * n, pos, pg.data());
+            }
         } else if (probe_grad) {
             be_.mark("probe gradient");
             be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
@@ -352,8 +355,9 @@ class PtychoEngine {
             passes += 2;                       // IFFT with the factor applied (read, write)
             passes += o_.subpixel ? 2 : 1;     // patch gradients: psi (+ pshift) read
             if (gp_fft) {
-                passes += 2;                                              // FFT of conj(O) G_psi
-                passes += (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);  // spectrum sum, position terms
+                passes += 2;  // FFT of conj(O) G_psi
+                // spectrum sum and position terms (one read of F G_P when one pass does both)
+                passes += merged_used_ ? 1 : (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);
             } else if (probe_grad) {
                 passes += 1 + 1;  // G_P written by the patch pass, read by the probe sum
             }
@@ -366,8 +370,9 @@ class PtychoEngine {
         passes += 2;                           // IFFT
         passes += o_.subpixel ? 3 : 2;         // patch gradients: psi read+write (+ pshift read)
         if (gp_fft) {
-            passes += 2;                                              // FFT of G_P
-            passes += (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);  // spectrum sum, position terms
+            passes += 2;  // FFT of G_P
+            // spectrum sum and position terms (one read of F G_P when one pass does both)
+            passes += merged_used_ ? 1 : (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);
         } else if (probe_grad) {
             passes += 1;
         }
@@ -407,7 +412,7 @@ class PtychoEngine {
         stage_batch(batch);
         ensure_workspace(b);
         fused_ = be_.fused_ffts(rows);
-        if (fused_) fused_used_ = true;
+        fused_used_ = fused_;
         be_.mark("shifted probes");
         if (o_.subpixel) {
             ensure_probe_spectrum();
@@ -506,7 +511,8 @@ class PtychoEngine {
     bool device_only_ = false;
     bool probe_spec_valid_ = false;
     bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
-    bool fused_used_ = false;  // some batch did: traffic_bytes() counts the fused passes
+    bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes
+    bool merged_used_ = false;  // the last batch summed probe spectrum and position terms in one pass
 };
 
 }  // namespace ef::recon

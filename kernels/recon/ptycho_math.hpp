@@ -330,11 +330,19 @@ struct ProbeGradientSpectrum {
         const int u = q / d.w, v = q % d.w;
         Cx<double> acc{0.0, 0.0};
         for (std::int64_t j = 0; j < batch; ++j) {
-            const Cx<T> z = conj_mul(ramp_at(ramp, d, j, u, v), psi[j * kn + i]);
+            const Cx<T> z = term(j, i, ramp_at(ramp, d, j, u, v));
             acc.re += static_cast<double>(z.re);
             acc.im += static_cast<double>(z.im);
         }
-        const double inv_n = 1.0 / static_cast<double>(n);
+        finish(i, acc);
+    }
+    /// Position j's term at element i, with w = ramp_j at i's pixel.
+    EF_HD Cx<T> term(std::int64_t j, std::int64_t i, Cx<T> w) const {
+        const std::int64_t kn = static_cast<std::int64_t>(d.modes) * d.h * d.w;
+        return conj_mul(w, psi[j * kn + i]);
+    }
+    EF_HD void finish(std::int64_t i, Cx<double> acc) const {
+        const double inv_n = 1.0 / static_cast<double>(d.h * d.w);
         out[i] = Cx<double>{acc.re * inv_n, acc.im * inv_n};
     }
 };
@@ -365,12 +373,17 @@ struct PositionGradientTerm {
         const int k = ei / n;
         const int q = ei - k * n;
         const int u = q / d.w, v = q % d.w;
-        const Cx<T> pw = probe_spec[ei] * ramp_at(ramp, d, j, u, v);
+        return term(j, ei, ramp_at(ramp, d, j, u, v), fft_freq<T>(u, d.h), fft_freq<T>(v, d.w));
+    }
+    /// The same with w = ramp_j at the element's pixel and its frequencies fy, fx given.
+    EF_HD Sum2 term(std::int64_t j, int ei, Cx<T> w, T fy, T fx) const {
+        const int n = d.h * d.w;
+        const Cx<T> pw = probe_spec[ei] * w;
         const Cx<T> z = conj_mul(psi[j * d.modes * static_cast<std::int64_t>(n) + ei], pw);
         const T s = static_cast<T>(6.283185307179586476925) * z.im / static_cast<T>(n);
         Sum2 out;
-        out.a = static_cast<double>(s * fft_freq<T>(u, d.h));
-        out.b = static_cast<double>(s * fft_freq<T>(v, d.w));
+        out.a = static_cast<double>(s * fy);
+        out.b = static_cast<double>(s * fx);
         return out;
     }
 };
@@ -429,8 +442,9 @@ struct ObjectGradient {
 /**
  * FFT load operations: the value an in-place batched FFT of b x K x n elements reads at row
  * r = (j, k), pixel q, computed instead of read from a separate element-wise pass. The CUDA
- * worker runs them as cuFFT LTO load callbacks (kernels/cuda/recon_callbacks.cu), so the
- * element-wise pass and its write and read of a whole b x K x n tensor disappear; the CPU
+ * worker can run them as cuFFT LTO load callbacks (kernels/cuda/lto/recon_fft_loads.cu;
+ * experimental, EF_RECON_CALLBACKS=1: see docs/reconstruction.md), so the element-wise pass
+ * and its write and read of a whole b x K x n tensor disappear; the CPU
  * backend (and the GPU without callbacks) evaluate them into the buffer, then transform. Each
  * computes exactly what the pass it replaces writes (same operations in the same order), so the
  * fused and unfused sequences agree bit for bit on the same backend.

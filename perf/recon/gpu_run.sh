@@ -174,17 +174,31 @@ ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose
     --jitter 0.15 --threads "$NCPU"; check
 step "ensemblefit, 1 GPU"
 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
-# Where the GPU time goes (EF_RECON_PHASES=1: events between the engine's phases, a little
-# overhead, so not the timed run), with cuFFT load callbacks and with element-wise passes.
-step "ensemblefit, 1 GPU, 4 iterations, GPU time per phase (cuFFT load callbacks)"
-EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 4 --output.file phases_cb.h5; check
-step "ensemblefit, 1 GPU, 5 iterations, element-wise passes instead of callbacks (EF_RECON_CALLBACKS=0)"
-EF_RECON_CALLBACKS=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
-step "ensemblefit, 1 GPU, 4 iterations, GPU time per phase (element-wise passes)"
-EF_RECON_CALLBACKS=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 4 --output.file phases_passes.h5; check
+# The same run with separate probe-spectrum and position passes (EF_RECON_MERGED=0: the
+# kernels of the previous session) and with the experimental cuFFT LTO load callbacks
+# (EF_RECON_CALLBACKS=1: checked at first use, see docs/reconstruction.md), then where the GPU
+# time goes (EF_RECON_PHASES=1: events between the engine's phases, a little overhead, so not the
+# timed runs).
+step "ensemblefit, 1 GPU, 5 iterations, separate spectrum and position passes (EF_RECON_MERGED=0)"
+EF_RECON_MERGED=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
+step "ensemblefit, 1 GPU, 5 iterations, experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)"
+EF_RECON_CALLBACKS=1 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file callbacks_1.h5; check
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (default)"
+EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 --output.file phases_default.h5; check
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (EF_RECON_MERGED=0)"
+EF_RECON_MERGED=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 \
+    --output.file phases_passes.h5; check
 step "PyTorch peer (PtyRAD style), 1 GPU, same data"
 py "$SRC/perf/peers/ptycho_torch.py" --data bench.h5 --modes 12 --batch 256 --iterations $(( iters / 2 + 1 )) \
     --position-correction --json "$OUT/peer.json"; check
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+if [ -n "$NCU" ] && [ -z "$quick" ]; then
+    step "ncu: time and DRAM bytes of ~30 kernels (about one mini-batch) -> ncu.log"
+    timeout 240 "$NCU" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        --launch-skip 600 --launch-count 30 ensemblefit reconstruct bench.ini --solver.iterations 1 \
+        --output.file ncu_1.h5 > "$OUT/ncu.log" 2>&1; check
+    grep -E "^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes" "$OUT/ncu.log" | head -120
+fi
 for g in 2 4 8; do
     [ "$g" -le "$NGPU" ] || continue
     step "ensemblefit, $g GPUs (NCCL sums)"
@@ -218,16 +232,19 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
     res["runs"][str(g)] = r
     print(json.dumps(r))
-if os.path.exists("passes_1.h5"):
-    t = h5py.File("passes_1.h5", "r")["/timing"]
+for f, variant in (("passes_1.h5", "separate spectrum and position passes (EF_RECON_MERGED=0)"),
+                   ("callbacks_1.h5", "experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)")):
+    if not os.path.exists(f):
+        continue
+    t = h5py.File(f, "r")["/timing"]
     s = float(t.attrs["seconds_per_iteration"])
     traffic = float(t.attrs["traffic_bytes_per_iteration"])
-    r = {"gpus": 1, "variant": "element-wise passes (EF_RECON_CALLBACKS=0)", "seconds_per_iteration": s,
+    r = {"gpus": 1, "variant": variant, "seconds_per_iteration": s,
          "traffic_GB_per_iteration": traffic / 1e9, "achieved_GBps_per_gpu": traffic / s / 1e9,
          "fraction_of_copy_bandwidth": traffic / s / 1e9 / dev["copy_bandwidth_GBps"]}
     if peer:
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
-    res["runs"]["1_passes"] = r
+    res["runs"]["1_" + f[:-5]] = r
     print(json.dumps(r))
 json.dump(res, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY

@@ -6,18 +6,20 @@
 // an element-wise pass wrote. callerInfo points to the functor (device memory).
 #include <cufftXt.h>
 
+#include "kernels/cuda/lto/load_slot.hpp"
 #include "kernels/recon/ptycho_math.hpp"
 
 namespace {
 
 template <class Load>
 __device__ __forceinline__ cufftComplex ef_apply_load(unsigned long long offset, void* info) {
-    const Load& load = *static_cast<const Load*>(info);
-    const unsigned n = static_cast<unsigned>(load.d.h) * static_cast<unsigned>(load.d.w);
+    const ef::recon::LoadSlot<Load>& slot = *static_cast<const ef::recon::LoadSlot<Load>*>(info);
+    const unsigned n = static_cast<unsigned>(slot.load.d.h) * static_cast<unsigned>(slot.load.d.w);
     unsigned long long r;
     if ((n & (n - 1)) == 0) r = offset >> (__ffs(static_cast<int>(n)) - 1);
     else r = offset / n;
-    const ef::recon::Cx<float> v = load(static_cast<std::int64_t>(r), static_cast<int>(offset - r * n));
+    const ef::recon::Cx<float> v =
+        slot.load(slot.row0 + static_cast<std::int64_t>(r), static_cast<int>(offset - r * n));
     return make_cuComplex(v.re, v.im);
 }
 
