@@ -100,7 +100,7 @@ class CpuBackend {
     using HostBuffer = AlignedBuffer<U>;
 
     CpuBackend(int h, int w, int threads, bool fft_measure)
-        : threads_(threads < 1 ? 1 : threads), fft_(h, w, threads_, fft_measure) {}
+        : threads_(threads < 1 ? 1 : threads), h_(h), w_(w), fft_(h, w, threads_, fft_measure) {}
 
     int threads() const { return threads_; }
 
@@ -140,6 +140,30 @@ class CpuBackend {
 
     void fft(Cx<T>* data, std::int64_t count, bool inverse) { fft_.run(data, count, inverse); }
 
+    /**
+     * Whether the engine runs its fused sequence (FFT loads instead of element-wise passes).
+     * On the CPU it saves nothing (each load is evaluated into the buffer first), so it is off
+     * unless EF_RECON_FUSED=1, which tests use to check the fused sequence against the plain one.
+     */
+    bool fused_ffts(std::int64_t) const {
+        const char* e = std::getenv("EF_RECON_FUSED");
+        return e && e[0] == '1';
+    }
+    /// In-place batched FFT of `data` whose input element (r, q) is load(r, q).
+    template <class Load>
+    void fft_load(const Load& load, Cx<T>* data, std::int64_t count, bool inverse) {
+        const int n = h_ * w_;
+        for_each_rows(count, n, ApplyLoad<T, Load>{load, data, n});
+        fft_.run(data, count, inverse);
+    }
+    /// No single pass for the probe spectrum and the position terms here: the engine runs both.
+    template <class S, class P>
+    bool spectrum_and_positions(std::int64_t, const S&, bool, const P&, Sum2*) {
+        return false;
+    }
+    /// Phase marks (timed by the CUDA backend); nothing here.
+    void mark(const char*) {}
+
     template <class U>
     void upload(U* dst, const U* src, std::size_t n) {
         if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(U));
@@ -160,6 +184,7 @@ class CpuBackend {
 
    private:
     int threads_;
+    int h_, w_;
     CpuFft<T> fft_;
 };
 

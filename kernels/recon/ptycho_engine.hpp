@@ -165,10 +165,57 @@ class PtychoEngine {
         }
         const bool shifted = o_.subpixel;
         forward_far_field(batch);
+        // Fused sequence (fused_): the modulus factor and conj(O) are applied by the loads of the
+        // FFTs that follow (cuFFT callbacks on the GPU) instead of passes over psi.
+        const bool fused = fused_;
+        const bool gp_fft = shifted && (probe_grad || position_grad);
 
+        // Per-position sums come back (on the GPU) at the next synchronize(): read after it.
         std::vector<Sum2> per(static_cast<size_t>(b));
-        be_.reduce_groups(b, n, ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data()},
+        std::vector<Sum2> pg(position_grad && gp_fft ? static_cast<size_t>(b) : 0);
+        be_.mark("modulus");
+        be_.reduce_groups(b, n,
+                          ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data(),
+                                             fused ? factor_.data() : nullptr},
                           per.data());
+        be_.mark("ifft far field");
+        if (fused)
+            be_.fft_load(LoadScaled<T>{d_, psi_.data(), factor_.data()}, psi_.data(), b * K, true);
+        else
+            be_.fft(psi_.data(), b * K, true);
+        be_.mark("patch gradients");
+        PatchGradients<T> pgrad{d_, shifted ? pshift_.data() : probe_.data(), shifted, object_.data(), crop_.data(),
+                                psi_.data(), patch_grad_.data()};
+        pgrad.store_probe_grad = !fused || (!shifted && probe_grad);
+        be_.for_each_rows(b, static_cast<int>(n), pgrad);
+        Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
+        if (gp_fft) {
+            be_.mark("fft probe gradient");
+            if (fused)
+                be_.fft_load(LoadConjObject<T>{d_, psi_.data(), object_.data(), crop_.data()}, psi_.data(), b * K, false);
+            else
+                be_.fft(psi_.data(), b * K, false);
+            // The spectrum is what ranks sum; update() takes it back to real space.
+            be_.mark("probe spectrum, positions");
+            const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
+            const PositionGradientTerm<T> pos{d_, ramp_.data(), probe_spec_.data(), psi_.data()};
+            // One pass for both where the backend has it (the GPU), else two.
+            const bool one_pass = position_grad && be_.spectrum_and_positions(b, spec, probe_grad, pos, pg.data());
+            merged_used_ = one_pass && probe_grad;
+            if (!one_pass) {
+                if (probe_grad) be_.for_each(K * n, spec);
+                if (position_grad) be_.reduce_groups(b, K * n, pos, pg.data());
+            }
+        } else if (probe_grad) {
+            be_.mark("probe gradient");
+            be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
+        }
+        be_.mark("object gradient");
+        be_.for_each_rows(d_.obj_h, d_.obj_w,
+                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
+                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+        be_.mark("finish");
+        finish_gradients(probe_grad);
         out.position_terms.resize(static_cast<size_t>(2 * b));
         for (std::int64_t j = 0; j < b; ++j) {  // in batch order: deterministic
             const Sum2& s = per[static_cast<size_t>(j)];
@@ -177,31 +224,10 @@ class PtychoEngine {
             out.loss_a += s.a;
             out.loss_b += s.b;
         }
-        be_.fft(psi_.data(), b * K, true);
-        be_.for_each_rows(b, static_cast<int>(n), PatchGradients<T>{d_, shifted ? pshift_.data() : probe_.data(), shifted,
-                                                                    object_.data(), crop_.data(), psi_.data(), patch_grad_.data()});
-        Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
-        if (shifted && (probe_grad || position_grad)) {
-            be_.fft(psi_.data(), b * K, false);
-            // The spectrum is what ranks sum; update() takes it back to real space.
-            if (probe_grad)
-                be_.for_each(K * n, ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe});
-            if (position_grad) {
-                std::vector<Sum2> pg(static_cast<size_t>(b));
-                be_.reduce_groups(b, K * n, PositionGradientTerm<T>{d_, ramp_.data(), probe_spec_.data(), psi_.data()},
-                                  pg.data());
-                for (std::int64_t j = 0; j < b; ++j) {
-                    out.position_grad[static_cast<size_t>(2 * j)] = pg[static_cast<size_t>(j)].a;
-                    out.position_grad[static_cast<size_t>(2 * j + 1)] = pg[static_cast<size_t>(j)].b;
-                }
-            }
-        } else if (probe_grad) {
-            be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
+        for (size_t j = 0; j < pg.size(); ++j) {
+            out.position_grad[2 * j] = pg[j].a;
+            out.position_grad[2 * j + 1] = pg[j].b;
         }
-        be_.for_each_rows(d_.obj_h, d_.obj_w,
-                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
-                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
-        finish_gradients(probe_grad);
         return out;
     }
 
@@ -316,20 +342,41 @@ class PtychoEngine {
         const double c = static_cast<double>(sizeof(C));
         const double kn = static_cast<double>(d_.modes) * static_cast<double>(d_.n());
         const double n = static_cast<double>(d_.n());
+        const bool gp_fft = o_.subpixel && (probe_grad || position_grad);
         double passes = 0;  // b x K x n complex passes
+        double per_pixel = 4.0 /* pattern */ + c /* patch grad write */ + c /* gather read */;
+        if (fused_used_) {
+            // Fused: the FFT loads compute their input from cached tables (probe spectrum, ramps,
+            // object) or from the tensor they transform, so an FFT reads its tensor once at most.
+            if (o_.subpixel) passes += 1 + 2;  // IFFT to shifted probes (write); FFT of P O (read pshift, write psi)
+            else passes += 1;                  // FFT of P O (write psi; probe and object cached)
+            passes += 1;                       // modulus factor (read psi)
+            per_pixel += 4.0 + 4.0;            // factor written, read by the inverse FFT's load
+            passes += 2;                       // IFFT with the factor applied (read, write)
+            passes += o_.subpixel ? 2 : 1;     // patch gradients: psi (+ pshift) read
+            if (gp_fft) {
+                passes += 2;  // FFT of conj(O) G_psi
+                // spectrum sum and position terms (one read of F G_P when one pass does both)
+                passes += merged_used_ ? 1 : (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);
+            } else if (probe_grad) {
+                passes += 1 + 1;  // G_P written by the patch pass, read by the probe sum
+            }
+            return passes * kn * c + n * per_pixel;
+        }
         if (o_.subpixel) passes += 1 + 2 + 2;  // spectrum write, IFFT, exit (read pshift, write psi)
         else passes += 1;                      // exit (write)
         passes += 2;                           // FFT
         passes += 2;                           // modulus (read, write)
         passes += 2;                           // IFFT
         passes += o_.subpixel ? 3 : 2;         // patch gradients: psi read+write (+ pshift read)
-        if (o_.subpixel && (probe_grad || position_grad)) {
-            passes += 2;                                              // FFT of G_P
-            passes += (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);  // spectrum sum, position terms
+        if (gp_fft) {
+            passes += 2;  // FFT of G_P
+            // spectrum sum and position terms (one read of F G_P when one pass does both)
+            passes += merged_used_ ? 1 : (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);
         } else if (probe_grad) {
             passes += 1;
         }
-        return passes * kn * c + n * (4.0 /* pattern */ + c /* patch grad write */ + c /* gather read */);
+        return passes * kn * c + n * per_pixel;
     }
 
    private:
@@ -361,18 +408,30 @@ class PtychoEngine {
         const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
         const int n = static_cast<int>(d_.n());
         const std::int64_t rows = b * d_.modes;
+        be_.mark("stage");
         stage_batch(batch);
         ensure_workspace(b);
+        fused_ = be_.fused_ffts(rows);
+        fused_used_ = fused_;
+        be_.mark("shifted probes");
         if (o_.subpixel) {
             ensure_probe_spectrum();
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
-            be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
-            be_.fft(pshift_.data(), rows, true);
-            be_.for_each_rows(rows, n, ExitWave<T>{d_, pshift_.data(), true, object_.data(), crop_.data(), psi_.data()});
-        } else {
-            be_.for_each_rows(rows, n, ExitWave<T>{d_, probe_.data(), false, object_.data(), crop_.data(), psi_.data()});
+            if (fused_) {
+                be_.fft_load(LoadShiftedProbe<T>{d_, probe_spec_.data(), ramp_.data()}, pshift_.data(), rows, true);
+            } else {
+                be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
+                be_.fft(pshift_.data(), rows, true);
+            }
         }
-        be_.fft(psi_.data(), rows, false);
+        be_.mark("exit waves, fft");
+        const Cx<T>* probe = o_.subpixel ? pshift_.data() : probe_.data();
+        if (fused_) {
+            be_.fft_load(LoadExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data()}, psi_.data(), rows, false);
+        } else {
+            be_.for_each_rows(rows, n, ExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data(), psi_.data()});
+            be_.fft(psi_.data(), rows, false);
+        }
     }
 
     void ensure_probe_spectrum() {
@@ -388,6 +447,7 @@ class PtychoEngine {
             psi_.resize(need);
             if (o_.subpixel) pshift_.resize(need);
             patch_grad_.resize(static_cast<size_t>(b * d_.n()));
+            factor_.resize(static_cast<size_t>(b * d_.n()));
         }
     }
 
@@ -442,6 +502,7 @@ class PtychoEngine {
     Buffer<T> mp_, vp_;
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
+    Buffer<T> factor_;  // b x n modulus factors (fused sequence)
     Buffer<int> crop_, row_start_, row_items_;
     Buffer<T> shift_;
     Buffer<C> ramp_;  // b x (h + w) Fourier shift factors
@@ -449,6 +510,9 @@ class PtychoEngine {
     typename Backend::template HostBuffer<double> host_grad_;
     bool device_only_ = false;
     bool probe_spec_valid_ = false;
+    bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
+    bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes
+    bool merged_used_ = false;  // the last batch summed probe spectrum and position terms in one pass
 };
 
 }  // namespace ef::recon

@@ -198,6 +198,7 @@ struct ModulusGradient {
     const float* patterns;           ///< the rank's share, count x n, FFT order
     const std::int64_t* pattern_of;  ///< b: row of `patterns` for batch position j
     Cx<T>* psi;                      ///< b x K x n
+    T* factor = nullptr;             ///< b x n: when set, (2 g / n) goes here and psi is left as it is
     EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
         using std::log;
         using std::sqrt;
@@ -224,6 +225,10 @@ struct ModulusGradient {
             terms.b = static_cast<double>(data);
         }
         const T f = T(2) * g * inv_n;
+        if (factor) {  // fused path: the inverse FFT's load (LoadScaled) applies f
+            factor[j * n + q] = f;
+            return terms;
+        }
         for (int k = 0; k < d.modes; ++k) row[static_cast<std::int64_t>(k) * n] = row[static_cast<std::int64_t>(k) * n] * f;
         return terms;
     }
@@ -263,6 +268,7 @@ struct PatchGradients {
     const int* crop;
     Cx<T>* psi;
     Cx<T>* patch_grad;  ///< b x n
+    bool store_probe_grad = true;  ///< false: psi is left as it is (a later FFT load applies conj(O))
     EF_HD void operator()(std::int64_t j, int q) const {
         const int n = d.h * d.w;
         const std::int64_t row = crop[2 * j] + q / d.w;
@@ -274,7 +280,7 @@ struct PatchGradients {
             const Cx<T> g = psi[e];
             const Cx<T> p = per_position ? probe[e] : probe[static_cast<std::int64_t>(k) * n + q];
             acc = acc + conj_mul(p, g);
-            psi[e] = conj_mul(o, g);
+            if (store_probe_grad) psi[e] = conj_mul(o, g);
         }
         patch_grad[j * n + q] = acc;
     }
@@ -324,11 +330,19 @@ struct ProbeGradientSpectrum {
         const int u = q / d.w, v = q % d.w;
         Cx<double> acc{0.0, 0.0};
         for (std::int64_t j = 0; j < batch; ++j) {
-            const Cx<T> z = conj_mul(ramp_at(ramp, d, j, u, v), psi[j * kn + i]);
+            const Cx<T> z = term(j, i, ramp_at(ramp, d, j, u, v));
             acc.re += static_cast<double>(z.re);
             acc.im += static_cast<double>(z.im);
         }
-        const double inv_n = 1.0 / static_cast<double>(n);
+        finish(i, acc);
+    }
+    /// Position j's term at element i, with w = ramp_j at i's pixel.
+    EF_HD Cx<T> term(std::int64_t j, std::int64_t i, Cx<T> w) const {
+        const std::int64_t kn = static_cast<std::int64_t>(d.modes) * d.h * d.w;
+        return conj_mul(w, psi[j * kn + i]);
+    }
+    EF_HD void finish(std::int64_t i, Cx<double> acc) const {
+        const double inv_n = 1.0 / static_cast<double>(d.h * d.w);
         out[i] = Cx<double>{acc.re * inv_n, acc.im * inv_n};
     }
 };
@@ -359,12 +373,17 @@ struct PositionGradientTerm {
         const int k = ei / n;
         const int q = ei - k * n;
         const int u = q / d.w, v = q % d.w;
-        const Cx<T> pw = probe_spec[ei] * ramp_at(ramp, d, j, u, v);
+        return term(j, ei, ramp_at(ramp, d, j, u, v), fft_freq<T>(u, d.h), fft_freq<T>(v, d.w));
+    }
+    /// The same with w = ramp_j at the element's pixel and its frequencies fy, fx given.
+    EF_HD Sum2 term(std::int64_t j, int ei, Cx<T> w, T fy, T fx) const {
+        const int n = d.h * d.w;
+        const Cx<T> pw = probe_spec[ei] * w;
         const Cx<T> z = conj_mul(psi[j * d.modes * static_cast<std::int64_t>(n) + ei], pw);
         const T s = static_cast<T>(6.283185307179586476925) * z.im / static_cast<T>(n);
         Sum2 out;
-        out.a = static_cast<double>(s * fft_freq<T>(u, d.h));
-        out.b = static_cast<double>(s * fft_freq<T>(v, d.w));
+        out.a = static_cast<double>(s * fy);
+        out.b = static_cast<double>(s * fx);
         return out;
     }
 };
@@ -416,6 +435,91 @@ struct ObjectGradient {
             g1[i] = im;
         }
     }
+};
+
+// ---- FFT loads ----------------------------------------------------------------------------
+
+/**
+ * FFT load operations: the value an in-place batched FFT of b x K x n elements reads at row
+ * r = (j, k), pixel q, computed instead of read from a separate element-wise pass. The CUDA
+ * worker can run them as cuFFT LTO load callbacks (kernels/cuda/lto/recon_fft_loads.cu;
+ * experimental, EF_RECON_CALLBACKS=1: see docs/reconstruction.md), so the element-wise pass
+ * and its write and read of a whole b x K x n tensor disappear; the CPU
+ * backend (and the GPU without callbacks) evaluate them into the buffer, then transform. Each
+ * computes exactly what the pass it replaces writes (same operations in the same order), so the
+ * fused and unfused sequences agree bit for bit on the same backend.
+ */
+
+/// Shifted-probe spectrum (ShiftedProbeSpectrum's value): for the inverse FFT giving P_jk.
+template <class T>
+struct LoadShiftedProbe {
+    PtychoDims d;
+    const Cx<T>* probe_spec;
+    const Cx<T>* ramp;
+    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const int j = static_cast<int>(r) / d.modes;  // rows < 2^31: 32-bit division (cheap on GPUs)
+        const int k = static_cast<int>(r) - j * d.modes;
+        const Cx<T> w = ramp_at(ramp, d, j, q / d.w, q % d.w);
+        return probe_spec[static_cast<std::int64_t>(k) * n + q] * w * (T(1) / static_cast<T>(n));
+    }
+};
+
+/// Exit wave (ExitWave's value) for the forward FFT: P_jk(q) O(crop_j + q).
+template <class T>
+struct LoadExitWave {
+    PtychoDims d;
+    const Cx<T>* probe;  ///< b x K x n (per_position) or K x n
+    bool per_position;
+    const Cx<T>* object;
+    const int* crop;
+    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const int j = static_cast<int>(r) / d.modes;  // rows < 2^31: 32-bit division (cheap on GPUs)
+        const int k = static_cast<int>(r) - j * d.modes;
+        const std::int64_t row = crop[2 * j] + q / d.w;
+        const std::int64_t col = crop[2 * j + 1] + q % d.w;
+        const Cx<T> p = per_position ? probe[r * n + q] : probe[static_cast<std::int64_t>(k) * n + q];
+        return p * object[row * d.obj_w + col];
+    }
+};
+
+/// Far field times ModulusGradient's factor (2 g / n) of its position and pixel.
+template <class T>
+struct LoadScaled {
+    PtychoDims d;
+    const Cx<T>* psi;
+    const T* factor;  ///< b x n
+    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const std::int64_t j = static_cast<int>(r) / d.modes;
+        return psi[r * static_cast<std::int64_t>(n) + q] * factor[j * n + q];
+    }
+};
+
+/// Shifted-probe gradient G_P_jk = conj(O_j) G_psi_jk (PatchGradients' store) for the forward FFT.
+template <class T>
+struct LoadConjObject {
+    PtychoDims d;
+    const Cx<T>* psi;
+    const Cx<T>* object;
+    const int* crop;
+    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
+        const int n = d.h * d.w;
+        const int j = static_cast<int>(r) / d.modes;
+        const std::int64_t row = crop[2 * j] + q / d.w;
+        const std::int64_t col = crop[2 * j + 1] + q % d.w;
+        return conj_mul(object[row * d.obj_w + col], psi[r * static_cast<std::int64_t>(n) + q]);
+    }
+};
+
+/// dst(r, q) = load(r, q): a load evaluated into memory (backends without FFT callbacks).
+template <class T, class Load>
+struct ApplyLoad {
+    Load load;
+    Cx<T>* dst;
+    int n;
+    EF_HD void operator()(std::int64_t r, int q) const { dst[r * n + q] = load(r, q); }
 };
 
 // ---- updates -----------------------------------------------------------------------------

@@ -19,7 +19,10 @@
 # and `run` takes the GPU machine's own (CUDA 13 toolkit, else PyTorch's wheels). NCCL for
 # multi-GPU sums is loaded at run time from PyTorch's wheels. NVLink multicast stays off.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+# EF_REPO: the repository root (default: two levels above this script); EF_BUNDLE: the runtime
+# bundle folder (default .gpu-run), so a copy of this script can run from inside a bundle.
+cd "${EF_REPO:-$(dirname "$0")/../..}"
+BUNDLE=${EF_BUNDLE:-.gpu-run}
 mode=${1:-run}
 
 if [ "$mode" = prepare ]; then
@@ -32,10 +35,10 @@ if [ "$mode" = prepare ]; then
     fi
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" > /dev/null
     cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests
-    ../shared/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
-    rm -f .gpu-run/usr/lib/x86_64-linux-gnu/libcufft* .gpu-run/usr/lib/x86_64-linux-gnu/libcublas*
-    echo "bundle: $(du -sh .gpu-run | cut -f1) (cuFFT left out: the GPU machine has its own)"
-    echo "then, on the GPU machine: bash perf/recon/gpu_run.sh run   (carry .gpu-run)"
+    ../shared/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
+    rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*
+    echo "bundle: $(du -sh "$BUNDLE" | cut -f1) (cuFFT left out: the GPU machine has its own)"
+    echo "then, on the GPU machine: bash perf/recon/gpu_run.sh run   (carry $BUNDLE)"
     exit 0
 fi
 [ "$mode" = run ] || { echo "usage: $0 prepare | run [quick]" >&2; exit 2; }
@@ -48,7 +51,7 @@ SRC=$PWD
 ORIG_LD=${LD_LIBRARY_PATH:-}
 # Python (PyTorch, h5py) runs with the machine's own libraries, not the bundle's.
 py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
-source .gpu-run/env.sh
+source "$BUNDLE/env.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export EF_SOURCE_DIR=$SRC PYTHONUNBUFFERED=1
 # cuFFT from the machine's toolkit or PyTorch's wheels; NCCL from PyTorch's wheels.
@@ -85,7 +88,7 @@ PY
 check
 step "unit and GPU tests [recon]"
 gpu_tests "[recon]" -d yes; check
-unit_tests "[recon]" | tail -3; check
+[ -x "$BUNDLE/bin/unit_tests" ] && { unit_tests "[recon]" | tail -3; check; }
 } 2>&1 | tee "$OUT/tests.log"
 
 # ---- GPU vs CPU on the acceptance dataset; CPU + GPU ranks together --------------------------
@@ -183,9 +186,31 @@ ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose
     --jitter 0.15 --threads "$NCPU"; check
 step "ensemblefit, 1 GPU"
 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
+# The same run with separate probe-spectrum and position passes (EF_RECON_MERGED=0: the
+# kernels of the previous session) and with the experimental cuFFT LTO load callbacks
+# (EF_RECON_CALLBACKS=1: checked at first use, see docs/reconstruction.md), then where the GPU
+# time goes (EF_RECON_PHASES=1: events between the engine's phases, a little overhead, so not the
+# timed runs).
+step "ensemblefit, 1 GPU, 5 iterations, separate spectrum and position passes (EF_RECON_MERGED=0)"
+EF_RECON_MERGED=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
+step "ensemblefit, 1 GPU, 5 iterations, experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)"
+EF_RECON_CALLBACKS=1 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file callbacks_1.h5; check
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (default)"
+EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 --output.file phases_default.h5; check
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (EF_RECON_MERGED=0)"
+EF_RECON_MERGED=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 \
+    --output.file phases_passes.h5; check
 step "PyTorch peer (PtyRAD style), 1 GPU, same data"
 py "$SRC/perf/peers/ptycho_torch.py" --data bench.h5 --modes 12 --batch 256 --iterations $(( iters / 2 + 1 )) \
     --position-correction --json "$OUT/peer.json"; check
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+if [ -n "$NCU" ] && [ -z "$quick" ]; then
+    step "ncu: time and DRAM bytes of ~30 kernels (about one mini-batch) -> ncu.log"
+    timeout 240 "$NCU" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        --launch-skip 600 --launch-count 30 ensemblefit reconstruct bench.ini --solver.iterations 1 \
+        --output.file ncu_1.h5 > "$OUT/ncu.log" 2>&1; check
+    grep -E "^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes" "$OUT/ncu.log" | head -120
+fi
 for g in 2 4 8; do
     [ "$g" -le "$NGPU" ] || continue
     step "ensemblefit, $g GPUs (NCCL sums)"
@@ -218,6 +243,20 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
         r["peer_seconds_per_iteration"] = peer["seconds_per_iteration"]
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
     res["runs"][str(g)] = r
+    print(json.dumps(r))
+for f, variant in (("passes_1.h5", "separate spectrum and position passes (EF_RECON_MERGED=0)"),
+                   ("callbacks_1.h5", "experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)")):
+    if not os.path.exists(f):
+        continue
+    t = h5py.File(f, "r")["/timing"]
+    s = float(t.attrs["seconds_per_iteration"])
+    traffic = float(t.attrs["traffic_bytes_per_iteration"])
+    r = {"gpus": 1, "variant": variant, "seconds_per_iteration": s,
+         "traffic_GB_per_iteration": traffic / 1e9, "achieved_GBps_per_gpu": traffic / s / 1e9,
+         "fraction_of_copy_bandwidth": traffic / s / 1e9 / dev["copy_bandwidth_GBps"]}
+    if peer:
+        r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
+    res["runs"]["1_" + f[:-5]] = r
     print(json.dumps(r))
 json.dump(res, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY

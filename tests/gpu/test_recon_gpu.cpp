@@ -10,6 +10,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -142,9 +143,32 @@ TEST_CASE("recon: CUDA gradients are bitwise reproducible run to run", "[gpu][re
     CHECK(t1.position_grad == t3.position_grad);
 }
 
-TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time", "[gpu][recon][bench]") {
+TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][recon]") {
+    struct Shape {
+        int dp, modes, b, obj;
+    };
+    for (const Shape sh : {Shape{64, 4, 48, 160}, Shape{128, 3, 24, 300}, Shape{128, 12, 256, 592}}) {
+        const Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
+        auto plain = make(s, WorkerKind::gpu);
+        setenv("EF_RECON_CALLBACKS", "1", 1);  // experimental, off by default; checked at first use
+        auto fused = make(s, WorkerKind::gpu);
+        unsetenv("EF_RECON_CALLBACKS");
+        ReconBatchTerms tp, tf;
+        const auto gp = gradients(*plain, s.batch, tp), gf = gradients(*fused, s.batch, tf);
+        const double dg = rel_diff(gf, gp), dp = rel_diff(tf.position_grad, tp.position_grad);
+        std::printf("  recon %d x %d x %d^2, callbacks vs passes: gradient max rel diff %.2e, position gradient %.2e, loss %.3e\n",
+                    sh.b, sh.modes, sh.dp, dg, dp, std::abs(tf.loss_a / tp.loss_a - 1));
+        CHECK(tf.loss_a == Approx(tp.loss_a).epsilon(1e-5));
+        CHECK(dg < 1e-4);
+        CHECK(dp < 1e-4);
+    }
+}
+
+static void bench_batch(bool callbacks) {
     const Setup s = make_setup(128, 12, 256, 592);
+    if (callbacks) setenv("EF_RECON_CALLBACKS", "1", 1);
     auto gpu = make(s, WorkerKind::gpu);
+    unsetenv("EF_RECON_CALLBACKS");
     gpu->keep_gradients_on_device(true);
     ReconBatchTerms t;
     ReconUpdate u;
@@ -165,8 +189,14 @@ TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time"
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
     const double bytes = gpu->traffic_bytes(true, true) * 256;
-    std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients): %.2f ms, model traffic %.2f GB "
-                "-> %.0f GB/s; x 64 batches = %.3f s per 16384-pattern iteration\n",
-                1e3 * secs, bytes / 1e9, bytes / secs / 1e9, 64 * secs);
+    std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients, %s): %.2f ms, model traffic "
+                "%.2f GB -> %.0f GB/s; x 64 batches = %.3f s per 16384-pattern iteration\n",
+                callbacks ? "cuFFT load callbacks" : "element-wise passes", 1e3 * secs, bytes / 1e9, bytes / secs / 1e9,
+                64 * secs);
     CHECK(std::isfinite(t.loss_a));
+}
+
+TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time", "[gpu][recon][bench]") {
+    bench_batch(false);
+    bench_batch(true);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -147,6 +148,34 @@ TEST_CASE("CPU gradients do not depend on the thread count", "[recon][backend]")
     const auto g1 = gradients(*one, s.batch, t1), g2 = gradients(*two, s.batch, t2);
     CHECK(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(double)) == 0);
     CHECK(t1.loss_a == t2.loss_a);
+}
+
+TEST_CASE("CPU fused FFT-load sequence = the element-wise passes, bit for bit", "[recon][backend]") {
+    // The sequence the GPU runs with cuFFT load callbacks, evaluated on the CPU (EF_RECON_FUSED).
+    for (const bool subpixel : {true, false}) {
+        Setup s = make_setup();
+        s.o.subpixel = subpixel;
+        auto plain = make(s, WorkerKind::cpu, false);
+        auto fused = make(s, WorkerKind::cpu, false);
+        for (const bool probe : {true, false}) {
+            ReconBatchTerms tp, tf;
+            tp = plain->gradients(s.batch, probe, true);
+            size_t count = 0;
+            const double* p = plain->gradient_buffer(probe, count);
+            const std::vector<double> gp(p, p + count);
+            setenv("EF_RECON_FUSED", "1", 1);
+            tf = fused->gradients(s.batch, probe, true);
+            unsetenv("EF_RECON_FUSED");
+            const double* f = fused->gradient_buffer(probe, count);
+            const std::vector<double> gf(f, f + count);
+            INFO("subpixel " << subpixel << ", probe gradient " << probe);
+            CHECK(std::memcmp(gp.data(), gf.data(), gp.size() * sizeof(double)) == 0);
+            CHECK(tp.loss_a == tf.loss_a);
+            CHECK(tp.loss_b == tf.loss_b);
+            CHECK(tp.position_grad == tf.position_grad);
+            CHECK(tp.position_terms == tf.position_terms);
+        }
+    }
 }
 
 TEST_CASE("a GPU reconstruction worker without a device is refused clearly", "[recon][backend]") {
