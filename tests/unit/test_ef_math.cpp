@@ -12,7 +12,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <ensemblefit/model/formula.hpp>
+
+#include "kernels/core/complex.hpp"
+#include "kernels/core/dual.hpp"
 #include "kernels/core/ef_math.hpp"
+#include "kernels/fit/resample.hpp"
+#include "kernels/models/builtin_models.hpp"
+#include "kernels/models/formula_model.hpp"
 
 namespace {
 
@@ -395,4 +402,93 @@ TEST_CASE("ef::math exp, log, atan are monotonic across runs of adjacent doubles
                      0.8206787908286604, 1.0}) {
         CHECK(check_run(fatan, s * (1.0 - 0x1p-42), 20000) == 0);
     }
+}
+
+namespace {
+
+/// The first of a fixed pseudo-random sequence of arguments in [lo, hi) where f and g differ
+/// in the last bit (glibc and ef::math agree on most arguments, so a bitwise check only proves
+/// something on one of these); lo if none is found.
+template <class F, class G>
+double differing_arg(F f, G g, double lo, double hi) {
+    std::mt19937_64 gen(99);
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (int i = 0; i < 1000000; ++i) {
+        const double x = u(gen);
+        if (!same(f(x), g(x))) return x;
+    }
+    return lo;
+}
+
+/// A one-variable formula model for `text` in x with parameter a, evaluated at x.
+double formula_at(const std::string& text, double x, double a) {
+    const ef::FormulaProgram prog = ef::compile_formula(text, {"a"}, {"x"});
+    ef::FormulaModel fm;
+    fm.code = prog.code.data();
+    fm.constants = prog.constants.data();
+    fm.code_size = static_cast<int>(prog.code.size());
+    fm.params = 1;
+    const double p[1] = {a};
+    const double xs[1] = {x};
+    return fm.value(p, static_cast<const double*>(nullptr), xs, 0);
+}
+
+}  // namespace
+
+TEST_CASE("models, duals, complex numbers and resampling evaluate through ef::math", "[ef_math]") {
+    // Bitwise equality with ef::math, on arguments where glibc gives other bits, is what makes
+    // GPU and CPU fits agree; an unqualified call that resolves to std:: again fails here.
+    using D = ef::Dual<double, 2>;
+    struct Fn {
+        const char* name;
+        double (*ef_f)(double);
+        double (*std_f)(double);
+        D (*dual_f)(const D&);
+        double lo, hi;
+    };
+    const Fn fns[] = {
+        {"exp", [](double v) { return m::exp(v); }, [](double v) { return std::exp(v); },
+         [](const D& v) { return ef::exp(v); }, -20.0, 20.0},
+        {"log", [](double v) { return m::log(v); }, [](double v) { return std::log(v); },
+         [](const D& v) { return ef::log(v); }, 0.01, 100.0},
+        {"sin", [](double v) { return m::sin(v); }, [](double v) { return std::sin(v); },
+         [](const D& v) { return ef::sin(v); }, -10.0, 10.0},
+        {"cos", [](double v) { return m::cos(v); }, [](double v) { return std::cos(v); },
+         [](const D& v) { return ef::cos(v); }, -10.0, 10.0},
+        {"tan", [](double v) { return m::tan(v); }, [](double v) { return std::tan(v); },
+         [](const D& v) { return ef::tan(v); }, -1.5, 1.5},
+        {"atan", [](double v) { return m::atan(v); }, [](double v) { return std::atan(v); },
+         [](const D& v) { return ef::atan(v); }, -10.0, 10.0}};
+    for (const Fn& fn : fns) {
+        const double x = differing_arg(fn.ef_f, fn.std_f, fn.lo, fn.hi);
+        INFO(fn.name << " at " << x << (same(fn.ef_f(x), fn.std_f(x)) ? " (glibc agrees)" : ""));
+
+        CHECK(same(fn.dual_f(D::variable(x, 0)).v, fn.ef_f(x)));
+        CHECK(same(formula_at(std::string(fn.name) + "(x)", x, 0.0), fn.ef_f(x)));
+    }
+
+    const double xe = differing_arg([](double v) { return m::exp(v); },
+                                    [](double v) { return std::exp(v); }, -20.0, 20.0);
+    const double xc = differing_arg([](double v) { return m::cos(v); },
+                                    [](double v) { return std::cos(v); }, -10.0, 10.0);
+    const double xp = differing_arg([](double v) { return m::pow(v, 1.37); },
+                                    [](double v) { return std::pow(v, 1.37); }, 0.01, 100.0);
+    const double ya = differing_arg([](double v) { return m::atan2(v, 1.7); },
+                                    [](double v) { return std::atan2(v, 1.7); }, -10.0, 10.0);
+
+    CHECK(same(ef::pow(D::variable(xp, 0), D::variable(1.37, 1)).v, m::pow(xp, 1.37)));
+    CHECK(same(formula_at("x^a", xp, 1.37), m::pow(xp, 1.37)));
+    CHECK(same(formula_at("pow(x, a)", xp, 1.37), m::pow(xp, 1.37)));
+    CHECK(same(ef::exp(ef::Complex<double>(xe, xc)).re, m::exp(xe) * m::cos(xc)));
+    CHECK(same(ef::log(ef::Complex<double>(1.7, ya)).im, m::atan2(ya, 1.7)));
+    const double p3[3] = {1.0, 1.0, 0.0};  // a exp(-k x) + c = e^xe exactly
+    const double xs[1] = {-xe};
+    CHECK(same(ef::ExponentialModel{}.value(p3, static_cast<const double*>(nullptr), xs, 0),
+               m::exp(xe)));
+
+    const ef::ReplicaRng rng(7, 3);
+    double u1 = 0;
+    double u2 = 0;
+    rng.uniform2(5, ef::ReplicaRng::kSmearStream, u1, u2);
+    CHECK(same(rng.normal(5), std::sqrt(-2.0 * m::log(u1)) * m::cos(6.283185307179586476925 * u2)));
 }
