@@ -66,7 +66,9 @@ namespace complex_detail {
 template <class T>
 inline constexpr bool kNotDouble = !std::is_same_v<T, double>;
 
-/// atan2 for plain reals.
+/// atan2 for doubles: ef::math, the same bits on host and device.
+EF_HD inline double atan2_of(double y, double x) { return math::atan2(y, x); }
+/// atan2 for other plain reals (found by argument-dependent lookup, e.g. instrumented scalars).
 template <class T>
 EF_HD T atan2_of(const T& y, const T& x) {
     using std::atan2;
@@ -193,16 +195,12 @@ EF_HD Complex<T> operator/(double b, const Complex<T>& a) {
 /// e^z = e^re (cos im + i sin im).
 template <class T>
 EF_HD Complex<T> exp(const Complex<T>& z) {
-    using std::cos;
-    using std::exp;
-    using std::sin;
     const T m = exp(z.re);
     return Complex<T>(m * cos(z.im), m * sin(z.im));
 }
 /// Principal logarithm: ln|z| + i arg z, arg in (-pi, pi].
 template <class T>
 EF_HD Complex<T> log(const Complex<T>& z) {
-    using std::log;
     return Complex<T>(T(0.5) * log(norm(z)), arg(z));
 }
 /// Principal square root (Re >= 0), by the cancellation-free half-angle formulas.
@@ -229,7 +227,6 @@ EF_HD Complex<T> pow(const Complex<T>& z, const T& w) { return exp(log(z) * w); 
 /// x^w for a positive real base x and complex exponent w: e^{w ln x} (the Mellin kernel x^-N).
 template <class T>
 EF_HD Complex<T> pow(const T& x, const Complex<T>& w) {
-    using std::log;
     return exp(w * log(x));
 }
 

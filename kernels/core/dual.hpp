@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/core/ef_math.hpp"
 #include "kernels/core/hd.hpp"
 
 namespace ef {
@@ -127,6 +128,20 @@ EF_HD bool operator<(const Dual<T, K>& a, const Dual<T, K>& b) { return a.v < b.
 template <class T, int K>
 EF_HD bool operator>(const Dual<T, K>& a, const Dual<T, K>& b) { return a.v > b.v; }
 
+// Plain-double elementary functions --------------------------------------------------------------
+// Transcendentals go through ef::math, not std:: or CUDA's libdevice, so that host and device
+// give the same bits (kernels/core/ef_math.hpp says why). Declared before the Dual overloads so
+// that their unqualified calls on T = double find these. sqrt, fabs, fmax are exact everywhere
+// and stay std::.
+EF_HD inline double exp(double x) { return math::exp(x); }
+EF_HD inline double log(double x) { return math::log(x); }
+EF_HD inline double pow(double x, double y) { return math::pow(x, y); }
+EF_HD inline double sin(double x) { return math::sin(x); }
+EF_HD inline double cos(double x) { return math::cos(x); }
+EF_HD inline double tan(double x) { return math::tan(x); }
+EF_HD inline double atan(double x) { return math::atan(x); }
+EF_HD inline double atan2(double y, double x) { return math::atan2(y, x); }
+
 // Elementary functions: chain rule with f'(v) -------------------------------------------------
 namespace detail {
 template <class T, int K>
@@ -140,13 +155,11 @@ EF_HD Dual<T, K> chain(const Dual<T, K>& a, T fv, T dfv) {
 
 template <class T, int K>
 EF_HD Dual<T, K> exp(const Dual<T, K>& a) {
-    using std::exp;
     const T e = exp(a.v);
     return detail::chain(a, e, e);
 }
 template <class T, int K>
 EF_HD Dual<T, K> log(const Dual<T, K>& a) {
-    using std::log;
     return detail::chain(a, log(a.v), T(1) / a.v);
 }
 template <class T, int K>
@@ -157,25 +170,19 @@ EF_HD Dual<T, K> sqrt(const Dual<T, K>& a) {
 }
 template <class T, int K>
 EF_HD Dual<T, K> sin(const Dual<T, K>& a) {
-    using std::cos;
-    using std::sin;
     return detail::chain(a, sin(a.v), cos(a.v));
 }
 template <class T, int K>
 EF_HD Dual<T, K> cos(const Dual<T, K>& a) {
-    using std::cos;
-    using std::sin;
     return detail::chain(a, cos(a.v), -sin(a.v));
 }
 template <class T, int K>
 EF_HD Dual<T, K> tan(const Dual<T, K>& a) {
-    using std::tan;
     const T t = tan(a.v);
     return detail::chain(a, t, T(1) + t * t);
 }
 template <class T, int K>
 EF_HD Dual<T, K> atan(const Dual<T, K>& a) {
-    using std::atan;
     return detail::chain(a, atan(a.v), T(1) / (T(1) + a.v * a.v));
 }
 template <class T, int K>
@@ -186,8 +193,6 @@ EF_HD Dual<T, K> abs(const Dual<T, K>& a) {
 /// bases go through the pow(Dual, T) overload.
 template <class T, int K>
 EF_HD Dual<T, K> pow(const Dual<T, K>& a, const Dual<T, K>& b) {
-    using std::log;
-    using std::pow;
     const T pv = pow(a.v, b.v);
     Dual<T, K> r;
     r.v = pv;
@@ -202,33 +207,23 @@ EF_HD Dual<T, K> pow(const Dual<T, K>& a, const Dual<T, K>& b) {
 }
 template <class T, int K>
 EF_HD Dual<T, K> pow(const Dual<T, K>& a, T b) {
-    using std::pow;
     const T pv = pow(a.v, b);
     const T da = (a.v == T(0)) ? (b == T(1) ? T(1) : T(0)) : b * pv / a.v;
     return detail::chain(a, pv, da);
 }
 template <class T, int K>
 EF_HD Dual<T, K> pow(T a, const Dual<T, K>& b) {
-    using std::log;
-    using std::pow;
     const T pv = pow(a, b.v);
     return detail::chain(b, pv, pv * log(a));
 }
 
-// The plain-double functions live beside the Dual overloads, so that unqualified calls inside
-// namespace ef pick std:: for doubles and the templates above for duals.
+// The exact plain-double functions live beside the Dual overloads, so that unqualified calls
+// inside namespace ef pick std:: for doubles and the templates above for duals.
 using std::abs;
-using std::atan;
-using std::cos;
-using std::exp;
 using std::fabs;
 using std::fmax;
 using std::isfinite;
-using std::log;
-using std::pow;
-using std::sin;
 using std::sqrt;
-using std::tan;
 
 template <class T, int K>
 EF_HD bool isfinite(const Dual<T, K>& a) {

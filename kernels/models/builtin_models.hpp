@@ -64,7 +64,6 @@ struct ExponentialModel : PointwiseModel {
     EF_HD int num_params() const { return 3; }
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
-        using std::exp;
         return p[0] * exp(-(p[1] * x[0])) + p[2];
     }
 };
@@ -82,7 +81,6 @@ struct GaussianModel : PointwiseModel {
     EF_HD int num_params() const { return 1 + 3 * peaks; }
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
-        using std::exp;
         T acc = p[0];
         for (int j = 0; j < peaks; ++j) {
             const T& a = p[1 + 3 * j];

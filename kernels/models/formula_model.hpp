@@ -23,15 +23,8 @@ struct FormulaModel : PointwiseModel {
 
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
-        using std::abs;
-        using std::atan;
-        using std::cos;
-        using std::exp;
-        using std::log;
-        using std::pow;
-        using std::sin;
-        using std::sqrt;
-        using std::tan;
+        // Unqualified calls: ef::exp(double) etc. (ef::math, identical on host and device) for
+        // T = double, the Dual overloads for T = Dual (dual.hpp).
         T stack[kFormulaMaxStack];
         int sp = 0;
         for (int pc = 0; pc < code_size; ++pc) {
