@@ -184,7 +184,7 @@ void fit_table_batched(const DisMellinModel& model, const PackedTable& packed, c
             }
         });
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int t = 0; t < m; ++t) finish_slot(b, list[t], kind[t]);
+        for (int t = 0; t < m; ++t) finish_slot(SerialLanes{}, b, list[t], kind[t]);
     }
 
     for (int s = 0; s < count; ++s) {

@@ -7,6 +7,7 @@
 #include "kernels/core/dual.hpp"
 #include "kernels/core/hd.hpp"
 #include "kernels/fit/dense.hpp"
+#include "kernels/fit/lanes.hpp"
 
 namespace ef {
 
@@ -229,29 +230,43 @@ EF_HD inline double clamp(double v, double lo, double hi) { return v < lo ? lo :
 
 /// The trial at the current damping: solve [R; sqrt(lambda) D] step = [-c; 0], project into
 /// the box, predicted reduction. Sets st.solved, st.pred, st.dnorm; pt holds the trial point.
-EF_HD inline void make_trial(LmState& st, const ParamBoundsView& bounds, const double* p, int n,
-                             const LmView& v) {
+/// The small in-place solve runs on the leader; every lane then derives the same scalars.
+template <class Exec>
+EF_HD void make_trial(const Exec& ex, LmState& st, const ParamBoundsView& bounds, const double* p, int n,
+                      const LmView& v) {
     const int na = st.na;
     const int P = bounds.P;
     const int m2 = 2 * na;
-    const double sl = sqrt(st.lambda);
-    for (int j = 0; j < na; ++j) {
-        double* col = v.aug + static_cast<long>(j) * m2;
-        for (int i = 0; i < na; ++i) col[i] = i <= j ? v.J[i + static_cast<long>(j) * n] : 0.0;
-        for (int i = 0; i < na; ++i) col[na + i] = i == j ? sl * v.dsc[v.act[j]] : 0.0;
+    ex.sync();
+    if (ex.leader()) {
+        const double sl = sqrt(st.lambda);
+        for (int j = 0; j < na; ++j) {
+            double* col = v.aug + static_cast<long>(j) * m2;
+            for (int i = 0; i < na; ++i) col[i] = i <= j ? v.J[i + static_cast<long>(j) * n] : 0.0;
+            for (int i = 0; i < na; ++i) col[na + i] = i == j ? sl * v.dsc[v.act[j]] : 0.0;
+        }
+        for (int i = 0; i < na; ++i) v.rhs[i] = -v.c[i];
+        for (int i = 0; i < na; ++i) v.rhs[na + i] = 0.0;
+        householder_qr(v.aug, m2, na, m2, v.rhs);
+        const bool ok = back_substitute(v.aug, na, m2, v.rhs, v.step);
+        // Project the trial point into the box; the step actually taken is pt - p.
+        for (int q = 0; q < P; ++q) v.pt[q] = p[q];
+        if (ok) {
+            for (int t = 0; t < na; ++t) {
+                const int q = v.free_idx[v.act[t]];
+                v.pt[q] = clamp(p[q] + v.step[t], bounds.lower[q], bounds.upper[q]);
+                v.step[t] = v.pt[q] - p[q];
+            }
+        }
     }
-    for (int i = 0; i < na; ++i) v.rhs[i] = -v.c[i];
-    for (int i = 0; i < na; ++i) v.rhs[na + i] = 0.0;
-    householder_qr(v.aug, m2, na, m2, v.rhs);
-    const bool solved = back_substitute(v.aug, na, m2, v.rhs, v.step);
-    // Project the trial point into the box; the step actually taken is pt - p.
-    for (int q = 0; q < P; ++q) v.pt[q] = p[q];
+    ex.sync();
+    // back_substitute fails exactly when a diagonal entry of R is zero.
+    bool solved = true;
+    for (int i = 0; i < na; ++i)
+        if (v.aug[i + static_cast<long>(i) * m2] == 0.0) solved = false;
     double dnorm = 0.0;
     if (solved) {
         for (int t = 0; t < na; ++t) {
-            const int q = v.free_idx[v.act[t]];
-            v.pt[q] = clamp(p[q] + v.step[t], bounds.lower[q], bounds.upper[q]);
-            v.step[t] = v.pt[q] - p[q];
             const double w = v.dsc[v.act[t]] * v.step[t];
             dnorm += w * w;
         }
@@ -280,17 +295,15 @@ EF_HD inline LmRequest finish(LmState& st) {
 
 /// Judges the trial (its residuals in rt when finite), updates lambda, accepts or not, and
 /// says what comes next: another trial, a Jacobian at the new point, or the end.
-EF_HD inline LmRequest judge_trial(LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
-                                   double* p, int n, const LmView& v, bool finite) {
+template <class Exec>
+EF_HD LmRequest judge_trial(const Exec& ex, LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                            double* p, int n, const LmView& v, bool finite) {
     const int P = bounds.P;
     while (true) {
         // Actual reduction as sum (r - r')(r + r'): exact to the rounding of each residual,
         // where chi2 - chi2' would lose everything below chi2's last digit.
         double actual = -1.0;
-        if (finite) {
-            actual = 0.0;
-            for (int i = 0; i < n; ++i) actual += (v.r[i] - v.rt[i]) * (v.r[i] + v.rt[i]);
-        }
+        if (finite) actual = ex.sum(0, n, [&](int i) { return (v.r[i] - v.rt[i]) * (v.r[i] + v.rt[i]); });
         const double pred = st.pred;
         const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
         bool accepted = false;
@@ -323,7 +336,7 @@ EF_HD inline LmRequest judge_trial(LmState& st, const LmSettings& s, const Param
             return LmRequest::jacobian;
         }
         if (stop) return finish(st);
-        make_trial(st, bounds, p, n, v);
+        make_trial(ex, st, bounds, p, n, v);
         if (st.solved) {
             st.phase = kTrial;
             return LmRequest::residuals;
@@ -334,8 +347,9 @@ EF_HD inline LmRequest judge_trial(LmState& st, const LmSettings& s, const Param
 
 /// One LM iteration from a fresh Jacobian: gradient, scaling, active set, the gtol, iteration
 /// and Gauss-Newton step tests, QR of the active columns, then the first trial.
-EF_HD inline LmRequest iterate(LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
-                               double* p, int n, const LmView& v) {
+template <class Exec>
+EF_HD LmRequest iterate(const Exec& ex, LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                        double* p, int n, const LmView& v) {
     const int nfree = st.nfree;
     if (nfree == 0 || st.chi2 == 0.0) {
         st.status = static_cast<int>(ReplicaStatus::converged);
@@ -347,11 +361,8 @@ EF_HD inline LmRequest iterate(LmState& st, const LmSettings& s, const ParamBoun
     int na = 0;
     for (int j = 0; j < nfree; ++j) {
         const double* col = v.J + static_cast<long>(j) * n;
-        double gj = 0.0, cn = 0.0;
-        for (int i = 0; i < n; ++i) {
-            gj += col[i] * v.r[i];
-            cn += col[i] * col[i];
-        }
+        const double gj = ex.sum(0, n, [&](int i) { return col[i] * v.r[i]; });
+        const double cn = ex.sum(0, n, [&](int i) { return col[i] * col[i]; });
         v.g[j] = gj;
         v.colnorm[j] = sqrt(cn);
         v.dsc[j] = fmax(v.dsc[j], v.colnorm[j]);
@@ -376,10 +387,10 @@ EF_HD inline LmRequest iterate(LmState& st, const LmSettings& s, const ParamBoun
         if (v.act[t] == t) continue;
         const double* src = v.J + static_cast<long>(v.act[t]) * n;
         double* dst = v.J + static_cast<long>(t) * n;
-        for (int i = 0; i < n; ++i) dst[i] = src[i];
+        ex.for_each(0, n, [&](int i) { dst[i] = src[i]; });
     }
-    for (int i = 0; i < n; ++i) v.rt[i] = v.r[i];
-    householder_qr(v.J, n, na, n, v.rt);
+    ex.for_each(0, n, [&](int i) { v.rt[i] = v.r[i]; });
+    householder_qr(ex, v.J, n, na, n, v.rt);
     double cc = 0.0;
     for (int t = 0; t < na; ++t) {
         v.c[t] = v.rt[t];
@@ -408,23 +419,28 @@ EF_HD inline LmRequest iterate(LmState& st, const LmSettings& s, const ParamBoun
         }
     }
     // Trials at increasing damping until one reduces chi^2 or a test says stop.
-    make_trial(st, bounds, p, n, v);
+    make_trial(ex, st, bounds, p, n, v);
     if (st.solved) {
         st.phase = kTrial;
         return LmRequest::residuals;
     }
-    return judge_trial(st, s, bounds, p, n, v, false);
+    return judge_trial(ex, st, s, bounds, p, n, v, false);
 }
 
 /// cov = (J^T W J)^-1 = R^-1 R^-T over the free parameters from the Jacobian in J.
-EF_HD inline void covariance(const LmState& st, int P, int n, const LmView& v, bool ok, double* cov) {
+template <class Exec>
+EF_HD void covariance(const Exec& ex, const LmState& st, int P, int n, const LmView& v, bool ok, double* cov) {
     const int nfree = st.nfree;
-    for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = 0.0;
     if (!(nfree > 0 && ok)) {
-        for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = NAN;
+        ex.sync();
+        if (ex.leader())
+            for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = NAN;
+        ex.sync();
         return;
     }
-    householder_qr(v.J, n, nfree, n, nullptr);
+    householder_qr(ex, v.J, n, nfree, n, nullptr);
+    if (!ex.leader()) return;
+    for (long q = 0; q < static_cast<long>(P) * P; ++q) cov[q] = 0.0;
     // Invert R column by column into aug.
     bool singular = false;
     for (int j = 0; j < nfree && !singular; ++j) {
@@ -477,6 +493,7 @@ EF_HD inline void covariance(const LmState& st, int P, int n, const LmView& v, b
  */
 EF_HD inline LmRequest lm_begin(LmState& st, const ParamBoundsView& bounds, double* p, double* work, int n,
                                 bool want_cov) {
+    // (one thread per replica: lm_begin has no O(n) loop)
     const lm_detail::LmView v(work, n, bounds.P);
     st = LmState{};
     st.want_cov = want_cov ? 1 : 0;
@@ -504,13 +521,14 @@ EF_HD inline double* lm_trial_residuals_ptr(double* work, int n, int P) { return
 
 /// After a requested Jacobian (r, J filled; `ok`: all finite; chi2 = sum r^2). `cov` (P x P)
 /// receives the covariance when that Jacobian was the covariance's.
-EF_HD inline LmRequest lm_on_jacobian(LmState& st, const LmSettings& s, const ParamBoundsView& bounds, double* p,
-                                      double* work, int n, bool ok, double chi2, double* cov) {
+template <class Exec>
+EF_HD LmRequest lm_on_jacobian(const Exec& ex, LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                               double* p, double* work, int n, bool ok, double chi2, double* cov) {
     using namespace lm_detail;
     const LmView v(work, n, bounds.P);
     switch (st.phase) {
         case kCovariance:
-            if (cov != nullptr) covariance(st, bounds.P, n, v, ok, cov);
+            if (cov != nullptr) covariance(ex, st, bounds.P, n, v, ok, cov);
             st.phase = kDone;
             return LmRequest::done;
         case kFinal:
@@ -523,15 +541,16 @@ EF_HD inline LmRequest lm_on_jacobian(LmState& st, const LmSettings& s, const Pa
                 st.status = static_cast<int>(ReplicaStatus::failed);
                 return finish(st);
             }
-            return iterate(st, s, bounds, p, n, v);
+            return iterate(ex, st, s, bounds, p, n, v);
     }
 }
 
 /// After requested trial residuals (in the trial buffer; `ok`: finite).
-EF_HD inline LmRequest lm_on_residuals(LmState& st, const LmSettings& s, const ParamBoundsView& bounds, double* p,
-                                       double* work, int n, bool ok) {
+template <class Exec>
+EF_HD LmRequest lm_on_residuals(const Exec& ex, LmState& st, const LmSettings& s, const ParamBoundsView& bounds,
+                                double* p, double* work, int n, bool ok) {
     const lm_detail::LmView v(work, n, bounds.P);
-    return lm_detail::judge_trial(st, s, bounds, p, n, v, ok);
+    return lm_detail::judge_trial(ex, st, s, bounds, p, n, v, ok);
 }
 
 EF_HD inline LmOutcome lm_outcome(const LmState& st) {
@@ -566,11 +585,11 @@ EF_HD LmOutcome lm_fit(const Model& m, const FitDataView& d, const ParamBoundsVi
             // A Jacobian that stops half-way leaves chi^2 as it was.
             double c2 = st.chi2;
             const bool ok = lm_detail::jacobian<K>(m, d, p, P, v.free_idx, st.nfree, pd, dws, v.J, v.r, c2);
-            q = lm_on_jacobian(st, s, bounds, p, work, n, ok, c2, cov);
+            q = lm_on_jacobian(SerialLanes{}, st, s, bounds, p, work, n, ok, c2, cov);
         } else {
             double c2 = 0.0;
             const bool ok = lm_detail::residuals(m, d, v.pt, mws, v.rt, c2);
-            q = lm_on_residuals(st, s, bounds, p, work, n, ok);
+            q = lm_on_residuals(SerialLanes{}, st, s, bounds, p, work, n, ok);
         }
     }
     return lm_outcome(st);

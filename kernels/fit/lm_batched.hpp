@@ -143,28 +143,36 @@ EF_HD inline void store_output(const BatchView& b, int s, int kind, int j, int i
     }
 }
 
-/// chi^2 of the evaluated request, then the LM up to its next request.
-EF_HD inline void finish_slot(const BatchView& b, int s, int kind) {
+/**
+ * chi^2 of the evaluated request, then the LM up to its next request, on an Exec (SerialLanes:
+ * one thread per slot; WarpLanes: the 32 threads of a warp, each with its own copy of the
+ * state, the leader writing it back). Same bits either way (kernels/fit/lanes.hpp).
+ */
+template <class Exec>
+EF_HD void finish_slot(const Exec& ex, const BatchView& b, int s, int kind) {
     double* work = b.slot_work(s);
     double* p = b.slot_params(s);
     const int n = b.n;
-    LmState& st = b.state[s];
+    LmState st = b.state[s];
     LmRequest q;
     if (kind == kJacobian) {
         const double* r = lm_residuals_ptr(work, n, b.P);
-        double c2 = 0.0;
-        for (int i = 0; i < n; ++i) c2 += r[i] * r[i];
-        bool ok = isfinite(c2);
+        const double c2 = ex.sum(0, n, [&](int i) { return r[i] * r[i]; });
         const double* J = lm_jacobian_ptr(work, n, b.P);
-        for (long t = 0; ok && t < static_cast<long>(b.nfree) * n; ++t) ok = isfinite(J[t]);
-        q = lm_on_jacobian(st, b.settings, b.bounds, p, work, n, ok, c2, s == b.cov_slot ? b.cov : nullptr);
+        bool ok = isfinite(c2);
+        for (int j = 0; ok && j < b.nfree; ++j)
+            ok = ex.all(0, n, [&](int i) { return isfinite(J[static_cast<long>(j) * n + i]); });
+        q = lm_on_jacobian(ex, st, b.settings, b.bounds, p, work, n, ok, c2, s == b.cov_slot ? b.cov : nullptr);
     } else {
         const double* rt = lm_trial_residuals_ptr(work, n, b.P);
-        double c2 = 0.0;
-        for (int i = 0; i < n; ++i) c2 += rt[i] * rt[i];
-        q = lm_on_residuals(st, b.settings, b.bounds, p, work, n, isfinite(c2));
+        const double c2 = ex.sum(0, n, [&](int i) { return rt[i] * rt[i]; });
+        q = lm_on_residuals(ex, st, b.settings, b.bounds, p, work, n, isfinite(c2));
     }
-    b.request[s] = static_cast<int>(q);
+    ex.sync();
+    if (ex.leader()) {
+        b.state[s] = st;
+        b.request[s] = static_cast<int>(q);
+    }
 }
 
 }  // namespace ef::batched
