@@ -8,7 +8,10 @@
 #include <ensemblefit/worker/device_probe.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include <cublas_v2.h>
+
 #include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/fit_batched.cuh"
 
 namespace ef {
 namespace {
@@ -78,6 +81,43 @@ double copy_gbs(size_t bytes, cudaMemcpyKind kind) {
 
 }  // namespace
 
+/// TFLOP/s of the table GEMM kernel and of cublasDgemm on the same operands.
+void gemm_tflops(double& mine, double& blas) {
+    const int n = 5000, K = 1088;
+    const long cols = 14L * 2560;
+    DeviceBuffer<double> T(static_cast<size_t>(n) * K), W(static_cast<size_t>(K) * cols), F(static_cast<size_t>(n) * cols);
+    EF_CUDA_CHECK(cudaMemset(T.get(), 0, T.size() * sizeof(double)));
+    EF_CUDA_CHECK(cudaMemset(W.get(), 0, W.size() * sizeof(double)));
+    cudaEvent_t a, b;
+    EF_CUDA_CHECK(cudaEventCreate(&a));
+    EF_CUDA_CHECK(cudaEventCreate(&b));
+    const double flops = 2.0 * n * K * static_cast<double>(cols);
+    auto time = [&](auto&& launch) {
+        launch();  // warm-up
+        EF_CUDA_CHECK(cudaEventRecord(a));
+        constexpr int reps = 3;
+        for (int r = 0; r < reps; ++r) launch();
+        EF_CUDA_CHECK(cudaEventRecord(b));
+        EF_CUDA_CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+        return flops * reps / (ms * 1e-3) / 1e12;
+    };
+    mine = time([&] { cuda::launch_table_gemm(T.get(), W.get(), F.get(), n, K, cols); });
+    cublasHandle_t h;
+    if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+        const double one = 1.0, zero = 0.0;
+        // F = T W with T row-major n x K = (K x n column-major)^T.
+        blas = time([&] {
+            cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, static_cast<int>(cols), K, &one, T.get(), K, W.get(), K, &zero,
+                        F.get(), n);
+        });
+        cublasDestroy(h);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+}
+
 std::vector<DeviceInfo> probe_devices(bool measure) {
     std::vector<DeviceInfo> out;
     const int n = cuda_device_count();
@@ -95,6 +135,7 @@ std::vector<DeviceInfo> probe_devices(bool measure) {
             info.fp32_tflops = fma_tflops<float>(info.sms);
             info.device_bandwidth_gbs = copy_gbs(size_t(1) << 30, cudaMemcpyDeviceToDevice);
             info.h2d_bandwidth_gbs = copy_gbs(size_t(1) << 28, cudaMemcpyHostToDevice);
+            gemm_tflops(info.table_gemm_tflops, info.cublas_dgemm_tflops);
         }
         out.push_back(info);
     }

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -13,7 +15,9 @@
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/fit_batched.cuh"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/resample.hpp"
 #include "src/model/compiled_model.hpp"
@@ -22,6 +26,7 @@ namespace ef {
 namespace {
 
 using cuda::DeviceBuffer;
+using cuda::TableBatchFitter;
 
 /**
  * Bytes per replica in flight: LM scratch (Jacobian n x P dominates), resampled y and weights.
@@ -109,6 +114,9 @@ class CudaWorker final : public Worker {
         start_.upload(st.data(), static_cast<size_t>(P));
         fixed_.upload(fx.data(), static_cast<size_t>(P));
         upload_model(*pb.model, model_);
+        if (cpu::uses_table_path(pb))
+            table_ = std::make_unique<TableBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
+                                                        sigma_.get());
     }
 
     WorkerKind kind() const override { return WorkerKind::gpu; }
@@ -120,17 +128,22 @@ class CudaWorker final : public Worker {
         const int total = static_cast<int>(unit.replicas.size());
         out.resize(static_cast<size_t>(total), P);
         out.covariance.clear();
+        if (table_) {
+            run_table(unit, out);
+            return;
+        }
         int nfree = 0;
         for (const auto& s : pb_.config.params) nfree += s.fixed ? 0 : 1;
         std::visit(
             [&](const auto& model) {
                 using M = std::decay_t<decltype(model)>;
                 // Each Jacobian column is computed by the same operations whatever the dual
-                // width, so the width changes speed, never bits. The heavy dis-mellin model is
-                // compiled for width 16 only (its 13 free parameters need it anyway), which
-                // keeps the device build several minutes shorter.
+                // width, so the width changes speed, never bits. dis-mellin runs the batched
+                // table path (run_table); with more than 16 free parameters it is refused
+                // (make_cuda_worker), which also keeps its heavy per-thread instantiation out
+                // of the device build.
                 if constexpr (std::is_same_v<M, DisMellinModel>) {
-                    run_with<16>(model, unit, out);
+                    throw usage_error("dis-mellin on the GPU needs at most 16 free parameters");
                 } else {
                     if (nfree <= 4) run_with<4>(model, unit, out);
                     else if (nfree <= 8) run_with<8>(model, unit, out);
@@ -141,6 +154,44 @@ class CudaWorker final : public Worker {
     }
 
    private:
+    /// Table-linear models: the batched LM (one GEMM per round for all replicas), in chunks
+    /// that fit in half the free memory.
+    void run_table(const WorkUnit& unit, ReplicaBlock& out) {
+        const int P = pb_.num_params();
+        const int n = pb_.data.n;
+        const auto& m = std::get<DisMellinModel>(model_.view);
+        int nfree = 0;
+        for (const auto& s : pb_.config.params) nfree += s.fixed ? 0 : 1;
+        const size_t per_slot =
+            (LmScratchLayout(n, P).total + 2 * static_cast<size_t>(n) + static_cast<size_t>(1 + nfree) * m.table_width() +
+             static_cast<size_t>(P) * 17 + 256) * sizeof(double);
+        const int chunk = static_cast<int>(std::max<size_t>(1, std::min<size_t>((free_bytes_ / 2) / per_slot, 1 << 20)));
+        const int total = static_cast<int>(unit.replicas.size());
+        ReplicaBlock part;
+        for (int b0 = 0; b0 < total; b0 += chunk) {
+            const int count = std::min(chunk, total - b0);
+            part.resize(static_cast<size_t>(count), P);
+            part.covariance.clear();
+            table_->fit(unit.replicas.data() + b0, count, part);
+            if (std::getenv("EF_GPU_STATS") != nullptr) {
+                const auto& st = table_->stats();
+                std::fprintf(stderr, "[gpu %d] %d replicas: %.3f s, %d rounds, table GEMM %.3f s at %.2f TFLOP/s, LM steps %.3f s\n",
+                             device_, count, st.total_seconds, st.rounds, st.gemm_seconds,
+                             st.gemm_seconds > 0 ? st.gemm_flops / st.gemm_seconds / 1e12 : 0.0, st.step_seconds);
+            }
+            for (int t = 0; t < count; ++t) {
+                const size_t d = static_cast<size_t>(b0 + t);
+                out.index[d] = part.index[static_cast<size_t>(t)];
+                out.chi2[d] = part.chi2[static_cast<size_t>(t)];
+                out.status[d] = part.status[static_cast<size_t>(t)];
+                out.iterations[d] = part.iterations[static_cast<size_t>(t)];
+                for (int q = 0; q < P; ++q)
+                    out.params[d * P + q] = part.params[static_cast<size_t>(t) * P + q];
+            }
+            if (!part.covariance.empty()) out.covariance = part.covariance;
+        }
+    }
+
     template <int K, class Model>
     void run_with(const Model& model, const WorkUnit& unit, ReplicaBlock& out) {
         const FitConfig& cfg = pb_.config;
@@ -197,6 +248,7 @@ class CudaWorker final : public Worker {
     std::string name_;
     size_t free_bytes_ = 0;
     DeviceModel model_;
+    std::unique_ptr<TableBatchFitter> table_;
     DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_;
     DeviceBuffer<unsigned char> fixed_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;
@@ -207,6 +259,9 @@ class CudaWorker final : public Worker {
 std::unique_ptr<Worker> make_cuda_worker(const FitProblem& problem, const WorkerOptions& options) {
     if (cuda_device_count() == 0)
         throw usage_error("run.workers = gpu: no CUDA device is visible to this rank");
+    if (std::holds_alternative<DisMellinModel>(problem.model->view) && !cpu::uses_table_path(problem))
+        throw usage_error(problem.config.config_file +
+                          ": dis-mellin on the GPU worker fits at most 16 free parameters (fix one, or use --run.workers cpu)");
     return std::make_unique<CudaWorker>(problem, options.device);
 }
 

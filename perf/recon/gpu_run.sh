@@ -86,11 +86,15 @@ print(info)
 json.dump(info, open(sys.argv[1], "w"))
 PY
 check
+if [ "${ONLY_SCALING:-0}" != 1 ]; then
 step "unit and GPU tests [recon]"
 gpu_tests "[recon]" -d yes; check
 [ -x "$BUNDLE/bin/unit_tests" ] && { unit_tests "[recon]" | tail -3; check; }
+fi
 } 2>&1 | tee "$OUT/tests.log"
 
+# ONLY_SCALING=1: just the benchmark on 1, 2, 4 GPUs (multi-GPU machines; no tests, variants or peer)
+if [ "${ONLY_SCALING:-0}" != 1 ]; then
 # ---- GPU vs CPU on the acceptance dataset; CPU + GPU ranks together --------------------------
 cat > "$W/small.ini" <<'INI'
 [data]
@@ -153,6 +157,7 @@ for tag in ("cpu", "gpu"):
 PY
 check
 } 2>&1 | tee "$OUT/agree.log"
+fi
 
 # ---- the tBL-WSe2-shaped benchmark, the PyTorch peer, multi-GPU scaling ---------------------
 iters=12
@@ -186,6 +191,7 @@ ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose
     --jitter 0.15 --threads "$NCPU"; check
 step "ensemblefit, 1 GPU"
 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
+if [ "${ONLY_SCALING:-0}" != 1 ]; then
 # The same run with separate probe-spectrum and position passes (EF_RECON_MERGED=0: the
 # kernels of the previous session) and with the experimental cuFFT LTO load callbacks
 # (EF_RECON_CALLBACKS=1: checked at first use, see docs/reconstruction.md), then where the GPU
@@ -210,6 +216,7 @@ if [ -n "$NCU" ] && [ -z "$quick" ]; then
         --launch-skip 600 --launch-count 30 ensemblefit reconstruct bench.ini --solver.iterations 1 \
         --output.file ncu_1.h5 > "$OUT/ncu.log" 2>&1; check
     grep -E "^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes" "$OUT/ncu.log" | head -120
+fi
 fi
 for g in 2 4 8; do
     [ "$g" -le "$NGPU" ] || continue

@@ -36,9 +36,10 @@ int cmd_devices(const std::vector<std::string>& args, const MpiContext& ctx) {
         char line[512];
         if (measure && ctx.local_rank() == 0)
             std::snprintf(line, sizeof line, "%d\t%s\t%d: %s, %d SMs, %.1f GiB\tFP64 %.1f TFLOP/s, FP32 %.1f TFLOP/s, "
-                          "memory %.0f GB/s, host->device %.1f GB/s\n", ctx.rank(), ctx.host().c_str(), d.ordinal,
-                          d.name.c_str(), d.sms, d.memory_gib, d.fp64_tflops, d.fp32_tflops, d.device_bandwidth_gbs,
-                          d.h2d_bandwidth_gbs);
+                          "memory %.0f GB/s, host->device %.1f GB/s, table GEMM %.1f TFLOP/s (cuBLAS DGEMM %.1f)\n",
+                          ctx.rank(), ctx.host().c_str(), d.ordinal, d.name.c_str(), d.sms, d.memory_gib, d.fp64_tflops,
+                          d.fp32_tflops, d.device_bandwidth_gbs, d.h2d_bandwidth_gbs, d.table_gemm_tflops,
+                          d.cublas_dgemm_tflops);
         else
             std::snprintf(line, sizeof line, "%d\t%s\t%d: %s, %d SMs, %.1f GiB\n", ctx.rank(), ctx.host().c_str(),
                           d.ordinal, d.name.c_str(), d.sms, d.memory_gib);

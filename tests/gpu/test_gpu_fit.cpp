@@ -166,6 +166,27 @@ TEST_CASE("GPU = CPU on dis-mellin replicas; timing of both", "[gpu][dis-mellin]
     check_identical(c);
 }
 
+// The batched LM's steps by a warp per replica (the default) and by a thread per replica
+// (EF_GPU_LM_STEPS=thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
+TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {
+    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64"});
+    ef::WorkUnit unit;
+    for (std::int64_t r = 0; r <= 64; ++r) unit.replicas.push_back(r);
+    ef::WorkerOptions o;
+    o.device = 0;
+    ef::ReplicaBlock warp, thread;
+    ::unsetenv("EF_GPU_LM_STEPS");
+    ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, warp);
+    ::setenv("EF_GPU_LM_STEPS", "thread", 1);
+    ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, thread);
+    ::unsetenv("EF_GPU_LM_STEPS");
+    REQUIRE(warp.size() == thread.size());
+    CHECK(warp.status == thread.status);
+    CHECK(warp.iterations == thread.iterations);
+    CHECK(std::memcmp(warp.params.data(), thread.params.data(), warp.params.size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(warp.chi2.data(), thread.chi2.data(), warp.chi2.size() * sizeof(double)) == 0);
+}
+
 int main(int argc, char** argv) {
     if (ef::cuda_device_count() == 0) {
         std::printf("no CUDA device visible: GPU tests skipped\n");

@@ -16,6 +16,10 @@ struct DeviceInfo {
     double fp32_tflops = 0.0;
     double device_bandwidth_gbs = 0.0;  ///< device-to-device copy, bytes read + written
     double h2d_bandwidth_gbs = 0.0;     ///< pinned host to device
+    /// FP64 GEMM at the stats2 table shape (5000 x 1088 times 1088 x 35840): the batched
+    /// fitter's deterministic kernel and cuBLAS's DGEMM (which may use FP64 tensor cores).
+    double table_gemm_tflops = 0.0;
+    double cublas_dgemm_tflops = 0.0;
 };
 
 /// The visible devices; with `measure`, runs the probe on each (about a second per device).

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/fit/replica_block.hpp>
+
+#include "kernels/models/dis_mellin.hpp"
+
+namespace ef::cuda {
+
+/// F (n x cols, column-major) = T (n x Kt, row-major) W (Kt x cols, column-major) with the
+/// batched fitter's deterministic GEMM kernel (asynchronous, default stream).
+void launch_table_gemm(const double* T, const double* W, double* F, int n, int Kt, long cols);
+
+/// The batched table-model fitter of one GPU (kernels/fit/lm_batched.hpp on the device): the
+/// table and data stay resident; each call fits a unit of replicas in rounds of
+/// (moments kernel, deterministic table GEMM, LM step kernel).
+class TableBatchFitter {
+   public:
+    /// `device_model` points at the device copies of the table and contour nodes.
+    TableBatchFitter(const FitProblem& problem, const DisMellinModel& device_model, const double* device_y,
+                     const double* device_sigma);
+    ~TableBatchFitter();
+    void fit(const std::int64_t* replicas, int count, ReplicaBlock& out);
+
+    /// Counters of the last fit (for perf logs): rounds, GEMM seconds and FLOPs.
+    struct Stats {
+        int rounds = 0;
+        double gemm_seconds = 0.0;
+        double gemm_flops = 0.0;
+        double step_seconds = 0.0;  ///< the LM step kernels (QR, trials), one thread per replica
+        double total_seconds = 0.0;
+    };
+    const Stats& stats() const { return stats_; }
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    Stats stats_;
+};
+
+}  // namespace ef::cuda

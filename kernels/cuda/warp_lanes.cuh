@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cmath>
+
+#include "kernels/fit/lanes.hpp"
+
+namespace ef::cuda {
+
+/// kernels/fit/lanes.hpp's reductions by the 32 threads of a (fully active) warp: lane l sums
+/// the elements i with i % 32 == l in ascending i, then the butterfly of __shfl_xor_sync, which
+/// combines the partial sums exactly as SerialLanes does.
+struct WarpLanes {
+    int lane;
+    __device__ bool leader() const { return lane == 0; }
+    __device__ void sync() const { __syncwarp(); }
+    __device__ bool owns(int i) const { return i % kLanes == lane; }
+    __device__ int first(int lo) const { return lo + ((lane - lo % kLanes) + kLanes) % kLanes; }
+
+    template <class F>
+    __device__ double sum(int lo, int hi, F f) const {
+        double s = 0.0;
+        for (int i = first(lo); i < hi; i += kLanes) s += f(i);
+        for (int off = kLanes / 2; off >= 1; off /= 2) s = s + __shfl_xor_sync(0xffffffffu, s, off);
+        return s;
+    }
+    template <class F>
+    __device__ double max(int lo, int hi, F f) const {
+        double m = 0.0;
+        for (int i = first(lo); i < hi; i += kLanes) m = fmax(m, f(i));
+        for (int off = kLanes / 2; off >= 1; off /= 2) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, off));
+        return m;
+    }
+    template <class F>
+    __device__ bool all(int lo, int hi, F pred) const {
+        bool ok = true;
+        for (int i = first(lo); i < hi; i += kLanes) ok = ok && pred(i);
+        return __all_sync(0xffffffffu, ok) != 0;
+    }
+    template <class F>
+    __device__ void for_each(int lo, int hi, F f) const {
+        for (int i = first(lo); i < hi; i += kLanes) f(i);
+    }
+};
+
+}  // namespace ef::cuda
