@@ -92,9 +92,9 @@ void table_gemm(const PackedTable& t, const double* W, long cols, int threads,
     const int K = t.width;
     const int row_panels = (t.rows + kMr - 1) / kMr;
     const long col_panels = (cols + kNr - 1) / kNr;
-    // Blocks of 64 row panels x 16 column panels: the A block (~2 MB) streams from L2/L3 while
-    // a packed W panel (~70 KB for dis-mellin) stays in L1/L2.
-    constexpr int kRowBlock = 64;
+    // Blocks of 16 row panels x 16 column panels: the A block (~560 KB for dis-mellin) stays in
+    // L2 across the block's column panels, each packed W panel (~70 KB) in L1/L2.
+    constexpr int kRowBlock = 16;
     constexpr long kColBlock = 16;
     const int row_blocks = (row_panels + kRowBlock - 1) / kRowBlock;
     const long col_blocks = (col_panels + kColBlock - 1) / kColBlock;

@@ -22,6 +22,9 @@ namespace ef {
  * on the leader between sync() calls.
  */
 inline constexpr int kLanes = 32;
+/// Sums computed in one pass by sums(): a Householder reflection updates up to this many
+/// columns per sweep over the rows instead of one.
+inline constexpr int kMaxFused = 16;
 
 struct SerialLanes {
     EF_HD bool leader() const { return true; }
@@ -37,6 +40,21 @@ struct SerialLanes {
         for (int off = kLanes / 2; off >= 1; off /= 2)
             for (int l = 0; l < off; ++l) s[l] = s[l] + s[l + off];
         return s[0];
+    }
+    /// out[j] = sum over i in [lo, hi) of f(i, j) for j < m <= kMaxFused, in one sweep; each
+    /// sum split over the lanes exactly as sum() does, so the bits are sum()'s.
+    template <class F>
+    EF_HD void sums(int lo, int hi, int m, F f, double* out) const {
+        double s[kLanes][kMaxFused];
+        for (int l = 0; l < kLanes; ++l)
+            for (int j = 0; j < m; ++j) s[l][j] = 0.0;
+        for (int i = lo; i < hi; ++i)
+            for (int j = 0; j < m; ++j) s[i % kLanes][j] += f(i, j);
+        for (int j = 0; j < m; ++j) {
+            for (int off = kLanes / 2; off >= 1; off /= 2)
+                for (int l = 0; l < off; ++l) s[l][j] = s[l][j] + s[l + off][j];
+            out[j] = s[0][j];
+        }
     }
     /// max over i in [lo, hi) of f(i) (0 when empty; order does not matter for fmax).
     template <class F>
@@ -85,11 +103,18 @@ EF_HD void householder_qr(const Exec& ex, double* a, int m, int n, int lda, doub
         ex.sync();
         if (ex.owns(k)) col[k] = v0;
         ex.sync();
-        for (int j = k + 1; j < n; ++j) {
-            double* cj = a + static_cast<long>(j) * lda;
-            const double s = ex.sum(k, m, [&](int i) { return col[i] * cj[i]; });
-            const double f = 2.0 * s / vtv;
-            ex.for_each(k, m, [&](int i) { cj[i] -= f * col[i]; });
+        // The later columns in groups of kMaxFused: their dot products with v in one sweep over
+        // the rows, then their updates in another (the same operations as column by column).
+        for (int j0 = k + 1; j0 < n; j0 += kMaxFused) {
+            const int g = n - j0 < kMaxFused ? n - j0 : kMaxFused;
+            double* c0 = a + static_cast<long>(j0) * lda;
+            double f[kMaxFused];
+            ex.sums(k, m, g, [&](int i, int j) { return col[i] * c0[static_cast<long>(j) * lda + i]; }, f);
+            for (int j = 0; j < g; ++j) f[j] = 2.0 * f[j] / vtv;
+            ex.for_each(k, m, [&](int i) {
+                const double ci = col[i];
+                for (int j = 0; j < g; ++j) c0[static_cast<long>(j) * lda + i] -= f[j] * ci;
+            });
         }
         if (b != nullptr) {
             const double s = ex.sum(k, m, [&](int i) { return col[i] * b[i]; });

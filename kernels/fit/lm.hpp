@@ -359,10 +359,26 @@ EF_HD LmRequest iterate(const Exec& ex, LmState& st, const LmSettings& s, const 
     const double rnorm = sqrt(st.chi2);
     double gcos = 0.0;
     int na = 0;
+    // J^T r and the column norms, kMaxFused / 2 columns per sweep over the rows.
     for (int j = 0; j < nfree; ++j) {
-        const double* col = v.J + static_cast<long>(j) * n;
-        const double gj = ex.sum(0, n, [&](int i) { return col[i] * v.r[i]; });
-        const double cn = ex.sum(0, n, [&](int i) { return col[i] * col[i]; });
+        const int grp = kMaxFused / 2;
+        if (j % grp == 0) {
+            const int g = nfree - j < grp ? nfree - j : grp;
+            const double* c0 = v.J + static_cast<long>(j) * n;
+            double out[kMaxFused];
+            ex.sums(0, n, 2 * g, [&](int i, int t) {
+                const double x = c0[static_cast<long>(t >> 1) * n + i];
+                return (t & 1) ? x * x : x * v.r[i];
+            }, out);
+            for (int t = 0; t < g; ++t) {
+                v.g[j + t] = out[2 * t];
+                v.colnorm[j + t] = out[2 * t + 1];  // squared here, rooted below
+            }
+        }
+        ex.sync();
+        const double gj = v.g[j];
+        const double cn = v.colnorm[j];
+        ex.sync();
         v.g[j] = gj;
         v.colnorm[j] = sqrt(cn);
         v.dsc[j] = fmax(v.dsc[j], v.colnorm[j]);

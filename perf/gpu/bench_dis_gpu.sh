@@ -29,7 +29,7 @@ timed() {  # name, command...: wall seconds into $W/name.time
     local name=$1; shift
     local t0; t0=$(date +%s.%N)
     "$@"; local rc=$?
-    echo "$(date +%s.%N) - $t0" | bc > "$W/$name.time"
+    awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }' > "$W/$name.time"
     echo "   [$name: rc $rc, $(cat "$W/$name.time") s wall]"
     return $rc
 }
@@ -38,17 +38,19 @@ step "devices"
 ensemblefit devices
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv
 step "GPU tests"
-[ "${SKIP_TESTS:-0}" = 1 ] || timed gpu_tests gpu_tests 2>&1 | tail -25
+[ "${SKIP_TESTS:-0}" = 1 ] || timed gpu_tests gpu_tests 2>&1 | grep -v "load callback\|cuFFT plan" | tail -30
 step "export the stats2 tables and replicas 0..$R for the peer"
 timed export ensemblefit export dis-table inputs/stats2.ini --out "$W/table.h5" --replicas "$R" --overwrite
 fit=(ensemblefit fit inputs/stats2.ini --fit.replicas "$R" --overwrite)
 step "ensemblefit, 1 GPU"
 EF_GPU_STATS=1 timed gpu "${fit[@]}" --run.workers gpu --output.file "$W/gpu.h5"
-step "ensemblefit, CPU worker, 1 rank x $NCPU threads"
-timed cpu "${fit[@]}" --run.workers cpu --run.threads "$NCPU" --output.file "$W/cpu.h5"
+CR=${CPU_REPLICAS:-$R}
+step "ensemblefit, CPU worker, 1 rank x $NCPU threads, replicas 0..$CR (the same replicas as the GPU's first)"
+timed cpu ensemblefit fit inputs/stats2.ini --fit.replicas "$CR" --overwrite --run.workers cpu --run.threads "$NCPU" \
+    --output.file "$W/cpu.h5"
 step "PyTorch peer, same GPU, same tables and replicas"
 timed torch py perf/peers/dis_torch.py "$W/table.h5" --device cuda --json "$OUT/torch.json" --compare "$W/gpu.h5"
-if [ "${COMPILE:-1}" = 1 ]; then
+if [ "${COMPILE:-0}" = 1 ]; then
     step "PyTorch peer with torch.compile"
     timed torch_compile py perf/peers/dis_torch.py "$W/table.h5" --device cuda --compile \
         --json "$OUT/torch_compile.json" --compare "$W/gpu.h5"
@@ -75,7 +77,11 @@ for k, d in runs.items():
                       "iterations_mean": float(d["it"].mean()),
                       "status_counts": {str(s): int((d["st"] == s).sum()) for s in np.unique(d["st"])}}
 if "gpu" in runs and "cpu" in runs:
-    g, c = runs["gpu"], runs["cpu"]
+    g, c = dict(runs["gpu"]), runs["cpu"]
+    m = c["p"].shape[0]
+    for key in ("p", "st", "it", "c2"):
+        g[key] = g[key][:m]
+    res["gpu_vs_cpu_replicas_compared"] = int(m)
     den = np.maximum(np.abs(c["p"]), 1e-300)
     rel = np.abs(g["p"] - c["p"]) / den
     res["gpu_vs_cpu"] = {"same_status": bool((g["st"] == c["st"]).all()),
@@ -83,7 +89,7 @@ if "gpu" in runs and "cpu" in runs:
                          "bitwise_identical_params": bool(np.array_equal(g["p"], c["p"])),
                          "max_rel_diff_params": float(rel.max()),
                          "max_rel_diff_chi2": float((np.abs(g["c2"] - c["c2"]) / np.abs(c["c2"])).max()),
-                         "speedup_gpu_over_cpu": res["runs"]["cpu"]["compute_seconds"] / res["runs"]["gpu"]["compute_seconds"]}
+                         "speedup_gpu_over_cpu_replicas_per_second": res["runs"]["gpu"]["replicas_per_second"] / res["runs"]["cpu"]["replicas_per_second"]}
 for k in ("torch", "torch_compile"):
     f = f"{out}/{k}.json"
     if os.path.exists(f):
