@@ -74,6 +74,22 @@ struct SerialLanes {
     EF_HD void for_each(int lo, int hi, F f) const {
         for (int i = lo; i < hi; ++i) f(i);
     }
+    /// The Householder reflection by v (v^T v = vtv) of the g columns c0 + j ld over rows [lo, hi):
+    /// f_j = 2 (v^T c_j) / vtv, c_j -= f_j v. Here kMaxFused columns per two sweeps over the rows
+    /// (dot products, then updates); WarpLanes does column by column. Same operations, same bits.
+    EF_HD void reflect(int lo, int hi, int g, const double* v, double* c0, long ld, double vtv) const {
+        for (int j0 = 0; j0 < g; j0 += kMaxFused) {
+            const int gg = g - j0 < kMaxFused ? g - j0 : kMaxFused;
+            double* c = c0 + j0 * ld;
+            double f[kMaxFused];
+            sums(lo, hi, gg, [&](int i, int j) { return v[i] * c[j * ld + i]; }, f);
+            for (int j = 0; j < gg; ++j) f[j] = 2.0 * f[j] / vtv;
+            for (int i = lo; i < hi; ++i) {
+                const double vi = v[i];
+                for (int j = 0; j < gg; ++j) c[j * ld + i] -= f[j] * vi;
+            }
+        }
+    }
 };
 
 /**
@@ -103,19 +119,8 @@ EF_HD void householder_qr(const Exec& ex, double* a, int m, int n, int lda, doub
         ex.sync();
         if (ex.owns(k)) col[k] = v0;
         ex.sync();
-        // The later columns in groups of kMaxFused: their dot products with v in one sweep over
-        // the rows, then their updates in another (the same operations as column by column).
-        for (int j0 = k + 1; j0 < n; j0 += kMaxFused) {
-            const int g = n - j0 < kMaxFused ? n - j0 : kMaxFused;
-            double* c0 = a + static_cast<long>(j0) * lda;
-            double f[kMaxFused];
-            ex.sums(k, m, g, [&](int i, int j) { return col[i] * c0[static_cast<long>(j) * lda + i]; }, f);
-            for (int j = 0; j < g; ++j) f[j] = 2.0 * f[j] / vtv;
-            ex.for_each(k, m, [&](int i) {
-                const double ci = col[i];
-                for (int j = 0; j < g; ++j) c0[static_cast<long>(j) * lda + i] -= f[j] * ci;
-            });
-        }
+        // The later columns: v^T c_j, then c_j -= (2 v^T c_j / v^T v) v (Exec::reflect).
+        ex.reflect(k, m, n - (k + 1), col, a + static_cast<long>(k + 1) * lda, lda, vtv);
         if (b != nullptr) {
             const double s = ex.sum(k, m, [&](int i) { return col[i] * b[i]; });
             const double f = 2.0 * s / vtv;
