@@ -9,6 +9,7 @@
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_batched.hpp"
 #include "kernels/fit/resample.hpp"
+#include "src/fit/fit_arrays.hpp"
 #include "src/model/compiled_model.hpp"
 
 namespace ef::cpu {
@@ -21,21 +22,10 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
     const DataTable& data = pb.data;
     const int P = pb.num_params();
     const int n = data.n;
-    std::vector<double> lower(static_cast<size_t>(P)), upper(static_cast<size_t>(P)), start(static_cast<size_t>(P));
-    std::vector<unsigned char> fixed(static_cast<size_t>(P));
-    for (int q = 0; q < P; ++q) {
-        const ParamSpec& s = cfg.params[static_cast<size_t>(q)];
-        lower[static_cast<size_t>(q)] = s.lower;
-        upper[static_cast<size_t>(q)] = s.upper;
-        start[static_cast<size_t>(q)] = s.start;
-        fixed[static_cast<size_t>(q)] = s.fixed ? 1 : 0;
-    }
-    const ParamBoundsView bounds{P, lower.data(), upper.data(), fixed.data()};
-    LmSettings settings;
-    settings.max_iterations = cfg.max_iterations;
-    settings.ftol = cfg.ftol;
-    settings.xtol = cfg.xtol;
-    settings.gtol = cfg.gtol;
+    const ParamArrays pa = param_arrays(cfg);
+    const ParamBoundsView bounds = pa.view();
+    const LmSettings settings = lm_settings(cfg);
+    const std::vector<double>& start = pa.start;
     const bool bootstrap = cfg.resample == ResampleMethod::bootstrap;
     const LmWorkspaceLayout<K> layout(n, P, model.workspace_size());
 
@@ -63,16 +53,9 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
     }
 }
 
-int count_free(const FitProblem& pb) {
-    int nfree = 0;
-    for (const auto& s : pb.config.params) nfree += s.fixed ? 0 : 1;
-    return nfree;
-}
-
 /// Host arrays behind a batched::BatchView.
 struct BatchStorage {
-    std::vector<double> lower, upper, start, work, params, y, w, cov;
-    std::vector<unsigned char> fixed;
+    std::vector<double> work, params, y, w, cov;
     std::vector<LmState> state;
     std::vector<int> request;
     std::vector<std::int64_t> replica;
@@ -93,28 +76,9 @@ void fit_table_batched(const DisMellinModel& model, const PackedTable& packed, c
     const int P = pb.num_params();
     const int n = data.n;
     BatchStorage st;
-    for (const ParamSpec& s : cfg.params) {
-        st.lower.push_back(s.lower);
-        st.upper.push_back(s.upper);
-        st.start.push_back(s.start);
-        st.fixed.push_back(s.fixed ? 1 : 0);
-    }
+    const ParamArrays pa = param_arrays(cfg);
     const LmScratchLayout layout(n, P);
-    BatchView b;
-    b.n = n;
-    b.P = P;
-    b.nfree = count_free(pb);
-    b.stride = static_cast<long>(layout.total);
-    b.bootstrap = cfg.resample == ResampleMethod::bootstrap ? 1 : 0;
-    b.seed = cfg.seed;
-    b.bounds = ParamBoundsView{P, st.lower.data(), st.upper.data(), st.fixed.data()};
-    b.settings.max_iterations = cfg.max_iterations;
-    b.settings.ftol = cfg.ftol;
-    b.settings.xtol = cfg.xtol;
-    b.settings.gtol = cfg.gtol;
-    b.y0 = data.y.data();
-    b.sigma = data.sigma.data();
-    b.start = st.start.data();
+    BatchView b = batch_view(pb, pa.nfree, pa.view(), pa.start.data(), data.y.data(), data.sigma.data());
     const size_t slots = static_cast<size_t>(count);
     st.work.resize(slots * layout.total);
     st.params.resize(slots * P);
@@ -205,7 +169,8 @@ struct FitContext {
 };
 
 bool uses_table_path(const FitProblem& pb) {
-    return std::holds_alternative<DisMellinModel>(pb.model->view) && count_free(pb) <= batched::kDualWidth;
+    return std::holds_alternative<DisMellinModel>(pb.model->view) &&
+           param_arrays(pb.config).nfree <= batched::kDualWidth;
 }
 
 std::shared_ptr<FitContext> make_fit_context(const FitProblem& pb) {
@@ -237,8 +202,7 @@ void fit_replicas_per_replica(const FitProblem& pb, const std::int64_t* replicas
                               ReplicaBlock& out) {
     out.resize(static_cast<size_t>(count), pb.num_params());
     out.covariance.clear();
-    int nfree = 0;
-    for (const auto& s : pb.config.params) nfree += s.fixed ? 0 : 1;
+    const int nfree = param_arrays(pb.config).nfree;
     std::visit(
         [&](const auto& model) {
             // Dual width: the smallest of 4, 8, 16 that holds every free parameter (wider

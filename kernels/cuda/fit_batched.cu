@@ -16,6 +16,7 @@
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/cuda/warp_lanes.cuh"
 #include "kernels/fit/lm_batched.hpp"
+#include "src/fit/fit_arrays.hpp"
 
 namespace ef::cuda {
 namespace {
@@ -185,20 +186,13 @@ struct TableBatchFitter::Impl {
 
     Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
         : pb(p), model(m), y0(dy), sigma(ds) {
-        std::vector<double> lo, hi, st;
-        std::vector<unsigned char> fx;
-        for (const ParamSpec& s : pb.config.params) {
-            lo.push_back(s.lower);
-            hi.push_back(s.upper);
-            st.push_back(s.start);
-            fx.push_back(s.fixed ? 1 : 0);
-            nfree += s.fixed ? 0 : 1;
-        }
-        const size_t P = lo.size();
-        lower.upload(lo.data(), P);
-        upper.upload(hi.data(), P);
-        start.upload(st.data(), P);
-        fixed.upload(fx.data(), P);
+        const ParamArrays pa = param_arrays(pb.config);
+        nfree = pa.nfree;
+        const size_t P = pa.lower.size();
+        lower.upload(pa.lower.data(), P);
+        upper.upload(pa.upper.data(), P);
+        start.upload(pa.start.data(), P);
+        fixed.upload(pa.fixed.data(), P);
         cov.resize(P * P);
         const char* steps = std::getenv("EF_GPU_LM_STEPS");
         warp_steps = !(steps != nullptr && std::string(steps) == "thread");
@@ -238,21 +232,9 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     d.jnorm.resize(slots);
     d.vnorm.resize(slots);
 
-    BatchView b;
-    b.n = n;
-    b.P = P;
-    b.nfree = d.nfree;
-    b.stride = static_cast<long>(layout.total);
-    b.bootstrap = cfg.resample == ResampleMethod::bootstrap ? 1 : 0;
-    b.seed = cfg.seed;
-    b.bounds = ParamBoundsView{P, d.lower.get(), d.upper.get(), d.fixed.get()};
-    b.settings.max_iterations = cfg.max_iterations;
-    b.settings.ftol = cfg.ftol;
-    b.settings.xtol = cfg.xtol;
-    b.settings.gtol = cfg.gtol;
-    b.y0 = d.y0;
-    b.sigma = d.sigma;
-    b.start = d.start.get();
+    const ParamArrays pa = param_arrays(cfg);
+    BatchView b = batch_view(d.pb, d.nfree, pa.view(d.lower.get(), d.upper.get(), d.fixed.get()), d.start.get(),
+                             d.y0, d.sigma);
     b.work = d.work.get();
     b.params = d.params.get();
     b.y = d.y.get();

@@ -20,6 +20,7 @@
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/resample.hpp"
+#include "src/fit/fit_arrays.hpp"
 #include "src/model/compiled_model.hpp"
 
 namespace ef {
@@ -100,19 +101,12 @@ class CudaWorker final : public Worker {
         x_.upload(d.x.data(), d.x.size());
         y_.upload(d.y.data(), d.y.size());
         sigma_.upload(d.sigma.data(), d.sigma.size());
-        const int P = pb.num_params();
-        std::vector<double> lo, hi, st;
-        std::vector<unsigned char> fx;
-        for (const auto& s : pb.config.params) {
-            lo.push_back(s.lower);
-            hi.push_back(s.upper);
-            st.push_back(s.start);
-            fx.push_back(s.fixed ? 1 : 0);
-        }
-        lower_.upload(lo.data(), static_cast<size_t>(P));
-        upper_.upload(hi.data(), static_cast<size_t>(P));
-        start_.upload(st.data(), static_cast<size_t>(P));
-        fixed_.upload(fx.data(), static_cast<size_t>(P));
+        const ParamArrays pa = param_arrays(pb.config);
+        const size_t P = pa.lower.size();
+        lower_.upload(pa.lower.data(), P);
+        upper_.upload(pa.upper.data(), P);
+        start_.upload(pa.start.data(), P);
+        fixed_.upload(pa.fixed.data(), P);
         upload_model(*pb.model, model_);
         if (cpu::uses_table_path(pb))
             table_ = std::make_unique<TableBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
@@ -132,8 +126,7 @@ class CudaWorker final : public Worker {
             run_table(unit, out);
             return;
         }
-        int nfree = 0;
-        for (const auto& s : pb_.config.params) nfree += s.fixed ? 0 : 1;
+        const int nfree = param_arrays(pb_.config).nfree;
         std::visit(
             [&](const auto& model) {
                 using M = std::decay_t<decltype(model)>;
@@ -160,8 +153,7 @@ class CudaWorker final : public Worker {
         const int P = pb_.num_params();
         const int n = pb_.data.n;
         const auto& m = std::get<DisMellinModel>(model_.view);
-        int nfree = 0;
-        for (const auto& s : pb_.config.params) nfree += s.fixed ? 0 : 1;
+        const int nfree = param_arrays(pb_.config).nfree;
         const size_t per_slot =
             (LmScratchLayout(n, P).total + 2 * static_cast<size_t>(n) + static_cast<size_t>(1 + nfree) * m.table_width() +
              static_cast<size_t>(P) * 17 + 256) * sizeof(double);
@@ -204,11 +196,7 @@ class CudaWorker final : public Worker {
         const int total = static_cast<int>(unit.replicas.size());
         const FitDataView data{n, pb_.data.nx, x_.get(), y_.get(), sigma_.get(), nullptr};
         const ParamBoundsView bounds{P, lower_.get(), upper_.get(), fixed_.get()};
-        LmSettings s;
-        s.max_iterations = cfg.max_iterations;
-        s.ftol = cfg.ftol;
-        s.xtol = cfg.xtol;
-        s.gtol = cfg.gtol;
+        const LmSettings s = lm_settings(cfg);
         for (int b0 = 0; b0 < total; b0 += static_cast<int>(fit_in)) {
             const int count = std::min<int>(total - b0, static_cast<int>(fit_in));
             reps_.upload(unit.replicas.data() + b0, static_cast<size_t>(count));
