@@ -32,27 +32,33 @@ __global__ void fma_kernel(T* out, T b, T c) {
     if (s == static_cast<T>(-1.2345)) out[0] = s;  // keeps the work alive
 }
 
-template <class T>
-double fma_tflops(int sms) {
-    DeviceBuffer<T> out(1);
-    const int blocks = sms * 16, threads = 256;
-    fma_kernel<T><<<blocks, threads>>>(out.get(), static_cast<T>(0.999), static_cast<T>(0.001));  // warm-up
+/// Seconds per call of `launch` (asynchronous work on the default stream): one warm-up call,
+/// then `reps` calls between two events.
+template <class F>
+double seconds_per_call(F&& launch, int reps) {
+    launch();
     EF_CUDA_CHECK(cudaDeviceSynchronize());
     cudaEvent_t e0, e1;
     EF_CUDA_CHECK(cudaEventCreate(&e0));
     EF_CUDA_CHECK(cudaEventCreate(&e1));
     EF_CUDA_CHECK(cudaEventRecord(e0));
-    const int reps = 5;
-    for (int r = 0; r < reps; ++r)
-        fma_kernel<T><<<blocks, threads>>>(out.get(), static_cast<T>(0.999), static_cast<T>(0.001));
+    for (int r = 0; r < reps; ++r) launch();
     EF_CUDA_CHECK(cudaEventRecord(e1));
     EF_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     EF_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    const double flops = 2.0 * kChains * kIters * static_cast<double>(blocks) * threads * reps;
-    return flops / (ms * 1e-3) / 1e12;
+    return ms * 1e-3 / reps;
+}
+
+template <class T>
+double fma_tflops(int sms) {
+    DeviceBuffer<T> out(1);
+    const int blocks = sms * 16, threads = 256;
+    const double s = seconds_per_call(
+        [&] { fma_kernel<T><<<blocks, threads>>>(out.get(), static_cast<T>(0.999), static_cast<T>(0.001)); }, 5);
+    return 2.0 * kChains * kIters * static_cast<double>(blocks) * threads / s / 1e12;
 }
 
 double copy_gbs(size_t bytes, cudaMemcpyKind kind) {
@@ -60,26 +66,11 @@ double copy_gbs(size_t bytes, cudaMemcpyKind kind) {
     char* host = nullptr;
     if (kind == cudaMemcpyHostToDevice) EF_CUDA_CHECK(cudaMallocHost(&host, bytes));
     const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(host) : a.get();
-    EF_CUDA_CHECK(cudaMemcpy(b.get(), src, bytes, kind));  // warm-up
-    cudaEvent_t e0, e1;
-    EF_CUDA_CHECK(cudaEventCreate(&e0));
-    EF_CUDA_CHECK(cudaEventCreate(&e1));
-    const int reps = 5;
-    EF_CUDA_CHECK(cudaEventRecord(e0));
-    for (int r = 0; r < reps; ++r) EF_CUDA_CHECK(cudaMemcpy(b.get(), src, bytes, kind));
-    EF_CUDA_CHECK(cudaEventRecord(e1));
-    EF_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    EF_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    const double s = seconds_per_call([&] { EF_CUDA_CHECK(cudaMemcpy(b.get(), src, bytes, kind)); }, 5);
     if (host) cudaFreeHost(host);
     // A device-to-device copy reads and writes every byte.
-    const double moved = static_cast<double>(bytes) * reps * (kind == cudaMemcpyDeviceToDevice ? 2.0 : 1.0);
-    return moved / (ms * 1e-3) / 1e9;
+    return static_cast<double>(bytes) * (kind == cudaMemcpyDeviceToDevice ? 2.0 : 1.0) / s / 1e9;
 }
-
-}  // namespace
 
 /// TFLOP/s of the table GEMM kernel and of cublasDgemm on the same operands.
 void gemm_tflops(double& mine, double& blas) {
@@ -88,35 +79,21 @@ void gemm_tflops(double& mine, double& blas) {
     DeviceBuffer<double> T(static_cast<size_t>(n) * K), W(static_cast<size_t>(K) * cols), F(static_cast<size_t>(n) * cols);
     EF_CUDA_CHECK(cudaMemset(T.get(), 0, T.size() * sizeof(double)));
     EF_CUDA_CHECK(cudaMemset(W.get(), 0, W.size() * sizeof(double)));
-    cudaEvent_t a, b;
-    EF_CUDA_CHECK(cudaEventCreate(&a));
-    EF_CUDA_CHECK(cudaEventCreate(&b));
     const double flops = 2.0 * n * K * static_cast<double>(cols);
-    auto time = [&](auto&& launch) {
-        launch();  // warm-up
-        EF_CUDA_CHECK(cudaEventRecord(a));
-        constexpr int reps = 3;
-        for (int r = 0; r < reps; ++r) launch();
-        EF_CUDA_CHECK(cudaEventRecord(b));
-        EF_CUDA_CHECK(cudaEventSynchronize(b));
-        float ms = 0;
-        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-        return flops * reps / (ms * 1e-3) / 1e12;
-    };
-    mine = time([&] { cuda::launch_table_gemm(T.get(), W.get(), F.get(), n, K, cols); });
+    mine = flops / seconds_per_call([&] { cuda::launch_table_gemm(T.get(), W.get(), F.get(), n, K, cols); }, 3) / 1e12;
     cublasHandle_t h;
     if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
         const double one = 1.0, zero = 0.0;
         // F = T W with T row-major n x K = (K x n column-major)^T.
-        blas = time([&] {
+        blas = flops / seconds_per_call([&] {
             cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, static_cast<int>(cols), K, &one, T.get(), K, W.get(), K, &zero,
                         F.get(), n);
-        });
+        }, 3) / 1e12;
         cublasDestroy(h);
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
 }
+
+}  // namespace
 
 std::vector<DeviceInfo> probe_devices(bool measure) {
     std::vector<DeviceInfo> out;
