@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/core/ef_math.hpp"
 #include "kernels/core/hd.hpp"
@@ -97,7 +98,7 @@ EF_HD Dual<T, K> operator-(const Dual<T, K>& a) {
 template <class T, int K>
 EF_HD Dual<T, K> operator+(const Dual<T, K>& a) { return a; }
 
-// Mixed with the underlying real type.
+// Mixed with the underlying real type ...
 template <class T, int K>
 EF_HD Dual<T, K> operator+(Dual<T, K> a, T b) { a.v += b; return a; }
 template <class T, int K>
@@ -123,6 +124,28 @@ EF_HD Dual<T, K> operator/(Dual<T, K> a, T b) {
 template <class T, int K>
 EF_HD Dual<T, K> operator/(T b, const Dual<T, K>& a) { return Dual<T, K>(b) / a; }
 
+// ... and with any other arithmetic scalar, first converted to T: a model's double constants and
+// data (x) work unchanged on Dual<float, K>, rounded to float.
+template <class S, class T>
+inline constexpr bool kOtherScalar = std::is_arithmetic_v<S> && !std::is_same_v<S, T>;
+
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator+(const Dual<T, K>& a, S b) { return a + static_cast<T>(b); }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator+(S b, const Dual<T, K>& a) { return static_cast<T>(b) + a; }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator-(const Dual<T, K>& a, S b) { return a - static_cast<T>(b); }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator-(S b, const Dual<T, K>& a) { return static_cast<T>(b) - a; }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator*(const Dual<T, K>& a, S b) { return a * static_cast<T>(b); }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator*(S b, const Dual<T, K>& a) { return a * static_cast<T>(b); }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator/(const Dual<T, K>& a, S b) { return a / static_cast<T>(b); }
+template <class T, int K, class S, std::enable_if_t<kOtherScalar<S, T>, int> = 0>
+EF_HD Dual<T, K> operator/(S b, const Dual<T, K>& a) { return static_cast<T>(b) / a; }
+
 template <class T, int K>
 EF_HD bool operator<(const Dual<T, K>& a, const Dual<T, K>& b) { return a.v < b.v; }
 template <class T, int K>
@@ -141,6 +164,16 @@ EF_HD inline double cos(double x) { return math::cos(x); }
 EF_HD inline double tan(double x) { return math::tan(x); }
 EF_HD inline double atan(double x) { return math::atan(x); }
 EF_HD inline double atan2(double y, double x) { return math::atan2(y, x); }
+// Float: the double function rounded to float (at most one float ulp, the same bits on host and
+// device). Costs double arithmetic; a float model's transcendentals are a small part of its work.
+EF_HD inline float exp(float x) { return static_cast<float>(math::exp(x)); }
+EF_HD inline float log(float x) { return static_cast<float>(math::log(x)); }
+EF_HD inline float pow(float x, float y) { return static_cast<float>(math::pow(x, y)); }
+EF_HD inline float sin(float x) { return static_cast<float>(math::sin(x)); }
+EF_HD inline float cos(float x) { return static_cast<float>(math::cos(x)); }
+EF_HD inline float tan(float x) { return static_cast<float>(math::tan(x)); }
+EF_HD inline float atan(float x) { return static_cast<float>(math::atan(x)); }
+EF_HD inline float atan2(float y, float x) { return static_cast<float>(math::atan2(y, x)); }
 
 // Elementary functions: chain rule with f'(v) -------------------------------------------------
 namespace detail {

@@ -15,3 +15,13 @@
 #define EF_HD
 #define EF_INLINE inline
 #endif
+
+/// Unroll the next loop (its bounds are compile-time constants): on the device this keeps small
+/// per-thread arrays in registers; g++ reads it as GCC unroll.
+#if defined(__CUDACC__)
+#define EF_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define EF_UNROLL _Pragma("GCC unroll 16")
+#else
+#define EF_UNROLL
+#endif

@@ -8,6 +8,7 @@
 #include "kernels/cpu/table_gemm.hpp"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_batched.hpp"
+#include "kernels/fit/lm_normal_dispatch.hpp"
 #include "kernels/fit/resample.hpp"
 #include "src/fit/fit_arrays.hpp"
 #include "src/model/compiled_model.hpp"
@@ -43,6 +44,44 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
             p = start;
             const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p.data(), work.data(),
                                           r == 0 ? cov.data() : nullptr);
+            out.index[static_cast<size_t>(t)] = r;
+            for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(t) * P + q] = p[static_cast<size_t>(q)];
+            out.chi2[static_cast<size_t>(t)] = o.chi2;
+            out.status[static_cast<size_t>(t)] = static_cast<std::int64_t>(o.status);
+            out.iterations[static_cast<size_t>(t)] = o.iterations;
+            if (r == 0) out.covariance = cov;
+        }
+    }
+}
+
+/// The normal-equations solver, one replica per thread at a time, in Real arithmetic.
+template <class Real, int K, class Model>
+void fit_normal_with(const Model& model, const FitProblem& pb, const std::int64_t* replicas, int count,
+                     int threads, ReplicaBlock& out) {
+    const FitConfig& cfg = pb.config;
+    const DataTable& data = pb.data;
+    const int P = pb.num_params();
+    const int n = data.n;
+    const ParamArrays pa = param_arrays(cfg);
+    const ParamBoundsView bounds = pa.view();
+    const LmSettings settings = lm_settings(cfg);
+    const bool bootstrap = cfg.resample == ResampleMethod::bootstrap;
+    const std::vector<Real> inv_sigma = normal_inv_sigma<Real>(data.sigma);
+
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<Real> y(static_cast<size_t>(n)), w(static_cast<size_t>(n));
+        std::vector<double> p(static_cast<size_t>(P)), cov(static_cast<size_t>(P) * P);
+#pragma omp for schedule(dynamic, 16)
+        for (int t = 0; t < count; ++t) {
+            const std::int64_t r = replicas[t];
+            resample_replica_strided<Real>(bootstrap ? 1 : 0, cfg.seed, static_cast<std::uint64_t>(r), n,
+                                           data.y.data(), data.sigma.data(), y.data(), w.data(), 1);
+            const NormalFitData<Real> view{n, data.nx, data.x.data(), inv_sigma.data(), y.data(),
+                                           bootstrap ? w.data() : nullptr, 1};
+            p = pa.start;
+            const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, settings, p.data(),
+                                                       r == 0 ? cov.data() : nullptr);
             out.index[static_cast<size_t>(t)] = r;
             for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(t) * P + q] = p[static_cast<size_t>(q)];
             out.chi2[static_cast<size_t>(t)] = o.chi2;
@@ -203,6 +242,16 @@ void fit_replicas_per_replica(const FitProblem& pb, const std::int64_t* replicas
     out.resize(static_cast<size_t>(count), pb.num_params());
     out.covariance.clear();
     const int nfree = param_arrays(pb.config).nfree;
+    if (pb.config.solver == FitSolver::normal) {
+        std::visit(
+            [&](const auto& model) {
+                dispatch_normal(model, pb.config, pb.num_params(), [&](auto real, auto width) {
+                    fit_normal_with<decltype(real), decltype(width)::value>(model, pb, replicas, count, threads, out);
+                });
+            },
+            pb.model->view);
+        return;
+    }
     std::visit(
         [&](const auto& model) {
             // Dual width: the smallest of 4, 8, 16 that holds every free parameter (wider

@@ -93,4 +93,24 @@ struct GaussianModel : PointwiseModel {
     }
 };
 
+/**
+ * Circular 2-D Gaussian spot on a constant (localization microscopy, Gpufit's GAUSS_2D),
+ * y = a exp(-((x0 - u)^2 + (x1 - v)^2) / (2 s^2)) + c, x = (x0, x1) per point.
+ *   p[0]: a, amplitude
+ *   p[1]: u, centre along x0
+ *   p[2]: v, centre along x1
+ *   p[3]: s, width (standard deviation)
+ *   p[4]: c, constant background
+ */
+struct Gaussian2DModel : PointwiseModel {
+    EF_HD int num_params() const { return 5; }
+    template <class T>
+    EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
+        const T du = x[0] - p[1];
+        const T dv = x[1] - p[2];
+        const T q = (du * du + dv * dv) / (p[3] * p[3]);
+        return p[0] * exp(-0.5 * q) + p[4];
+    }
+};
+
 }  // namespace ef

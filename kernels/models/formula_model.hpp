@@ -47,6 +47,7 @@ struct FormulaModel : PointwiseModel {
                 case FormulaOpCode::tan: stack[sp - 1] = tan(stack[sp - 1]); break;
                 case FormulaOpCode::atan: stack[sp - 1] = atan(stack[sp - 1]); break;
                 case FormulaOpCode::abs: stack[sp - 1] = abs(stack[sp - 1]); break;
+                case FormulaOpCode::square: stack[sp - 1] = stack[sp - 1] * stack[sp - 1]; break;
             }
         }
         return stack[0];

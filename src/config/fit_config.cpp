@@ -29,7 +29,7 @@ const KeyInfo kKeys[] = {
     {"data.x", "x", "independent variable column(s), comma-separated for several"},
     {"data.y", "y", "dependent variable column"},
     {"data.sigma", "", "uncertainty: a column name or a positive constant"},
-    {"model.name", "", "formula | linear | polynomial | exponential | gaussian | dis-mellin"},
+    {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin"},
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
     {"model.order", "1", "polynomial order (name = polynomial)"},
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
@@ -41,6 +41,11 @@ const KeyInfo kKeys[] = {
     {"fit.ftol", "1e-15", "stop when actual and predicted relative chi^2 reductions are below"},
     {"fit.xtol", "1e-10", "stop when the Gauss-Newton step, relative to the parameters (scaled), is below"},
     {"fit.gtol", "1e-12", "stop when the gradient's cosine with every column is below"},
+    {"fit.precision", "double", "double | float (float: the normal-equations solver in single precision, "
+                                "for many small fits; results are stored as double)"},
+    {"fit.solver", "auto", "auto | qr | normal (auto: qr in double, normal in float; normal "
+                           "accumulates J^T J point by point, needs at most 16 parameters and "
+                           "squares the condition number)"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
@@ -149,6 +154,9 @@ std::string FitConfig::canonical_text() const {
        << "\nseed = " << seed << "\nmax_iterations = " << max_iterations
        << "\nftol = " << format_double(ftol) << "\nxtol = " << format_double(xtol)
        << "\ngtol = " << format_double(gtol) << "\n";
+    // Written only when not the default, so that files from before these keys still match.
+    if (solver == FitSolver::normal) os << "solver = normal\n";
+    if (precision == FitPrecision::float32) os << "precision = float\n";
     return os.str();
 }
 
@@ -288,11 +296,11 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     // [model]
     cfg.model_name = required("model.name");
     static const std::set<std::string> kModels = {"formula", "linear", "polynomial",
-                                                  "exponential", "gaussian", "dis-mellin"};
+                                                  "exponential", "gaussian", "gaussian2d", "dis-mellin"};
     if (!kModels.count(cfg.model_name))
         throw usage_error(cfg.where("model.name") + ": unknown model '" + cfg.model_name +
                           "' (allowed: formula, linear, polynomial, exponential, gaussian, "
-                          "dis-mellin)");
+                          "gaussian2d, dis-mellin)");
     cfg.formula = trim(get("model.formula"));
     if (cfg.model_name == "formula" && cfg.formula.empty())
         throw usage_error(path + ": missing required key 'model.formula' (model.name = formula)");
@@ -355,6 +363,18 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
         if (!(*dst >= 0.0) || !std::isfinite(*dst))
             throw usage_error(cfg.where(key) + ": tolerance must be finite and >= 0");
     }
+    const std::string prec = trim(get("fit.precision"));
+    if (prec == "float") cfg.precision = FitPrecision::float32;
+    else if (prec != "double")
+        throw usage_error(cfg.where("fit.precision") + ": unknown precision '" + prec + "' (allowed: double, float)");
+    const std::string solver = trim(get("fit.solver"));
+    if (solver == "normal" || (solver == "auto" && cfg.precision == FitPrecision::float32))
+        cfg.solver = FitSolver::normal;
+    else if (solver == "qr" && cfg.precision == FitPrecision::float32)
+        throw usage_error(cfg.where("fit.solver") + ": the QR solver runs in double only; precision = float "
+                          "needs solver = normal (or auto)");
+    else if (solver != "qr" && solver != "auto")
+        throw usage_error(cfg.where("fit.solver") + ": unknown solver '" + solver + "' (allowed: auto, qr, normal)");
     cfg.chunk = static_cast<int>(conv.integer("fit.chunk", get("fit.chunk")));
     if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
 

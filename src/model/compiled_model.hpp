@@ -16,7 +16,7 @@ namespace ef {
 
 /// Every model a worker can run; workers std::visit it to instantiate their templates.
 using ModelVariant = std::variant<LinearModel, PolynomialModel, ExponentialModel, GaussianModel,
-                                  FormulaModel, DisMellinModel>;
+                                  Gaussian2DModel, FormulaModel, DisMellinModel>;
 
 /**
  * A model ready to run: the trivially copyable view (ModelVariant) plus the host storage it

@@ -303,6 +303,14 @@ class Parser {
         if (lex_.peek().kind != Tok::power) return;
         lex_.next();
         parse_unary();
+        // x^2, the commonest power, as one multiplication (pow costs a log and an exp).
+        const FormulaOp last = prog_.code.back();
+        if (last.code == FormulaOpCode::push_const && prog_.constants[static_cast<size_t>(last.arg)] == 2.0) {
+            prog_.code.pop_back();
+            --depth_;
+            emit(FormulaOpCode::square);
+            return;
+        }
         emit(FormulaOpCode::pow);
     }
 

@@ -8,6 +8,7 @@
 #include <ensemblefit/model/formula.hpp>
 
 #include "kernels/fit/lm.hpp"
+#include "kernels/fit/lm_normal.hpp"
 #include "src/model/compiled_model.hpp"
 #include "src/model/dis_mellin.hpp"
 
@@ -16,6 +17,7 @@ namespace ef {
 std::vector<std::string> builtin_param_names(const FitConfig& c) {
     if (c.model_name == "linear") return {"a", "b"};
     if (c.model_name == "exponential") return {"a", "k", "c"};
+    if (c.model_name == "gaussian2d") return {"a", "u", "v", "s", "c"};
     if (c.model_name == "polynomial") {
         std::vector<std::string> n;
         for (int k = 0; k <= c.order; ++k) n.push_back("c" + std::to_string(k));
@@ -146,6 +148,13 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
             cm->view = ExponentialModel{};
             cm->description = "exponential: a exp(-k x) + c";
             cm->flops_per_evaluation = 4 * n;  // exp counted as one
+        } else if (cfg.model_name == "gaussian2d") {
+            if (data.nx != 2)
+                throw usage_error(cfg.where("data.x") + ": gaussian2d needs two x columns (the pixel "
+                                                        "coordinates), got " + std::to_string(data.nx));
+            cm->view = Gaussian2DModel{};
+            cm->description = "gaussian2d: a exp(-((x0 - u)^2 + (x1 - v)^2) / (2 s^2)) + c";
+            cm->flops_per_evaluation = 11 * n;  // exp counted as one
         } else {
             GaussianModel m;
             m.peaks = cfg.peaks;
@@ -158,6 +167,17 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
     if (static_cast<int>(cfg.params.size()) > kMaxParams)
         throw usage_error(cfg.config_file + ": " + std::to_string(cfg.params.size()) +
                           " parameters; at most " + std::to_string(kMaxParams) + " are supported");
+    if (cfg.solver == FitSolver::normal) {
+        const std::string what = cfg.precision == FitPrecision::float32 ? "precision = float" : "solver = normal";
+        if (cfg.model_name == "dis-mellin")
+            throw usage_error(cfg.where(cfg.precision == FitPrecision::float32 ? "fit.precision" : "fit.solver") +
+                              ": " + what + " is for pointwise models; dis-mellin fits use the QR solver "
+                              "(batched table path) in double");
+        if (static_cast<int>(cfg.params.size()) > kNormalMaxParams)
+            throw usage_error(cfg.where(cfg.precision == FitPrecision::float32 ? "fit.precision" : "fit.solver") +
+                              ": " + what + " fits at most " + std::to_string(kNormalMaxParams) +
+                              " parameters, the model has " + std::to_string(cfg.params.size()));
+    }
     if (std::all_of(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return p.fixed; }))
         throw usage_error(cfg.config_file + ": every parameter is fixed; nothing to fit");
 

@@ -161,6 +161,27 @@ TEST_CASE("formula names and variables", "[formula]") {
     CHECK(eval(ids, {1.0, 2.0}, {3.0}) == 7.0);
 }
 
+TEST_CASE("formula x^2 compiles to one multiplication with the exact derivative", "[formula]") {
+    using Op = ef::FormulaOpCode;
+    const auto sq = ef::compile_formula("(a - x)^2", {"a"}, {"x"});
+    REQUIRE(sq.code.size() == 4);
+    CHECK(sq.code[3].code == Op::square);
+    CHECK(sq.max_stack == 2);
+    for (const double a : {-3.25, 0.1, 7.0}) {
+        double v = 0;
+        Vec g;
+        eval_dual(sq, {a}, {1.5}, v, g);
+        CHECK(v == (a - 1.5) * (a - 1.5));
+        CHECK(g[0] == 2 * (a - 1.5));
+    }
+    // Other exponents (negative, fractional, a variable) still go through pow.
+    for (const char* text : {"a^-2", "a^2.5", "a^x", "a^(2)^1"}) {
+        const auto p = ef::compile_formula(text, {"a"}, {"x"});
+        CHECK(p.code.back().code == Op::pow);
+    }
+    CHECK(ef::compile_formula("a^(2)", {"a"}, {}).code.back().code == Op::square);
+}
+
 TEST_CASE("formula postfix code and stack depth", "[formula]") {
     using Op = ef::FormulaOpCode;
     const auto prog = ef::compile_formula("a + b*x", {"a", "b"}, {"x"});

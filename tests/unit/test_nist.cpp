@@ -47,10 +47,11 @@ double lre(double got, double want) {
 }
 
 /// Fits replica 0 of one NIST config; returns the smallest LRE over its parameters.
-double min_lre(const std::string& problem, int start, const Certified& cert) {
+double min_lre(const std::string& problem, int start, const Certified& cert,
+               const std::vector<std::string>& overrides = {}) {
     const std::string ini = std::string(EF_SOURCE_DIR) + "/inputs/nist/" + problem + ".start" +
                             std::to_string(start) + ".ini";
-    ef::FitConfig cfg = ef::load_fit_config(ini, {});
+    ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
     ef::DataTable data = ef::load_data(cfg);
     const ef::FitProblem pb = ef::make_fit_problem(cfg, data);
     ef::ReplicaBlock out;
@@ -90,4 +91,32 @@ TEST_CASE("NIST StRD: certified values to 6 digits from start 2 (all 27) and sta
     INFO("start 2 below 6 digits:" << failed2);
     CHECK(pass2 == 27);
     CHECK(pass1 >= 25);
+}
+
+TEST_CASE("NIST StRD with the normal-equations solver: double and float", "[nist][normal]") {
+    // The normal equations square the condition number: in double they lose digits exactly on
+    // NIST's stiff problems; in float, only the well-conditioned ones reach float's precision.
+    const auto cert = read_certified();
+    int pass_double = 0, pass_float = 0, pass_start1 = 0;
+    std::string failed_double, failed_float;
+    for (const char* name : kProblems) {
+        const double l1 = min_lre(name, 1, cert.at(name), {"--fit.solver", "normal"});
+        const double ld = min_lre(name, 2, cert.at(name), {"--fit.solver", "normal"});
+        const double lf = min_lre(name, 2, cert.at(name), {"--fit.precision", "float"});
+        std::printf("  %-9s normal double LRE start1 %5.1f start2 %5.1f   float start2 %5.1f\n", name, l1, ld, lf);
+        if (l1 >= 6.0) ++pass_start1;
+        if (ld >= 6.0) ++pass_double;
+        else failed_double += std::string(" ") + name;
+        if (lf >= 4.0) ++pass_float;
+        else failed_float += std::string(" ") + name;
+    }
+    std::printf("  normal double >= 6 digits: start1 %d/27, start2 %d/27; float >= 4 digits: %d/27\n", pass_start1,
+                pass_double, pass_float);
+    INFO("double below 6 digits:" << failed_double);
+    INFO("float below 4 digits:" << failed_float);
+    // As the QR solver: all 27 from start 2, 25 from start 1 (BoxBOD and MGH10 are out of
+    // reach from their first starts). Float: 16 of 27 measured to 4 digits (2026-11-21).
+    CHECK(pass_double == 27);
+    CHECK(pass_start1 >= 25);
+    CHECK(pass_float >= 15);
 }

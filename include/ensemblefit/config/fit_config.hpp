@@ -12,6 +12,13 @@ namespace ef {
 /// How replicas 1..R resample the data (replica 0 always fits the data as given).
 enum class ResampleMethod { smear, bootstrap };
 
+/// The LM's linear algebra: QR of the stored Jacobian (robust, the default in double), or the
+/// normal equations accumulated point by point (no Jacobian stored: many small fits, float).
+enum class FitSolver { qr, normal };
+
+/// Arithmetic of the fit (data, Jacobian, linear algebra); results are stored as double.
+enum class FitPrecision { float64, float32 };
+
 /// One fit parameter as the user configured it in a `[param.NAME]` section.
 struct ParamSpec {
     std::string name;
@@ -45,7 +52,7 @@ struct FitConfig {
     double sigma_constant = 0.0;
 
     // [model]
-    std::string model_name;  ///< formula | linear | polynomial | exponential | gaussian | dis-mellin
+    std::string model_name;  ///< formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin
     std::string formula;
     int order = 1;
     int peaks = 1;
@@ -64,6 +71,8 @@ struct FitConfig {
     double xtol = 1e-10;
     double gtol = 1e-12;
     int chunk = 0;  ///< replicas per work unit; 0 = automatic
+    FitSolver solver = FitSolver::qr;
+    FitPrecision precision = FitPrecision::float64;
 
     // [output]
     std::string output_file;

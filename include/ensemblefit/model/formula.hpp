@@ -27,6 +27,7 @@ enum class FormulaOpCode : std::int32_t {
     tan,
     atan,
     abs,
+    square,  ///< x * x: what `^2` compiles to (exact derivative, no pow)
 };
 
 struct FormulaOp {
