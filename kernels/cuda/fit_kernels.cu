@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/fit/lm.hpp"
+#include "kernels/fit/lm_normal_dispatch.hpp"
 #include "kernels/fit/resample.hpp"
 #include "src/fit/fit_arrays.hpp"
 #include "src/model/compiled_model.hpp"
@@ -54,6 +55,34 @@ __global__ void lm_fit_kernel(Model model, FitDataView data, ParamBoundsView bou
     for (int q = 0; q < P; ++q) p[q] = start[q];
     const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p, work + static_cast<size_t>(t) * work_stride,
                                   r == 0 ? central_cov : nullptr);
+    chi2[t] = o.chi2;
+    status[t] = static_cast<std::int64_t>(o.status);
+    iterations[t] = o.iterations;
+}
+
+/**
+ * The normal-equations LM, one thread per replica with its whole state in registers: the
+ * thread resamples its replica into column t of the point-major y (and w) arrays, so that a
+ * warp's 32 replicas read consecutive addresses at every point, then fits.
+ */
+template <class Real, int K, class Model>
+__global__ void normal_fit_kernel(Model model, NormalFitData<Real> data, ParamBoundsView bounds, LmSettings settings,
+                                  int bootstrap, std::uint64_t seed, const double* y0, const double* sigma,
+                                  const std::int64_t* replicas, int count, const double* start, Real* ybuf,
+                                  Real* wbuf, double* params, double* chi2, std::int64_t* status,
+                                  std::int64_t* iterations, double* central_cov) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const std::int64_t r = replicas[t];
+    resample_replica_strided<Real>(bootstrap, seed, static_cast<std::uint64_t>(r), data.n, y0, sigma, ybuf + t,
+                                   bootstrap ? wbuf + t : nullptr, count);
+    NormalFitData<Real> view = data;
+    view.y = ybuf + t;
+    view.w = bootstrap ? wbuf + t : nullptr;
+    view.stride = count;
+    double* p = params + static_cast<size_t>(t) * bounds.P;
+    for (int q = 0; q < bounds.P; ++q) p[q] = start[q];
+    const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, settings, p, r == 0 ? central_cov : nullptr);
     chi2[t] = o.chi2;
     status[t] = static_cast<std::int64_t>(o.status);
     iterations[t] = o.iterations;
@@ -126,6 +155,16 @@ class CudaWorker final : public Worker {
             run_table(unit, out);
             return;
         }
+        if (pb_.config.solver == FitSolver::normal) {
+            std::visit(
+                [&](const auto& model) {
+                    dispatch_normal(model, pb_.config, P, [&](auto real, auto width) {
+                        run_normal<decltype(real), decltype(width)::value>(model, unit, out);
+                    });
+                },
+                model_.view);
+            return;
+        }
         const int nfree = param_arrays(pb_.config).nfree;
         std::visit(
             [&](const auto& model) {
@@ -184,6 +223,64 @@ class CudaWorker final : public Worker {
         }
     }
 
+    /// The normal-equations solver (kernels/fit/lm_normal.hpp) in Real, in batches that fit in
+    /// half the free memory.
+    template <class Real, int K, class Model>
+    void run_normal(const Model& model, const WorkUnit& unit, ReplicaBlock& out) {
+        const FitConfig& cfg = pb_.config;
+        const int n = pb_.data.n;
+        const int P = pb_.num_params();
+        const bool bootstrap = cfg.resample == ResampleMethod::bootstrap;
+        const size_t per_replica = static_cast<size_t>(n) * sizeof(Real) * (bootstrap ? 2 : 1) +
+                                   (static_cast<size_t>(P) + 4) * sizeof(double);
+        const size_t fit_in = std::max<size_t>(1, (free_bytes_ / 2) / per_replica);
+        const std::vector<Real> inv_sigma = normal_inv_sigma<Real>(pb_.data.sigma);
+        // Real arrays carved from double buffers kept across units (no cudaMalloc per unit).
+        const auto real_size = [](size_t count) { return (count * sizeof(Real) + sizeof(double) - 1) / sizeof(double); };
+        nsigma_.resize(real_size(inv_sigma.size()));
+        EF_CUDA_CHECK(cudaMemcpy(nsigma_.get(), inv_sigma.data(), inv_sigma.size() * sizeof(Real), cudaMemcpyHostToDevice));
+        const NormalFitData<Real> data{n, pb_.data.nx, x_.get(), reinterpret_cast<const Real*>(nsigma_.get()), nullptr,
+                                       nullptr, 1};
+        const ParamBoundsView bounds{P, lower_.get(), upper_.get(), fixed_.get()};
+        const LmSettings s = lm_settings(cfg);
+        const int total = static_cast<int>(unit.replicas.size());
+        for (int b0 = 0; b0 < total; b0 += static_cast<int>(fit_in)) {
+            const int count = std::min<int>(total - b0, static_cast<int>(fit_in));
+            reps_.upload(unit.replicas.data() + b0, static_cast<size_t>(count));
+            ybuf_.resize(real_size(static_cast<size_t>(count) * n));
+            wbuf_.resize(real_size(bootstrap ? static_cast<size_t>(count) * n : 1));
+            params_.resize(static_cast<size_t>(count) * P);
+            chi2_.resize(static_cast<size_t>(count));
+            status_.resize(static_cast<size_t>(count));
+            iters_.resize(static_cast<size_t>(count));
+            cov_.resize(static_cast<size_t>(P) * P);
+            const int threads = 64;
+            cudaGetLastError();
+            normal_fit_kernel<Real, K><<<(count + threads - 1) / threads, threads>>>(
+                model, data, bounds, s, bootstrap ? 1 : 0, cfg.seed, y_.get(), sigma_.get(), reps_.get(), count,
+                start_.get(), reinterpret_cast<Real*>(ybuf_.get()), reinterpret_cast<Real*>(wbuf_.get()), params_.get(), chi2_.get(), status_.get(), iters_.get(),
+                cov_.get());
+            EF_CUDA_CHECK(cudaGetLastError());
+            EF_CUDA_CHECK(cudaDeviceSynchronize());
+            download_batch(unit, b0, count, P, out);
+        }
+    }
+
+    /// A batch's results (device arrays params_ .. cov_) into out[b0, b0 + count).
+    void download_batch(const WorkUnit& unit, int b0, int count, int P, ReplicaBlock& out) {
+        params_.download(out.params.data() + static_cast<size_t>(b0) * P, static_cast<size_t>(count) * P);
+        chi2_.download(out.chi2.data() + b0, static_cast<size_t>(count));
+        status_.download(out.status.data() + b0, static_cast<size_t>(count));
+        iters_.download(out.iterations.data() + b0, static_cast<size_t>(count));
+        for (int t = 0; t < count; ++t) {
+            out.index[static_cast<size_t>(b0 + t)] = unit.replicas[static_cast<size_t>(b0 + t)];
+            if (unit.replicas[static_cast<size_t>(b0 + t)] == 0) {
+                out.covariance.resize(static_cast<size_t>(P) * P);
+                cov_.download(out.covariance.data(), static_cast<size_t>(P) * P);
+            }
+        }
+    }
+
     template <int K, class Model>
     void run_with(const Model& model, const WorkUnit& unit, ReplicaBlock& out) {
         const FitConfig& cfg = pb_.config;
@@ -217,17 +314,7 @@ class CudaWorker final : public Worker {
                                                    chi2_.get(), status_.get(), iters_.get(), cov_.get());
             EF_CUDA_CHECK(cudaGetLastError());
             EF_CUDA_CHECK(cudaDeviceSynchronize());
-            params_.download(out.params.data() + static_cast<size_t>(b0) * P, static_cast<size_t>(count) * P);
-            chi2_.download(out.chi2.data() + b0, static_cast<size_t>(count));
-            status_.download(out.status.data() + b0, static_cast<size_t>(count));
-            iters_.download(out.iterations.data() + b0, static_cast<size_t>(count));
-            for (int t = 0; t < count; ++t) {
-                out.index[static_cast<size_t>(b0 + t)] = unit.replicas[static_cast<size_t>(b0 + t)];
-                if (unit.replicas[static_cast<size_t>(b0 + t)] == 0) {
-                    out.covariance.resize(static_cast<size_t>(P) * P);
-                    cov_.download(out.covariance.data(), static_cast<size_t>(P) * P);
-                }
-            }
+            download_batch(unit, b0, count, P, out);
         }
     }
 
@@ -237,7 +324,7 @@ class CudaWorker final : public Worker {
     size_t free_bytes_ = 0;
     DeviceModel model_;
     std::unique_ptr<TableBatchFitter> table_;
-    DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_;
+    DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
     DeviceBuffer<unsigned char> fixed_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;
 };

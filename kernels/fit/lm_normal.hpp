@@ -175,7 +175,8 @@ EF_UNROLL
 }  // namespace lm_normal_detail
 
 /**
- * One replica's fit: `p` (P doubles, P <= K) holds the start on entry and the result on exit;
+ * One replica's fit: `p` (P doubles, P <= K) holds the start on entry and the result on exit
+ * (fixed parameters untouched);
  * `cov`, when non-null, receives (J^T W J)^-1 over the free parameters at the result (zeros for
  * fixed parameters, NaN when singular). Iterations count Jacobian evaluations, as in lm_fit.
  */
@@ -318,7 +319,14 @@ EF_UNROLL
         }
     }
     out.chi2 = static_cast<double>(chi2);
-    for (int q = 0; q < P; ++q) p_io[q] = static_cast<double>(p[q]);
+    // Fixed parameters keep their exact start; one on its (Real-rounded) bound reports the
+    // bound itself; the others, widened from Real, stay in the box.
+    for (int q = 0; q < P; ++q) {
+        if (bounds.fixed[q]) continue;
+        p_io[q] = p[q] <= lo[q] ? bounds.lower[q]
+                  : p[q] >= hi[q] ? bounds.upper[q]
+                                  : lm_detail::clamp(static_cast<double>(p[q]), bounds.lower[q], bounds.upper[q]);
+    }
     if (cov != nullptr) {
         // (J^T W J)^-1 over the free parameters, a column per solve.
         for (int a = 0; a < P * P; ++a) cov[a] = 0.0;

@@ -62,18 +62,19 @@ struct ReplicaRng {
 /**
  * Resampled data for replica r: `y_out` (smear: y_i + sigma_i z_i) and `w_out` (bootstrap:
  * multiplicity of point i among n draws with replacement), point i at index i * stride, stored
- * as Out (computed in double, then rounded). Replica 0 is the data as given.
+ * as Out (computed in double, then rounded). Replica 0 is the data as given. `w_out` may be
+ * null when smearing (all weights are 1).
  */
 template <class Out>
 EF_HD void resample_replica_strided(int method_bootstrap, std::uint64_t seed, std::uint64_t replica, int n,
                                     const double* y, const double* sigma, Out* y_out, Out* w_out, long stride) {
     for (int i = 0; i < n; ++i) {
         y_out[i * stride] = static_cast<Out>(y[i]);
-        w_out[i * stride] = static_cast<Out>(replica == 0 ? 1.0 : (method_bootstrap ? 0.0 : 1.0));
+        if (w_out != nullptr) w_out[i * stride] = static_cast<Out>(replica == 0 ? 1.0 : (method_bootstrap ? 0.0 : 1.0));
     }
     if (replica == 0) return;
     const ReplicaRng rng(seed, replica);
-    if (method_bootstrap) {
+    if (method_bootstrap && w_out != nullptr) {
         for (int k = 0; k < n; ++k)
             w_out[static_cast<long>(rng.index(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n))) * stride] +=
                 Out(1);

@@ -166,6 +166,39 @@ TEST_CASE("GPU = CPU on dis-mellin replicas; timing of both", "[gpu][dis-mellin]
     check_identical(c);
 }
 
+// The normal-equations solver (kernels/fit/lm_normal.hpp) is the same single source on both
+// workers, in double and in float (IEEE float division and sqrt, no contraction, ef::math for
+// transcendentals): the same criterion applies, and in practice the same bits.
+TEST_CASE("GPU = CPU with the normal-equations solver in double and float", "[gpu][normal]") {
+    const char* problems[] = {"Misra1a", "Chwirut2", "Lanczos3", "Gauss1", "DanWood", "Kirby2", "Hahn1",
+                              "MGH17", "ENSO", "MGH09", "Thurber", "BoxBOD", "MGH10", "Eckerle4", "Rat43",
+                              "Bennett5"};
+    for (const char* precision : {"double", "float"}) {
+        for (const char* p : problems) {
+            for (int start : {1, 2}) {
+                const auto pb = load(kSrc + "/inputs/nist/" + p + ".start" + std::to_string(start) + ".ini",
+                                     {"--fit.replicas=40", "--fit.resample=bootstrap", "--fit.solver=normal",
+                                      std::string("--fit.precision=") + precision});
+                const Comparison c = compare(pb, 0, 40);
+                std::printf("  normal %-6s %-9s start %d: max rel diff %.2e, bitwise equal %d/41, not converged %d\n",
+                            precision, p, start, c.max_rel, c.bitwise_equal, c.not_converged);
+                INFO(precision << " " << p << " start " << start);
+                check_identical(c);
+            }
+        }
+        for (const char* model : {"formula", "gaussian2d"}) {
+            const auto pb = load(kSrc + "/inputs/spot.ini", {"--fit.replicas=4000", "--fit.solver=normal",
+                                                            std::string("--fit.precision=") + precision,
+                                                            std::string("--model.name=") + model});
+            const Comparison c = compare(pb, 0, 4000, 16);
+            std::printf("  normal %-6s spot %-10s 4001 fits: CPU (16 threads) %.3f s, GPU %.3f s, max rel diff %.2e, "
+                        "bitwise equal %d/4001\n", precision, model, c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal);
+            INFO(precision << " spot " << model);
+            check_identical(c);
+        }
+    }
+}
+
 // The batched LM's steps by a warp per replica (the default) and by a thread per replica
 // (EF_GPU_LM_STEPS=thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
 TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {
