@@ -15,7 +15,10 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/cuda/warp_lanes.cuh"
+#include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/fit/lm_batched.hpp"
+#include "kernels/fit/lm_gram.hpp"
+#include "kernels/fit/round_plan.hpp"
 #include "src/fit/fit_arrays.hpp"
 
 namespace ef::cuda {
@@ -34,17 +37,20 @@ struct RoundLists {
     long cols;
 };
 
-__global__ void start_kernel(BatchView b, int count) {
+template <class View>
+__global__ void start_kernel(View b, int count) {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s < count) start_slot(b, s);
 }
 
-__global__ void prepare_kernel(DisMellinModel m, BatchView b, RoundLists l) {
+template <class View>
+__global__ void prepare_kernel(DisMellinModel m, View b, RoundLists l) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < l.count) prepare_slot(m, b, l.slot[t], l.kind[t]);
 }
 
-__global__ void nodes_kernel(DisMellinModel m, BatchView b, RoundLists l, double* W) {
+template <class View>
+__global__ void nodes_kernel(DisMellinModel m, View b, RoundLists l, double* W) {
     const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int nodes = m.nodes_count();
     if (idx >= static_cast<long>(l.count) * nodes) return;
@@ -53,15 +59,35 @@ __global__ void nodes_kernel(DisMellinModel m, BatchView b, RoundLists l, double
     node_columns(m, b, l.slot[t], l.kind[t], k, W, l.col0[t]);
 }
 
+/// The LM steps of either path (the Gram path's read the round's W columns too).
+template <class Exec>
+__device__ void finish(const Exec& ex, const BatchView& b, const RoundLists& l, int t, const double* /*W*/) {
+    finish_slot(ex, b, l.slot[t], l.kind[t]);
+}
+template <class Exec>
+__device__ void finish(const Exec& ex, const gram::GramView& v, const RoundLists& l, int t, const double* W) {
+    gram::finish_slot(ex, v, l.slot[t], l.kind[t], W, l.col0[t]);
+}
+
 /// The LM steps, one thread per replica (the 32 lanes of the reductions in one thread)...
-__global__ void finish_thread_kernel(BatchView b, RoundLists l) {
+template <class View>
+__global__ void finish_thread_kernel(View b, RoundLists l, const double* W) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < l.count) finish_slot(SerialLanes{}, b, l.slot[t], l.kind[t]);
+    if (t < l.count) finish(SerialLanes{}, b, l, t, W);
 }
 /// ... or one warp per replica: the same arithmetic (kernels/fit/lanes.hpp), 32x the threads.
-__global__ void finish_warp_kernel(BatchView b, RoundLists l) {
+template <class View>
+__global__ void finish_warp_kernel(View b, RoundLists l, const double* W) {
     const int t = static_cast<int>((static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes);
-    if (t < l.count) finish_slot(WarpLanes{static_cast<int>(threadIdx.x % kLanes)}, b, l.slot[t], l.kind[t]);
+    if (t < l.count) finish(WarpLanes{static_cast<int>(threadIdx.x % kLanes)}, b, l, t, W);
+}
+
+/// Each slot's origin-shifted data columns E and c (kernels/fit/lm_gram.hpp).
+__global__ void gram_columns_kernel(int n, std::uint64_t seed, const std::int64_t* replicas, int count,
+                                    const double* y0, const double* sigma, const double* f0, const double* winv,
+                                    double* E, double* c) {
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < count) gram::replica_columns(n, seed, replicas[s], y0, sigma, f0, winv, E + static_cast<long>(s) * n, c[s]);
 }
 
 // Table GEMM F(n x cols) = T(n x Kt, row-major) W(Kt x cols, column-major): 128 x 128 outputs
@@ -79,6 +105,15 @@ struct SlotStore {
     __device__ void operator()(long row, long col, double v) const {
         const int t = l.owner[col];
         store_output(b, l.slot[t], l.kind[t], static_cast<int>(col - l.col0[t]), static_cast<int>(row), v);
+    }
+};
+/// Epilogue of the Gram path's rounds: H(kk, c) into the owning slot's H.
+struct GramStore {
+    gram::GramView v;
+    RoundLists l;
+    __device__ void operator()(long row, long col, double h) const {
+        const int t = l.owner[col];
+        gram::store_h(v, l.slot[t], static_cast<int>(col - l.col0[t]), row, h);
     }
 };
 /// Plain column-major F (the probe that compares with cuBLAS).
@@ -158,6 +193,91 @@ dim3 gemm_grid(int n, long cols) {
 
 int blocks_for(long n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
+/// The device side of one round: its request lists and the W columns, grown as needed.
+struct RoundBuffers {
+    DeviceBuffer<int> slot, kind, owner;
+    DeviceBuffer<long> col0;
+    DeviceBuffer<double> W;
+    RoundLists upload(const batched::RoundPlan& p, long Kt) {
+        slot.upload(p.slot.data(), p.slot.size());
+        kind.upload(p.kind.data(), p.kind.size());
+        col0.upload(p.col0.data(), p.col0.size());
+        owner.upload(p.owner.data(), p.owner.size());
+        W.resize(static_cast<size_t>(p.cols) * Kt);
+        return RoundLists{slot.get(), kind.get(), col0.get(), owner.get(), p.size(), p.cols};
+    }
+};
+
+/// Timing events of the rounds.
+struct RoundEvents {
+    cudaEvent_t e0{}, e1{}, e2{};
+    RoundEvents() {
+        EF_CUDA_CHECK(cudaEventCreate(&e0));
+        EF_CUDA_CHECK(cudaEventCreate(&e1));
+        EF_CUDA_CHECK(cudaEventCreate(&e2));
+    }
+    ~RoundEvents() {
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        cudaEventDestroy(e2);
+    }
+};
+
+constexpr int kThreads = 64;
+
+/// LM steps by a warp per replica (default) or a thread per replica (EF_GPU_LM_STEPS=thread).
+bool warp_steps() {
+    const char* steps = std::getenv("EF_GPU_LM_STEPS");
+    return !(steps != nullptr && std::string(steps) == "thread");
+}
+
+/**
+ * Rounds until every slot is done, for either path: moments (prepare and nodes kernels), the
+ * deterministic GEMM of `table` (rows x Kt, row-major) with the round's columns through the
+ * epilogue make_store(lists), then the LM steps. The request codes come back to the host once
+ * per round to build the next round's lists.
+ */
+template <class View, class MakeStore>
+void run_rounds(const DisMellinModel& model, const View& b, int count, const double* table, int rows,
+                DeviceBuffer<int>& request, RoundBuffers& rb, RoundEvents& ev, TableBatchFitter::Stats& stats,
+                MakeStore make_store) {
+    const long Kt = model.table_width();
+    const int nodes = model.nodes_count();
+    const bool warp = warp_steps();
+    std::vector<int> req(static_cast<size_t>(count));
+    batched::RoundPlan plan;
+    while (true) {
+        request.download(req.data(), req.size());
+        if (!plan.build(req.data(), count, [&](int k) { return columns_for(b, k); })) break;
+        ++stats.rounds;
+        const int m = plan.size();
+        const RoundLists l = rb.upload(plan, Kt);
+        prepare_kernel<<<blocks_for(m, kThreads), kThreads>>>(model, b, l);
+        EF_CUDA_CHECK(cudaGetLastError());
+        nodes_kernel<<<blocks_for(static_cast<long>(m) * nodes, kThreads), kThreads>>>(model, b, l, rb.W.get());
+        EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e0));
+        table_gemm_kernel<<<gemm_grid(rows, plan.cols), 256>>>(table, rb.W.get(), rows, static_cast<int>(Kt), plan.cols,
+                                                                make_store(l));
+        EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e1));
+        if (warp)
+            finish_warp_kernel<<<blocks_for(static_cast<long>(m) * kLanes, 128), 128>>>(b, l, rb.W.get());
+        else
+            finish_thread_kernel<<<blocks_for(m, kThreads), kThreads>>>(b, l, rb.W.get());
+        EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e2));
+        EF_CUDA_CHECK(cudaEventSynchronize(ev.e2));
+        float ms = 0.0f;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e0, ev.e1));
+        stats.gemm_seconds += ms * 1e-3;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e1, ev.e2));
+        stats.step_seconds += ms * 1e-3;
+        stats.gemm_flops += 2.0 * rows * static_cast<double>(Kt) * static_cast<double>(plan.cols);
+    }
+    EF_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace
 
 void launch_table_gemm(const double* T, const double* W, double* F, int n, int Kt, long cols) {
@@ -171,18 +291,16 @@ struct TableBatchFitter::Impl {
     const double* y0;
     const double* sigma;
     int nfree = 0;
-    /// LM steps by a warp per replica (default) or a thread per replica (EF_GPU_LM_STEPS=thread).
-    bool warp_steps = true;
-    DeviceBuffer<double> lower, upper, start, work, params, y, w, cov, W;
+    DeviceBuffer<double> lower, upper, start, work, params, y, w, cov;
     DeviceBuffer<unsigned char> fixed;
     DeviceBuffer<LmState> state;
-    DeviceBuffer<int> request, slot, kind, owner;
-    DeviceBuffer<long> col0;
+    DeviceBuffer<int> request;
     DeviceBuffer<std::int64_t> replica;
     DeviceBuffer<JDual> pd;
     DeviceBuffer<JNorm> jnorm;
     DeviceBuffer<VNorm> vnorm;
-    cudaEvent_t e0{}, e1{}, e2{};
+    RoundBuffers rb;
+    RoundEvents ev;
 
     Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
         : pb(p), model(m), y0(dy), sigma(ds) {
@@ -194,16 +312,6 @@ struct TableBatchFitter::Impl {
         start.upload(pa.start.data(), P);
         fixed.upload(pa.fixed.data(), P);
         cov.resize(P * P);
-        const char* steps = std::getenv("EF_GPU_LM_STEPS");
-        warp_steps = !(steps != nullptr && std::string(steps) == "thread");
-        EF_CUDA_CHECK(cudaEventCreate(&e0));
-        EF_CUDA_CHECK(cudaEventCreate(&e1));
-        EF_CUDA_CHECK(cudaEventCreate(&e2));
-    }
-    ~Impl() {
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        cudaEventDestroy(e2);
     }
 };
 
@@ -249,65 +357,11 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     for (int s = 0; s < count; ++s)
         if (replicas[s] == 0) b.cov_slot = s;
 
-    constexpr int kThreads = 64;
     cudaGetLastError();
     start_kernel<<<blocks_for(count, kThreads), kThreads>>>(b, count);
     EF_CUDA_CHECK(cudaGetLastError());
-
-    const long Kt = d.model.table_width();
-    const int nodes = d.model.nodes_count();
-    std::vector<int> req(slots), h_slot, h_kind, h_owner;
-    std::vector<long> h_col0;
-    while (true) {
-        d.request.download(req.data(), slots);
-        h_slot.clear();
-        h_kind.clear();
-        h_col0.clear();
-        h_owner.clear();
-        long cols = 0;
-        for (int s = 0; s < count; ++s) {
-            const int q = req[static_cast<size_t>(s)];
-            if (q == static_cast<int>(LmRequest::done)) continue;
-            const int k = q == static_cast<int>(LmRequest::jacobian) ? kJacobian : kResiduals;
-            h_owner.insert(h_owner.end(), static_cast<size_t>(columns_for(b, k)), static_cast<int>(h_slot.size()));
-            h_slot.push_back(s);
-            h_kind.push_back(k);
-            h_col0.push_back(cols);
-            cols += columns_for(b, k);
-        }
-        if (h_slot.empty()) break;
-        ++stats_.rounds;
-        const int m = static_cast<int>(h_slot.size());
-        d.slot.upload(h_slot.data(), h_slot.size());
-        d.kind.upload(h_kind.data(), h_kind.size());
-        d.col0.upload(h_col0.data(), h_col0.size());
-        d.owner.upload(h_owner.data(), h_owner.size());
-        d.W.resize(static_cast<size_t>(cols) * Kt);
-        const RoundLists l{d.slot.get(), d.kind.get(), d.col0.get(), d.owner.get(), m, cols};
-        prepare_kernel<<<blocks_for(m, kThreads), kThreads>>>(d.model, b, l);
-        EF_CUDA_CHECK(cudaGetLastError());
-        nodes_kernel<<<blocks_for(static_cast<long>(m) * nodes, kThreads), kThreads>>>(d.model, b, l, d.W.get());
-        EF_CUDA_CHECK(cudaGetLastError());
-        EF_CUDA_CHECK(cudaEventRecord(d.e0));
-        table_gemm_kernel<<<gemm_grid(n, cols), 256>>>(d.model.table, d.W.get(), n, static_cast<int>(Kt), cols,
-                                                        SlotStore{b, l});
-        EF_CUDA_CHECK(cudaGetLastError());
-        EF_CUDA_CHECK(cudaEventRecord(d.e1));
-        if (d.warp_steps)
-            finish_warp_kernel<<<blocks_for(static_cast<long>(m) * kLanes, 128), 128>>>(b, l);
-        else
-            finish_thread_kernel<<<blocks_for(m, kThreads), kThreads>>>(b, l);
-        EF_CUDA_CHECK(cudaGetLastError());
-        EF_CUDA_CHECK(cudaEventRecord(d.e2));
-        EF_CUDA_CHECK(cudaEventSynchronize(d.e2));
-        float ms = 0.0f;
-        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, d.e0, d.e1));
-        stats_.gemm_seconds += ms * 1e-3;
-        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, d.e1, d.e2));
-        stats_.step_seconds += ms * 1e-3;
-        stats_.gemm_flops += 2.0 * n * static_cast<double>(Kt) * static_cast<double>(cols);
-    }
-    EF_CUDA_CHECK(cudaDeviceSynchronize());
+    run_rounds(d.model, b, count, d.model.table, n, d.request, d.rb, d.ev, stats_,
+               [&](const RoundLists& l) { return SlotStore{b, l}; });
 
     std::vector<LmState> h_state(slots);
     d.state.download(h_state.data(), slots);
@@ -318,6 +372,138 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
         out.chi2[static_cast<size_t>(s)] = o.chi2;
         out.status[static_cast<size_t>(s)] = static_cast<std::int64_t>(o.status);
         out.iterations[static_cast<size_t>(s)] = o.iterations;
+        if (replicas[s] == 0) {
+            out.covariance.resize(static_cast<size_t>(P) * P);
+            d.cov.download(out.covariance.data(), static_cast<size_t>(P) * P);
+        }
+    }
+    stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+}
+
+struct GramBatchFitter::Impl {
+    const FitProblem& pb;
+    DisMellinModel model;  // device pointers
+    const double* y0;
+    const double* sigma;
+    int nfree = 0;
+    int n = 0;
+    long Kt = 0;
+    DeviceBuffer<double> lower, upper, start, tt, G, u0, f0, winv, params, H, vh, E, b, c, cov;
+    DeviceBuffer<unsigned char> fixed;
+    DeviceBuffer<int> free_idx, request;
+    DeviceBuffer<gram::State> state;
+    DeviceBuffer<std::int64_t> replica;
+    DeviceBuffer<JDual> pd;
+    DeviceBuffer<JNorm> jnorm;
+    DeviceBuffer<VNorm> vnorm;
+    RoundBuffers rb;
+    RoundEvents ev;
+
+    Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
+        : pb(p), model(m), y0(dy), sigma(ds) {
+        const ParamArrays pa = param_arrays(pb.config);
+        const size_t P = pa.lower.size();
+        lower.upload(pa.lower.data(), P);
+        upper.upload(pa.upper.data(), P);
+        start.upload(pa.start.data(), P);
+        fixed.upload(pa.fixed.data(), P);
+        cov.resize(P * P);
+        // The host inputs (the CPU worker's, so both form G from the same bits), then
+        // G = T^T (W T) with the deterministic GEMM.
+        const cpu::GramInputs in = cpu::make_gram_inputs(pb, nullptr, 1);
+        n = in.n;
+        Kt = in.Kt;
+        nfree = static_cast<int>(in.free_idx.size());
+        free_idx.upload(in.free_idx.data(), in.free_idx.size());
+        tt.upload(in.tt.data(), in.tt.size());
+        u0.upload(in.u0.data(), in.u0.size());
+        f0.upload(in.f0.data(), in.f0.size());
+        winv.upload(in.winv.data(), in.winv.size());
+        DeviceBuffer<double> wtt;
+        wtt.upload(in.wtt.data(), in.wtt.size());
+        G.resize(static_cast<size_t>(Kt) * Kt);
+        launch_table_gemm(tt.get(), wtt.get(), G.get(), static_cast<int>(Kt), n, Kt);
+        EF_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+};
+
+GramBatchFitter::GramBatchFitter(const FitProblem& problem, const DisMellinModel& device_model,
+                                 const double* device_y, const double* device_sigma)
+    : impl_(std::make_unique<Impl>(problem, device_model, device_y, device_sigma)) {}
+GramBatchFitter::~GramBatchFitter() = default;
+
+size_t GramBatchFitter::bytes_per_replica() const {
+    const Impl& d = *impl_;
+    const int P = d.pb.num_params();
+    return (static_cast<size_t>(d.Kt) * (1 + d.nfree) * 2 + 3 * static_cast<size_t>(d.Kt) + d.n + P * 18 + 64) *
+               sizeof(double) + sizeof(gram::State);
+}
+
+void GramBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out) {
+    Impl& d = *impl_;
+    const auto t_start = std::chrono::steady_clock::now();
+    stats_ = TableBatchFitter::Stats{};
+    const FitConfig& cfg = d.pb.config;
+    const int P = d.pb.num_params();
+    const long Kt = d.Kt;
+    const size_t slots = static_cast<size_t>(count);
+    d.params.resize(slots * P);
+    d.H.resize(slots * Kt * (1 + d.nfree));
+    d.vh.resize(slots * 2 * Kt);
+    d.E.resize(slots * d.n);
+    d.b.resize(slots * Kt);
+    d.c.resize(slots);
+    d.state.resize(slots);
+    d.request.resize(slots);
+    d.replica.upload(replicas, slots);
+    d.pd.resize(slots * P);
+    d.jnorm.resize(slots);
+    d.vnorm.resize(slots);
+
+    cudaGetLastError();
+    gram_columns_kernel<<<blocks_for(count, kThreads), kThreads>>>(d.n, cfg.seed, d.replica.get(), count, d.y0,
+                                                                   d.sigma, d.f0.get(), d.winv.get(), d.E.get(),
+                                                                   d.c.get());
+    EF_CUDA_CHECK(cudaGetLastError());
+    launch_table_gemm(d.tt.get(), d.E.get(), d.b.get(), static_cast<int>(Kt), d.n, count);
+
+    const ParamArrays pa = param_arrays(cfg);
+    gram::GramView v;
+    v.P = P;
+    v.nfree = d.nfree;
+    v.Kt = Kt;
+    v.bounds = pa.view(d.lower.get(), d.upper.get(), d.fixed.get());
+    v.settings = lm_settings(cfg);
+    v.free_idx = d.free_idx.get();
+    v.start = d.start.get();
+    v.u0 = d.u0.get();
+    v.params = d.params.get();
+    v.state = d.state.get();
+    v.request = d.request.get();
+    v.pd = d.pd.get();
+    v.jnorm = d.jnorm.get();
+    v.vnorm = d.vnorm.get();
+    v.H = d.H.get();
+    v.vh = d.vh.get();
+    v.b = d.b.get();
+    v.c = d.c.get();
+    v.cov = d.cov.get();
+    for (int s = 0; s < count; ++s)
+        if (replicas[s] == 0) v.cov_slot = s;
+    start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
+    EF_CUDA_CHECK(cudaGetLastError());
+    run_rounds(d.model, v, count, d.G.get(), static_cast<int>(Kt), d.request, d.rb, d.ev, stats_,
+               [&](const RoundLists& l) { return GramStore{v, l}; });
+
+    std::vector<gram::State> h_state(slots);
+    d.state.download(h_state.data(), slots);
+    d.params.download(out.params.data(), slots * P);
+    for (int s = 0; s < count; ++s) {
+        const gram::State& st = h_state[static_cast<size_t>(s)];
+        out.index[static_cast<size_t>(s)] = replicas[s];
+        out.chi2[static_cast<size_t>(s)] = st.chi2;
+        out.status[static_cast<size_t>(s)] = st.status;
+        out.iterations[static_cast<size_t>(s)] = st.iterations;
         if (replicas[s] == 0) {
             out.covariance.resize(static_cast<size_t>(P) * P);
             d.cov.download(out.covariance.data(), static_cast<size_t>(P) * P);

@@ -42,4 +42,23 @@ class TableBatchFitter {
     Stats stats_;
 };
 
+/// The Gram path of one GPU (kernels/fit/lm_gram.hpp on the device, `[fit] solver = normal` for
+/// dis-mellin): G = T^T W T formed once, then per unit b and c per replica and rounds of
+/// (moments kernel, deterministic GEMM with G, LM step kernel). The same bits as the CPU worker.
+class GramBatchFitter {
+   public:
+    GramBatchFitter(const FitProblem& problem, const DisMellinModel& device_model, const double* device_y,
+                    const double* device_sigma);
+    ~GramBatchFitter();
+    void fit(const std::int64_t* replicas, int count, ReplicaBlock& out);
+    const TableBatchFitter::Stats& stats() const { return stats_; }
+    /// Bytes of device memory one replica of a unit needs.
+    size_t bytes_per_replica() const;
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    TableBatchFitter::Stats stats_;
+};
+
 }  // namespace ef::cuda

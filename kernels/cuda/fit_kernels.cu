@@ -137,7 +137,10 @@ class CudaWorker final : public Worker {
         start_.upload(pa.start.data(), P);
         fixed_.upload(pa.fixed.data(), P);
         upload_model(*pb.model, model_);
-        if (cpu::uses_table_path(pb))
+        if (cpu::uses_gram_path(pb))
+            gram_ = std::make_unique<cuda::GramBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
+                                                            sigma_.get());
+        else if (cpu::uses_table_path(pb))
             table_ = std::make_unique<TableBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
                                                         sigma_.get());
     }
@@ -151,7 +154,7 @@ class CudaWorker final : public Worker {
         const int total = static_cast<int>(unit.replicas.size());
         out.resize(static_cast<size_t>(total), P);
         out.covariance.clear();
-        if (table_) {
+        if (table_ || gram_) {
             run_table(unit, out);
             return;
         }
@@ -194,8 +197,10 @@ class CudaWorker final : public Worker {
         const auto& m = std::get<DisMellinModel>(model_.view);
         const int nfree = param_arrays(pb_.config).nfree;
         const size_t per_slot =
-            (LmScratchLayout(n, P).total + 2 * static_cast<size_t>(n) + static_cast<size_t>(1 + nfree) * m.table_width() +
-             static_cast<size_t>(P) * 17 + 256) * sizeof(double);
+            gram_ ? gram_->bytes_per_replica()
+                  : (LmScratchLayout(n, P).total + 2 * static_cast<size_t>(n) +
+                     static_cast<size_t>(1 + nfree) * m.table_width() + static_cast<size_t>(P) * 17 + 256) *
+                        sizeof(double);
         const int chunk = static_cast<int>(std::max<size_t>(1, std::min<size_t>((free_bytes_ / 2) / per_slot, 1 << 20)));
         const int total = static_cast<int>(unit.replicas.size());
         ReplicaBlock part;
@@ -203,9 +208,10 @@ class CudaWorker final : public Worker {
             const int count = std::min(chunk, total - b0);
             part.resize(static_cast<size_t>(count), P);
             part.covariance.clear();
-            table_->fit(unit.replicas.data() + b0, count, part);
+            if (gram_) gram_->fit(unit.replicas.data() + b0, count, part);
+            else table_->fit(unit.replicas.data() + b0, count, part);
             if (std::getenv("EF_GPU_STATS") != nullptr) {
-                const auto& st = table_->stats();
+                const auto& st = gram_ ? gram_->stats() : table_->stats();
                 std::fprintf(stderr, "[gpu %d] %d replicas: %.3f s, %d rounds, table GEMM %.3f s at %.2f TFLOP/s, LM steps %.3f s\n",
                              device_, count, st.total_seconds, st.rounds, st.gemm_seconds,
                              st.gemm_seconds > 0 ? st.gemm_flops / st.gemm_seconds / 1e12 : 0.0, st.step_seconds);
@@ -256,12 +262,28 @@ class CudaWorker final : public Worker {
             cov_.resize(static_cast<size_t>(P) * P);
             const int threads = 64;
             cudaGetLastError();
+            cudaEvent_t e0{}, e1{};
+            const bool stats = std::getenv("EF_GPU_STATS") != nullptr;
+            if (stats) {
+                EF_CUDA_CHECK(cudaEventCreate(&e0));
+                EF_CUDA_CHECK(cudaEventCreate(&e1));
+                EF_CUDA_CHECK(cudaEventRecord(e0));
+            }
             normal_fit_kernel<Real, K><<<(count + threads - 1) / threads, threads>>>(
                 model, data, bounds, s, bootstrap ? 1 : 0, cfg.seed, y_.get(), sigma_.get(), reps_.get(), count,
                 start_.get(), reinterpret_cast<Real*>(ybuf_.get()), reinterpret_cast<Real*>(wbuf_.get()), params_.get(), chi2_.get(), status_.get(), iters_.get(),
                 cov_.get());
             EF_CUDA_CHECK(cudaGetLastError());
+            if (stats) EF_CUDA_CHECK(cudaEventRecord(e1));
             EF_CUDA_CHECK(cudaDeviceSynchronize());
+            if (stats) {
+                float ms = 0.0f;
+                EF_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+                std::fprintf(stderr, "[gpu %d] normal solver, %s, %d replicas: kernel %.4f s (%.3g fits/s)\n", device_,
+                             sizeof(Real) == 4 ? "float" : "double", count, ms * 1e-3, count / (ms * 1e-3));
+                cudaEventDestroy(e0);
+                cudaEventDestroy(e1);
+            }
             download_batch(unit, b0, count, P, out);
         }
     }
@@ -324,6 +346,7 @@ class CudaWorker final : public Worker {
     size_t free_bytes_ = 0;
     DeviceModel model_;
     std::unique_ptr<TableBatchFitter> table_;
+    std::unique_ptr<cuda::GramBatchFitter> gram_;
     DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
     DeviceBuffer<unsigned char> fixed_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;

@@ -48,6 +48,25 @@ std::vector<Real> normal_inv_sigma(const Vec& sigma) {
     return v;
 }
 
+/**
+ * One replica's normal-equations LM between model evaluations, in "slot" space: slot j holds
+ * one parameter (the driver decides which; fixed parameters may sit in non-free slots). Plain
+ * data indexed by compile-time slot numbers, so a GPU thread keeps it in registers, and a
+ * batched driver keeps one per replica in memory. The protocol mirrors lm.hpp's: normal_begin,
+ * then for LmRequest::jacobian the caller writes chi2, A (packed lower triangle) and g at p and
+ * calls normal_on_jacobian; for LmRequest::residuals it computes chi^2 at pt and calls
+ * normal_on_residuals.
+ */
+template <class Real, int K>
+struct NormalLmState {
+    Real p[K], pt[K], lo[K], hi[K];
+    Real A[K * (K + 1) / 2], g[K], dsc[K], step[K];
+    Real chi2;
+    bool free[K], act[K];
+    double lambda, nu, pnorm, dnorm, pred, ftol, xtol;
+    int nfree, iterations, status, phase, solved, last_ok;
+};
+
 namespace lm_normal_detail {
 
 /// Index of (a, b), b <= a, in a packed lower triangle.
@@ -180,174 +199,270 @@ EF_UNROLL
  * `cov`, when non-null, receives (J^T W J)^-1 over the free parameters at the result (zeros for
  * fixed parameters, NaN when singular). Iterations count Jacobian evaluations, as in lm_fit.
  */
+/// Slot j: value, bounds and whether it is fitted (a driver calls this for every j < K).
+template <class Real, int K>
+EF_HD EF_INLINE void normal_set_slot(NormalLmState<Real, K>& st, int j, double value, double lower, double upper,
+                                     bool free) {
+    st.lo[j] = static_cast<Real>(lower);
+    st.hi[j] = static_cast<Real>(upper);
+    st.p[j] = static_cast<Real>(lm_detail::clamp(value, lower, upper));
+    st.free[j] = free;
+}
+
+namespace lm_normal_detail {
+
+enum Phase : int { kIterate = 0, kTrial = 1, kFinal = 2, kDone = 3 };
+
+/// The trial at the current damping; false when the damped system is singular.
+template <class Real, int K>
+EF_HD EF_INLINE bool make_trial(NormalLmState<Real, K>& st) {
+    st.solved = damped_step<Real, K>(st.A, st.g, st.dsc, st.act, st.lambda, st.step) ? 1 : 0;
+    st.dnorm = 0.0;
+    st.pred = -1.0;
+    if (!st.solved) return false;
+    // Project the trial point into the box; the step taken is pt - p.
+    double dn = 0.0;
+    EF_UNROLL
+    for (int q = 0; q < K; ++q) {
+        st.pt[q] = st.act[q] ? static_cast<Real>(lm_detail::clamp(st.p[q] + st.step[q], st.lo[q], st.hi[q])) : st.p[q];
+        st.step[q] = st.pt[q] - st.p[q];
+        const double w = static_cast<double>(st.dsc[q]) * static_cast<double>(st.step[q]);
+        dn += w * w;
+    }
+    st.dnorm = sqrt(dn);
+    // Predicted reduction of the linear model: -(2 g.step + step' A step).
+    Real gs = 0, sas = 0;
+    EF_UNROLL
+    for (int a = 0; a < K; ++a) {
+        gs += st.g[a] * st.step[a];
+        Real row = 0;
+        EF_UNROLL
+        for (int b = 0; b < K; ++b) row += st.A[a >= b ? tri(a, b) : tri(b, a)] * st.step[b];
+        sas += st.step[a] * row;
+    }
+    st.pred = -(2.0 * static_cast<double>(gs) + static_cast<double>(sas));
+    return true;
+}
+
+/// Judges a trial (chi2t when `finite`), updates the damping, accepts or not, and says what
+/// comes next: another trial, a Jacobian at the new point, or the end.
+template <class Real, int K>
+EF_HD EF_INLINE LmRequest judge(NormalLmState<Real, K>& st, bool finite, Real chi2t, double reduction) {
+    while (true) {
+        const double actual = !finite ? -1.0
+                              : reduction == reduction ? reduction
+                                                       : static_cast<double>(st.chi2) - static_cast<double>(chi2t);
+        const double pred = st.pred;
+        const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
+        const bool accepted = rho > 1e-4;
+        if (accepted) {
+            EF_UNROLL
+            for (int q = 0; q < K; ++q) st.p[q] = st.pt[q];
+            const double t3 = 2.0 * rho - 1.0;
+            st.lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
+            st.nu = 2.0;
+        } else {
+            st.lambda *= st.nu;
+            st.nu *= 2.0;
+        }
+        // MINPACK's tests, relative to chi^2 before the step.
+        const double c2 = static_cast<double>(st.chi2);
+        bool stop = false;
+        if (finite && fabs(actual) <= st.ftol * c2 && pred >= 0.0 && pred <= st.ftol * c2 && rho <= 2.0) {
+            st.status = static_cast<int>(ReplicaStatus::converged);
+            stop = true;
+        } else if (st.solved && st.dnorm <= st.xtol * st.pnorm) {
+            st.status = static_cast<int>(ReplicaStatus::converged);
+            stop = true;
+        } else if (!accepted && st.lambda > 1e300) {
+            st.status = static_cast<int>(ReplicaStatus::failed);
+            stop = true;
+        }
+        if (accepted) {
+            ++st.iterations;
+            st.phase = stop ? kFinal : kIterate;
+            return LmRequest::jacobian;
+        }
+        if (stop) {
+            st.phase = kDone;
+            return LmRequest::done;
+        }
+        if (make_trial(st)) {
+            st.phase = kTrial;
+            return LmRequest::residuals;
+        }
+        finite = false;  // an unsolvable trial is judged like a non-finite one
+        reduction = NAN;
+    }
+}
+
+/// One iteration from fresh A, g, chi2: scaling, active set, the gtol, iteration and
+/// Gauss-Newton tests, then the first trial.
+template <class Real, int K>
+EF_HD EF_INLINE LmRequest iterate(NormalLmState<Real, K>& st, const LmSettings& s) {
+    auto done = [&](ReplicaStatus status) {
+        st.status = static_cast<int>(status);
+        st.phase = kDone;
+        return LmRequest::done;
+    };
+    if (st.nfree == 0 || st.chi2 == Real(0)) return done(ReplicaStatus::converged);
+    const double rnorm = sqrt(static_cast<double>(st.chi2));
+    double gcos = 0.0, pnorm = 0.0;
+    int na = 0;
+    EF_UNROLL
+    for (int q = 0; q < K; ++q) {
+        const Real cn = sqrt(st.A[tri(q, q)]);
+        st.dsc[q] = st.dsc[q] > cn ? st.dsc[q] : cn;
+        const bool held = (st.p[q] <= st.lo[q] && st.g[q] > Real(0)) || (st.p[q] >= st.hi[q] && st.g[q] < Real(0));
+        st.act[q] = st.free[q] && !held;
+        if (st.act[q]) {
+            ++na;
+            if (cn > Real(0)) gcos = fmax(gcos, fabs(static_cast<double>(st.g[q])) / (static_cast<double>(cn) * rnorm));
+            const double w = static_cast<double>(st.dsc[q]) * static_cast<double>(st.p[q]);
+            pnorm += w * w;
+        }
+    }
+    st.pnorm = sqrt(pnorm);
+    if (na == 0 || gcos <= s.gtol) return done(ReplicaStatus::converged);
+    if (st.iterations >= s.max_iterations) return done(ReplicaStatus::max_iterations);
+    // Gauss-Newton step: when even it is negligible the fit is done.
+    if (damped_step<Real, K>(st.A, st.g, st.dsc, st.act, 0.0, st.step)) {
+        double gn = 0.0;
+        EF_UNROLL
+        for (int q = 0; q < K; ++q) {
+            const double w = st.act[q] ? static_cast<double>(st.dsc[q]) * static_cast<double>(st.step[q]) : 0.0;
+            gn += w * w;
+        }
+        if (sqrt(gn) <= st.xtol * (st.pnorm + st.xtol)) return done(ReplicaStatus::converged);
+    }
+    if (make_trial(st)) {
+        st.phase = kTrial;
+        return LmRequest::residuals;
+    }
+    return judge(st, false, Real(0), NAN);
+}
+
+}  // namespace lm_normal_detail
+
+/// Starts a replica whose slots are set (normal_set_slot): asks for the first Jacobian. With
+/// float the tolerances are raised to what float resolves (ftol >= 8 eps, xtol >= 16 eps).
+template <class Real, int K>
+EF_HD EF_INLINE LmRequest normal_begin(NormalLmState<Real, K>& st, const LmSettings& s) {
+    constexpr double eps = sizeof(Real) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON;
+    st.ftol = fmax(s.ftol, 8 * eps);
+    st.xtol = fmax(s.xtol, 16 * eps);
+    st.nfree = 0;
+    EF_UNROLL
+    for (int q = 0; q < K; ++q) {
+        st.dsc[q] = 0;
+        st.nfree += st.free[q] ? 1 : 0;
+    }
+    st.lambda = 1e-3;
+    st.nu = 2.0;
+    st.chi2 = 0;
+    st.iterations = 1;
+    st.status = static_cast<int>(ReplicaStatus::max_iterations);
+    st.phase = lm_normal_detail::kIterate;
+    st.solved = 0;
+    st.last_ok = 1;
+    return LmRequest::jacobian;
+}
+
+/// After a requested Jacobian: st.chi2, st.A, st.g hold the values at st.p; `ok` = all finite.
+template <class Real, int K>
+EF_HD EF_INLINE LmRequest normal_on_jacobian(NormalLmState<Real, K>& st, const LmSettings& s, bool ok) {
+    using namespace lm_normal_detail;
+    st.last_ok = ok ? 1 : 0;
+    if (!ok) st.status = static_cast<int>(ReplicaStatus::failed);
+    if (!ok || st.phase == kFinal) {
+        st.phase = kDone;
+        return LmRequest::done;
+    }
+    return iterate(st, s);
+}
+
+/// After requested trial chi^2 at st.pt (`finite`: it is). `reduction`, when not NaN, is the
+/// caller's more accurate chi2 - chi2t (computed from differences, not from the two totals).
+template <class Real, int K>
+EF_HD EF_INLINE LmRequest normal_on_residuals(NormalLmState<Real, K>& st, bool finite, Real chi2t,
+                                              double reduction = NAN) {
+    return lm_normal_detail::judge(st, finite, chi2t, reduction);
+}
+
+/**
+ * (J^T W J)^-1 over the free slots from the last A into cov_slots (K x K, column-major; zeros
+ * in rows and columns of non-free slots); false, and NaNs, when singular or not finite.
+ */
+template <class Real, int K>
+EF_HD bool normal_covariance(const NormalLmState<Real, K>& st, double* cov_slots) {
+    using lm_normal_detail::tri;
+    for (int a = 0; a < K * K; ++a) cov_slots[a] = 0.0;
+    bool singular = !st.last_ok;
+    for (int c = 0; c < K && !singular; ++c) {
+        if (!st.free[c]) continue;
+        Real M[K * (K + 1) / 2], e[K], col[K];
+        for (int a = 0; a < K; ++a) {
+            for (int b = 0; b <= a; ++b)
+                M[tri(a, b)] = (st.free[a] && st.free[b]) ? st.A[tri(a, b)] : (a == b ? Real(1) : Real(0));
+            e[a] = a == c ? Real(1) : Real(0);
+        }
+        if (!lm_normal_detail::cholesky_solve<Real, K>(M, e, col)) singular = true;
+        for (int a = 0; a < K && !singular; ++a)
+            if (st.free[a]) cov_slots[a + static_cast<long>(c) * K] = static_cast<double>(col[a]);
+    }
+    if (singular)
+        for (int a = 0; a < K * K; ++a) cov_slots[a] = NAN;
+    return !singular;
+}
+
+/// A slot's value widened back to double: the (double) bound itself when on its Real-rounded
+/// bound, else kept inside [lower, upper].
+template <class Real, int K>
+EF_HD EF_INLINE double normal_result(const NormalLmState<Real, K>& st, int j, double lower, double upper) {
+    return st.p[j] <= st.lo[j]   ? lower
+           : st.p[j] >= st.hi[j] ? upper
+                                 : lm_detail::clamp(static_cast<double>(st.p[j]), lower, upper);
+}
+
+/**
+ * One replica's fit with the model's own evaluation: slot q is parameter q (P <= K), driven
+ * through the state machine above. `p` (P doubles) holds the start on entry and the result on
+ * exit (fixed parameters untouched); `cov`, when non-null, receives (J^T W J)^-1 over the free
+ * parameters at the result (zeros for fixed parameters, NaN when singular). Iterations count
+ * Jacobian evaluations, as in lm_fit.
+ */
 template <class Real, int K, class Model>
 EF_HD LmOutcome lm_normal_fit(const Model& m, const NormalFitData<Real>& d, const ParamBoundsView& bounds,
                               const LmSettings& s, double* p_io, double* cov) {
-    using namespace lm_normal_detail;
-    constexpr double eps = sizeof(Real) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON;
-    const double ftol = fmax(s.ftol, 8 * eps);
-    const double xtol = fmax(s.xtol, 16 * eps);
     const int P = bounds.P;
-    // Everything is indexed by parameter (loops over K unrolled), so a GPU thread keeps it in
-    // registers; slots past P are fixed zeros.
-    Real p[K], pt[K], lo[K], hi[K], A[K * (K + 1) / 2], g[K], dsc[K], step[K];
-    bool free[K], act[K];
-    int nfree = 0;
-EF_UNROLL
+    NormalLmState<Real, K> st;
+    EF_UNROLL
     for (int q = 0; q < K; ++q) {
-        free[q] = q < P && !bounds.fixed[q];
-        lo[q] = q < P ? static_cast<Real>(bounds.lower[q]) : Real(0);
-        hi[q] = q < P ? static_cast<Real>(bounds.upper[q]) : Real(0);
-        p[q] = q < P ? static_cast<Real>(lm_detail::clamp(p_io[q], bounds.lower[q], bounds.upper[q])) : Real(0);
-        dsc[q] = 0;
-        nfree += free[q] ? 1 : 0;
+        if (q < P) normal_set_slot(st, q, p_io[q], bounds.lower[q], bounds.upper[q], !bounds.fixed[q]);
+        else normal_set_slot(st, q, 0.0, 0.0, 0.0, false);
+    }
+    LmRequest req = normal_begin(st, s);
+    while (req != LmRequest::done) {
+        if (req == LmRequest::jacobian) {
+            const bool ok = lm_normal_detail::accumulate<Real, K>(m, d, st.p, st.free, st.A, st.g, st.chi2);
+            req = normal_on_jacobian(st, s, ok);
+        } else {
+            Real c2 = 0;
+            const bool finite = lm_normal_detail::chi2_at<Real, K>(m, d, st.pt, c2);
+            req = normal_on_residuals(st, finite, c2);
+        }
     }
     LmOutcome out;
-    out.iterations = 1;
-    out.status = ReplicaStatus::max_iterations;
-    Real chi2 = 0;
-    bool ok = accumulate<Real, K>(m, d, p, free, A, g, chi2);
-    double lambda = 1e-3;
-    double nu = 2.0;
-    bool stop = !ok;
-    if (!ok) out.status = ReplicaStatus::failed;
-    while (!stop) {
-        if (nfree == 0 || chi2 == Real(0)) {
-            out.status = ReplicaStatus::converged;
-            break;
-        }
-        // Scaling, active set and the gradient's cosine.
-        const double rnorm = sqrt(static_cast<double>(chi2));
-        double gcos = 0.0, pnorm = 0.0;
-        int na = 0;
-EF_UNROLL
-        for (int q = 0; q < K; ++q) {
-            const Real cn = sqrt(A[tri(q, q)]);
-            dsc[q] = dsc[q] > cn ? dsc[q] : cn;
-            const bool held = (p[q] <= lo[q] && g[q] > Real(0)) || (p[q] >= hi[q] && g[q] < Real(0));
-            act[q] = free[q] && !held;
-            if (act[q]) {
-                ++na;
-                if (cn > Real(0)) gcos = fmax(gcos, fabs(static_cast<double>(g[q])) / (static_cast<double>(cn) * rnorm));
-                const double w = static_cast<double>(dsc[q]) * static_cast<double>(p[q]);
-                pnorm += w * w;
-            }
-        }
-        pnorm = sqrt(pnorm);
-        if (na == 0 || gcos <= s.gtol) {
-            out.status = ReplicaStatus::converged;
-            break;
-        }
-        if (out.iterations >= s.max_iterations) break;  // status stays max_iterations
-        // Gauss-Newton step: when even it is negligible the fit is done.
-        if (damped_step<Real, K>(A, g, dsc, act, 0.0, step)) {
-            double gn = 0.0;
-EF_UNROLL
-            for (int q = 0; q < K; ++q) {
-                const double w = act[q] ? static_cast<double>(dsc[q]) * static_cast<double>(step[q]) : 0.0;
-                gn += w * w;
-            }
-            if (sqrt(gn) <= xtol * (pnorm + xtol)) {
-                out.status = ReplicaStatus::converged;
-                break;
-            }
-        }
-        // Trials at increasing damping until one reduces chi^2 or a test says stop.
-        while (true) {
-            const bool solved = damped_step<Real, K>(A, g, dsc, act, lambda, step);
-            double dnorm = 0.0, pred = -1.0, actual = -1.0;
-            Real chi2t = 0;
-            bool finite = false;
-            if (solved) {
-                // Project the trial point into the box; the step taken is pt - p.
-EF_UNROLL
-                for (int q = 0; q < K; ++q) {
-                    pt[q] = act[q] ? static_cast<Real>(lm_detail::clamp(p[q] + step[q], lo[q], hi[q])) : p[q];
-                    step[q] = pt[q] - p[q];
-                    const double w = static_cast<double>(dsc[q]) * static_cast<double>(step[q]);
-                    dnorm += w * w;
-                }
-                dnorm = sqrt(dnorm);
-                // Predicted reduction of the linear model: -(2 g.step + step' A step).
-                Real gs = 0, sas = 0;
-EF_UNROLL
-                for (int a = 0; a < K; ++a) {
-                    gs += g[a] * step[a];
-                    Real row = 0;
-EF_UNROLL
-                    for (int b = 0; b < K; ++b) row += A[a >= b ? tri(a, b) : tri(b, a)] * step[b];
-                    sas += step[a] * row;
-                }
-                pred = -(2.0 * static_cast<double>(gs) + static_cast<double>(sas));
-                finite = chi2_at<Real, K>(m, d, pt, chi2t);
-                if (finite) actual = static_cast<double>(chi2) - static_cast<double>(chi2t);
-            }
-            const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
-            const bool accepted = rho > 1e-4;
-            if (accepted) {
-EF_UNROLL
-                for (int q = 0; q < K; ++q) p[q] = pt[q];
-                const double t3 = 2.0 * rho - 1.0;
-                lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
-                nu = 2.0;
-            } else {
-                lambda *= nu;
-                nu *= 2.0;
-            }
-            // MINPACK's tests, relative to chi^2 before the step.
-            const double c2 = static_cast<double>(chi2);
-            if (finite && fabs(actual) <= ftol * c2 && pred >= 0.0 && pred <= ftol * c2 && rho <= 2.0) {
-                out.status = ReplicaStatus::converged;
-                stop = true;
-            } else if (solved && dnorm <= xtol * pnorm) {
-                out.status = ReplicaStatus::converged;
-                stop = true;
-            } else if (!accepted && lambda > 1e300) {
-                out.status = ReplicaStatus::failed;
-                stop = true;
-            }
-            if (accepted) {
-                ++out.iterations;
-                ok = accumulate<Real, K>(m, d, p, free, A, g, chi2);
-                if (!ok) {
-                    out.status = ReplicaStatus::failed;
-                    stop = true;
-                }
-                break;
-            }
-            if (stop) break;
-        }
-    }
-    out.chi2 = static_cast<double>(chi2);
-    // Fixed parameters keep their exact start; one on its (Real-rounded) bound reports the
-    // bound itself; the others, widened from Real, stay in the box.
-    for (int q = 0; q < P; ++q) {
-        if (bounds.fixed[q]) continue;
-        p_io[q] = p[q] <= lo[q] ? bounds.lower[q]
-                  : p[q] >= hi[q] ? bounds.upper[q]
-                                  : lm_detail::clamp(static_cast<double>(p[q]), bounds.lower[q], bounds.upper[q]);
-    }
+    out.status = static_cast<ReplicaStatus>(st.status);
+    out.iterations = st.iterations;
+    out.chi2 = static_cast<double>(st.chi2);
+    for (int q = 0; q < P; ++q)
+        if (!bounds.fixed[q]) p_io[q] = normal_result(st, q, bounds.lower[q], bounds.upper[q]);
     if (cov != nullptr) {
-        // (J^T W J)^-1 over the free parameters, a column per solve.
-        for (int a = 0; a < P * P; ++a) cov[a] = 0.0;
-        bool singular = !ok;
-        for (int c = 0; c < P && !singular; ++c) {
-            if (!free[c]) continue;
-            Real M[K * (K + 1) / 2], e[K], col[K];
-            for (int a = 0; a < K; ++a) {
-                for (int b = 0; b <= a; ++b)
-                    M[tri(a, b)] = (free[a] && free[b]) ? A[tri(a, b)] : (a == b ? Real(1) : Real(0));
-                e[a] = a == c ? Real(1) : Real(0);
-            }
-            if (!cholesky_solve<Real, K>(M, e, col)) {
-                singular = true;
-                break;
-            }
-            for (int a = 0; a < P; ++a)
-                if (free[a]) cov[a + static_cast<long>(c) * P] = static_cast<double>(col[a]);
-        }
-        if (singular)
-            for (int a = 0; a < P * P; ++a) cov[a] = NAN;
+        double cs[K * K];
+        normal_covariance(st, cs);
+        for (int a = 0; a < P; ++a)
+            for (int b = 0; b < P; ++b) cov[a + static_cast<long>(b) * P] = cs[a + b * K];
     }
     return out;
 }

@@ -10,6 +10,8 @@
 #   4. a summary (replicas/s, GPU vs CPU and peer vs GPU agreement) into $OUT/summary.json.
 #
 #   bash perf/gpu/bench_dis_gpu.sh [R]        # GPU machine, repository root, .gpu-run carried
+#   SOLVERS="qr normal" ...                    # also the Gram (normal-equations) path
+#   CPU_REPLICAS=N, SKIP_TESTS=1, COMPILE=1    # fewer CPU replicas, no GPU tests, torch.compile peer
 #
 # .gpu-run comes from `../shared/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit
 # build-gpu/tests/gpu_tests` (sm_90 build; see perf/recon/gpu_run.sh prepare for the size trims).
@@ -42,24 +44,28 @@ step "GPU tests"
 step "export the stats2 tables and replicas 0..$R for the peer"
 timed export ensemblefit export dis-table inputs/stats2.ini --out "$W/table.h5" --replicas "$R" --overwrite
 fit=(ensemblefit fit inputs/stats2.ini --fit.replicas "$R" --overwrite)
-step "ensemblefit, 1 GPU"
-EF_GPU_STATS=1 timed gpu "${fit[@]}" --run.workers gpu --output.file "$W/gpu.h5"
 CR=${CPU_REPLICAS:-$R}
-step "ensemblefit, CPU worker, 1 rank x $NCPU threads, replicas 0..$CR (the same replicas as the GPU's first)"
-timed cpu ensemblefit fit inputs/stats2.ini --fit.replicas "$CR" --overwrite --run.workers cpu --run.threads "$NCPU" \
-    --output.file "$W/cpu.h5"
+SOLVERS=${SOLVERS:-qr}   # qr (batched QR table path) and/or normal (the Gram path)
+for s in $SOLVERS; do
+    step "ensemblefit, 1 GPU, solver $s"
+    EF_GPU_STATS=1 timed gpu_$s "${fit[@]}" --fit.solver "$s" --run.workers gpu --output.file "$W/gpu_$s.h5"
+    step "ensemblefit, CPU worker, 1 rank x $NCPU threads, solver $s, replicas 0..$CR (the GPU's first)"
+    timed cpu_$s ensemblefit fit inputs/stats2.ini --fit.solver "$s" --fit.replicas "$CR" --overwrite \
+        --run.workers cpu --run.threads "$NCPU" --output.file "$W/cpu_$s.h5"
+done
+first=${SOLVERS%% *}
 step "PyTorch peer, same GPU, same tables and replicas"
-timed torch py perf/peers/dis_torch.py "$W/table.h5" --device cuda --json "$OUT/torch.json" --compare "$W/gpu.h5"
+timed torch py perf/peers/dis_torch.py "$W/table.h5" --device cuda --json "$OUT/torch.json" --compare "$W/gpu_$first.h5"
 if [ "${COMPILE:-0}" = 1 ]; then
     step "PyTorch peer with torch.compile"
     timed torch_compile py perf/peers/dis_torch.py "$W/table.h5" --device cuda --compile \
-        --json "$OUT/torch_compile.json" --compare "$W/gpu.h5"
+        --json "$OUT/torch_compile.json" --compare "$W/gpu_$first.h5"
 fi
 step "summary"
-py - "$W" "$OUT" "$R" <<'PY'
+py - "$W" "$OUT" "$R" "$SOLVERS" <<'PY'
 import json, os, sys
 import h5py, numpy as np
-w, out, R = sys.argv[1], sys.argv[2], int(sys.argv[3])
+w, out, R, solvers = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
 def load(name):
     with h5py.File(f"{w}/{name}.h5", "r") as f:
         p = np.vstack([f["/central/params"][...][None], f["/replicas/params"][...]])
@@ -69,35 +75,45 @@ def load(name):
         comp = float(max(f["/timing/compute"][...]))
     return dict(p=p, st=st, it=it, c2=c2, compute=comp)
 res = {"replicas": R + 1, "runs": {}}
-runs = {k: load(k) for k in ("gpu", "cpu") if os.path.exists(f"{w}/{k}.h5")}
+names = [f"{b}_{s}" for s in solvers for b in ("gpu", "cpu")]
+runs = {k: load(k) for k in names if os.path.exists(f"{w}/{k}.h5")}
 for k, d in runs.items():
     wall = float(open(f"{w}/{k}.time").read())
     res["runs"][k] = {"compute_seconds": d["compute"], "wall_seconds": wall,
                       "replicas_per_second": d["p"].shape[0] / d["compute"],
                       "iterations_mean": float(d["it"].mean()),
                       "status_counts": {str(s): int((d["st"] == s).sum()) for s in np.unique(d["st"])}}
-if "gpu" in runs and "cpu" in runs:
-    g, c = dict(runs["gpu"]), runs["cpu"]
+for s in solvers:
+    if f"gpu_{s}" not in runs or f"cpu_{s}" not in runs:
+        continue
+    g, c = dict(runs[f"gpu_{s}"]), runs[f"cpu_{s}"]
     m = c["p"].shape[0]
     for key in ("p", "st", "it", "c2"):
         g[key] = g[key][:m]
-    res["gpu_vs_cpu_replicas_compared"] = int(m)
     den = np.maximum(np.abs(c["p"]), 1e-300)
     rel = np.abs(g["p"] - c["p"]) / den
-    res["gpu_vs_cpu"] = {"same_status": bool((g["st"] == c["st"]).all()),
+    res[f"gpu_vs_cpu_{s}"] = {"replicas_compared": int(m), "same_status": bool((g["st"] == c["st"]).all()),
                          "same_iterations": bool((g["it"] == c["it"]).all()),
                          "bitwise_identical_params": bool(np.array_equal(g["p"], c["p"])),
                          "max_rel_diff_params": float(rel.max()),
                          "max_rel_diff_chi2": float((np.abs(g["c2"] - c["c2"]) / np.abs(c["c2"])).max()),
-                         "speedup_gpu_over_cpu_replicas_per_second": res["runs"]["gpu"]["replicas_per_second"] / res["runs"]["cpu"]["replicas_per_second"]}
+                         "speedup_gpu_over_cpu_replicas_per_second": res["runs"][f"gpu_{s}"]["replicas_per_second"] / res["runs"][f"cpu_{s}"]["replicas_per_second"]}
+if "gpu_qr" in runs and "gpu_normal" in runs:
+    a, b = runs["gpu_qr"], runs["gpu_normal"]
+    sd = a["p"].std(axis=0)
+    ok = sd > 0
+    res["normal_vs_qr_gpu"] = {"max_diff_in_ensemble_sd": float((np.abs(a["p"] - b["p"])[:, ok] / sd[ok]).max()),
+                               "max_rel_diff_chi2": float((np.abs(a["c2"] - b["c2"]) / np.abs(a["c2"])).max()),
+                               "same_status": bool((a["st"] == b["st"]).all())}
 for k in ("torch", "torch_compile"):
     f = f"{out}/{k}.json"
     if os.path.exists(f):
         t = json.load(open(f))
         res[k] = {x: t.get(x) for x in ("replicas_per_second", "seconds", "wall_seconds", "rounds", "iterations_mean",
                                          "compiled", "comparison", "torch", "device") if x in t}
-        if "gpu" in res["runs"] and t.get("replicas_per_second"):
-            res[k]["ensemblefit_gpu_speedup_over_peer"] = res["runs"]["gpu"]["replicas_per_second"] / t["replicas_per_second"]
+        for s in solvers:
+            if f"gpu_{s}" in res["runs"] and t.get("replicas_per_second"):
+                res[k][f"ensemblefit_gpu_{s}_speedup_over_peer"] = res["runs"][f"gpu_{s}"]["replicas_per_second"] / t["replicas_per_second"]
 json.dump(res, open(f"{out}/summary.json", "w"), indent=1)
 print(json.dumps(res, indent=1))
 PY

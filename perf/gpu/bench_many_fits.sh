@@ -28,7 +28,7 @@ for v in $VARIANTS; do
   IFS=- read -r model solver prec <<<"$v"
   args=(--model.name "$model" --fit.solver "$solver" --fit.precision "$prec")
   echo "== $v: GPU, $N fits"
-  ensemblefit fit $cfg "${args[@]}" --fit.replicas "$N" --run.workers gpu --output.file "$W/$v-gpu.h5" --overwrite 2>&1 | grep -E "^(timing|  0 )"
+  EF_GPU_STATS=1 ensemblefit fit $cfg "${args[@]}" --fit.replicas "$N" --run.workers gpu --output.file "$W/$v-gpu.h5" --overwrite 2>&1 | grep -E "^(timing|  0 |\[gpu)"
   echo "== $v: CPU, 1 rank x $NCPU threads, $NC fits"
   ensemblefit fit $cfg "${args[@]}" --fit.replicas "$NC" --run.workers cpu --run.threads "$NCPU" --output.file "$W/$v-cpu.h5" --overwrite 2>&1 | grep -E "^(timing|  0 )"
 done

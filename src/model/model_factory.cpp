@@ -169,11 +169,16 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
                           " parameters; at most " + std::to_string(kMaxParams) + " are supported");
     if (cfg.solver == FitSolver::normal) {
         const std::string what = cfg.precision == FitPrecision::float32 ? "precision = float" : "solver = normal";
-        if (cfg.model_name == "dis-mellin")
-            throw usage_error(cfg.where(cfg.precision == FitPrecision::float32 ? "fit.precision" : "fit.solver") +
-                              ": " + what + " is for pointwise models; dis-mellin fits use the QR solver "
-                              "(batched table path) in double");
-        if (static_cast<int>(cfg.params.size()) > kNormalMaxParams)
+        if (cfg.model_name == "dis-mellin" && cfg.precision == FitPrecision::float32)
+            throw usage_error(cfg.where("fit.precision") + ": dis-mellin fits in double only");
+        if (cfg.model_name == "dis-mellin" && cfg.resample != ResampleMethod::smear)
+            throw usage_error(cfg.where("fit.solver") + ": solver = normal for dis-mellin needs resample = smear "
+                              "(its Gram matrix T^T W T is shared by replicas with the same weights)");
+        if (cfg.model_name == "dis-mellin" &&
+            std::count_if(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return !p.fixed; }) > 16)
+            throw usage_error(cfg.where("fit.solver") + ": solver = normal for dis-mellin fits at most 16 free "
+                              "parameters");
+        if (cfg.model_name != "dis-mellin" && static_cast<int>(cfg.params.size()) > kNormalMaxParams)
             throw usage_error(cfg.where(cfg.precision == FitPrecision::float32 ? "fit.precision" : "fit.solver") +
                               ": " + what + " fits at most " + std::to_string(kNormalMaxParams) +
                               " parameters, the model has " + std::to_string(cfg.params.size()));

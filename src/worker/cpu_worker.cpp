@@ -11,7 +11,7 @@ namespace {
 class CpuWorker final : public Worker {
    public:
     CpuWorker(const FitProblem& problem, int threads)
-        : problem_(problem), threads_(threads), ctx_(cpu::make_fit_context(problem)) {}
+        : problem_(problem), threads_(threads), ctx_(cpu::make_fit_context(problem, threads)) {}
     WorkerKind kind() const override { return WorkerKind::cpu; }
     std::string describe() const override {
         return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");

@@ -199,6 +199,17 @@ TEST_CASE("GPU = CPU with the normal-equations solver in double and float", "[gp
     }
 }
 
+// The Gram path (dis-mellin, solver = normal: G = T^T W T, one GEMM with G per round, 16 x 16
+// Cholesky steps) is the same single source with the same deterministic GEMM on both workers.
+TEST_CASE("GPU = CPU on dis-mellin replicas with the Gram (normal-equations) path", "[gpu][dis-mellin][gram]") {
+    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=normal"});
+    const Comparison c = compare(pb, 0, 256, 16);
+    std::printf("  dis-mellin Gram path 257 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff %.2e, bitwise "
+                "equal %d/257, status/iteration mismatches %d/%d\n", c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal,
+                c.status_mismatch, c.iteration_mismatch);
+    check_identical(c);
+}
+
 // The batched LM's steps by a warp per replica (the default) and by a thread per replica
 // (EF_GPU_LM_STEPS=thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
 TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {

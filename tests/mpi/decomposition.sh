@@ -22,6 +22,13 @@ for f in np3.h5 np2t2.h5 merged.h5; do
     ok "$f == np1.h5 bitwise (/central, /replicas, /summary)"
 done
 [ "$($H5CHECK status np1.h5)" = "91 0" ] || fail "np1.h5 incomplete"
+# The same contract in single precision (the normal-equations solver): 1 rank = 3 ranks, bitwise;
+# and merging a float shard with a double one is refused (their configs differ).
+run_np 1 fit example.ini $ARGS --fit.precision float --output.file f1.h5 > f1.log
+run_np 3 fit example.ini $ARGS --fit.precision float --output.file f3.h5 > f3.log
+$H5CHECK equal f1.h5 f3.h5 /central /replicas /summary || fail "float: 3 ranks differ from 1"
+if $H5CHECK equal np1.h5 f1.h5 /replicas 2>/dev/null; then fail "float run equals the double run"; fi
+ok "precision = float: 3 ranks == 1 rank bitwise, and not the double results"
 grep -q "replicas 31..60" shard1.log || fail "shard 1/3 should hold replicas 31..60"
 
 # Merge refuses gaps, overlaps and mismatched configs, and never overwrites.

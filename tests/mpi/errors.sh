@@ -79,9 +79,13 @@ expect_error 2 "unknown parameter|has no parameter 'k'" -- \
 expect_error 2 "does not appear in the formula" -- \
     run_np 1 fit good.ini --param.c.start 1 --output.file unused.h5
 expect_error 2 "--shard: shard index 3 is outside 0..2" -- run_np 1 fit good.ini --shard 3/3
+expect_error 2 "fit.precision: unknown precision 'half' \(allowed: double, float\)" -- \
+    run_np 2 fit good.ini --fit.precision half --output.file half.h5
+expect_error 2 "fit.solver: the QR solver runs in double only" -- \
+    run_np 2 fit good.ini --fit.precision float --fit.solver qr --output.file half.h5
 [ "$(md5sum out.h5)" = "$sum_before" ] || fail "a failing run changed out.h5"
 ok "out.h5 untouched by every failing run"
-for f in gpu.h5 lin.h5 unused.h5; do [ ! -e "$f" ] || fail "a failing run created $f"; done
+for f in gpu.h5 lin.h5 unused.h5 half.h5; do [ ! -e "$f" ] || fail "a failing run created $f"; done
 
 # More ranks than replicas is fine: idle ranks are reported.
 run_np 4 fit good.ini --fit.replicas 1 --output.file few.h5 > few.log
