@@ -106,10 +106,11 @@ struct Gaussian2DModel : PointwiseModel {
     EF_HD int num_params() const { return 5; }
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
-        const T du = x[0] - p[1];
-        const T dv = x[1] - p[2];
+        // In T throughout (x converted once), so a float fit's values are float arithmetic.
+        const T du = T(x[0]) - p[1];
+        const T dv = T(x[1]) - p[2];
         const T q = (du * du + dv * dv) / (p[3] * p[3]);
-        return p[0] * exp(-0.5 * q) + p[4];
+        return p[0] * exp(T(-0.5) * q) + p[4];
     }
 };
 

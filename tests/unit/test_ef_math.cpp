@@ -125,6 +125,34 @@ TEST_CASE("ef::math exp is within 1 ulp of expl", "[ef_math]") {
     CHECK(e4.ulps <= 1.0);
 }
 
+TEST_CASE("ef::math exp_float is within 1 float ulp and almost always correctly rounded", "[ef_math]") {
+    // Every float in [-104, 89] at a stride, plus random ones: against expl rounded to float.
+    std::mt19937_64 g(11);
+    std::uniform_real_distribution<float> any(-104.0f, 89.0f);
+    long n = 0, exact = 0, beyond = 0;
+    auto check = [&](float x) {
+        const float got = m::exp_float(x);
+        const float want = static_cast<float>(expl(static_cast<long double>(x)));
+        ++n;
+        if (got == want) {
+            ++exact;
+            return;
+        }
+        // One float ulp: the neighbours of want.
+        if (got != std::nextafter(want, 0.0f) && got != std::nextafter(want, INFINITY)) ++beyond;
+    };
+    for (int i = 0; i < 2000000; ++i) check(any(g));
+    for (float x = -1.0f; x <= 1.0f; x += 1.0f / 4096) check(x);
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, -87.3f, -103.9f, -100.0f, 88.0f}) check(x);
+    std::printf("  exp_float: %ld of %ld correctly rounded, %ld beyond 1 ulp\n", exact, n, beyond);
+    CHECK(beyond == 0);
+    CHECK(static_cast<double>(exact) >= 0.99999 * static_cast<double>(n));
+    CHECK(std::isinf(m::exp_float(89.5f)));
+    CHECK(m::exp_float(-110.0f) == 0.0f);
+    CHECK(std::isnan(m::exp_float(NAN)));
+    CHECK(m::exp_float(0.0f) == 1.0f);
+}
+
 TEST_CASE("ef::math log is within 1 ulp of logl", "[ef_math]") {
     auto f = [](double x) { return m::log(x); };
     auto r = [](long double x) { return logl(x); };
