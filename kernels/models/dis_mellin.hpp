@@ -88,6 +88,55 @@ EF_HD bool is_exact_zero(const Dual<T, K>& x) {
 }
 }  // namespace detail
 
+namespace detail {
+template <class T>
+struct WideDual {
+    static constexpr int width = 0;
+};
+template <int K>
+struct WideDual<Dual<double, K>> {
+    static constexpr int width = K;
+};
+}  // namespace detail
+
+template <class T>
+EF_HD Complex<T> shape_moment_generic(const Complex<double>& n, const T* shape);
+
+/**
+ * shape_moment on wide duals through Dual<double, 4>: a flavour's shape depends on its own four
+ * parameters only, so of K > 4 derivative slots at most four are non-zero. When each of the
+ * four is a constant or a seed (one slot at 1, as the LM's points are), the moment is computed
+ * on the four local slots and scattered back: the same operations on every non-zero component
+ * (so the same bits), a fraction of the work. Otherwise the generic path.
+ */
+template <int K>
+EF_HD Complex<Dual<double, K>> shape_moment_local(const Complex<double>& n, const Dual<double, K>* shape) {
+    using D4 = Dual<double, 4>;
+    D4 s[4];
+    int slot[4];
+    for (int i = 0; i < 4; ++i) {
+        s[i] = D4(shape[i].v);
+        slot[i] = -1;
+        for (int k = 0; k < K; ++k) {
+            const double d = shape[i].d[k];
+            if (d == 0.0) continue;
+            if (d != 1.0 || slot[i] >= 0) return shape_moment_generic(n, shape);  // not a seed
+            slot[i] = k;
+        }
+        if (slot[i] >= 0) s[i].d[i] = 1.0;
+    }
+    const Complex<D4> r4 = shape_moment_generic(n, s);
+    Complex<Dual<double, K>> r;
+    r.re = Dual<double, K>(r4.re.v);
+    r.im = Dual<double, K>(r4.im.v);
+    for (int i = 0; i < 4; ++i)
+        if (slot[i] >= 0) {
+            r.re.d[slot[i]] = r4.re.d[i];
+            r.im.d[slot[i]] = r4.im.d[i];
+        }
+    return r;
+}
+
 /**
  * Unnormalised Mellin moment of x^a (1-x)^b (1 + c sqrt(x) + d x), divided by Gamma(b + 1)
  * (which cancels in every normalised moment):
@@ -98,6 +147,12 @@ EF_HD bool is_exact_zero(const Dual<T, K>& x) {
  */
 template <class T>
 EF_HD Complex<T> shape_moment(const Complex<double>& n, const T* shape) {
+    if constexpr (detail::WideDual<T>::width > 4) return shape_moment_local(n, shape);
+    else return shape_moment_generic(n, shape);
+}
+
+template <class T>
+EF_HD Complex<T> shape_moment_generic(const Complex<double>& n, const T* shape) {
     const T& a = shape[0];
     const T& b = shape[1];
     const T& c = shape[2];
