@@ -68,4 +68,44 @@ class DeviceBuffer {
     size_t n_ = 0;
 };
 
+/// Page-locked host memory for `n` values of T (asynchronous copies need it), grown as needed.
+template <class T>
+class PinnedBuffer {
+   public:
+    PinnedBuffer() = default;
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    ~PinnedBuffer() { release(); }
+    /// Grows (never shrinks) to at least n values; contents are not kept.
+    void resize(size_t n) {
+        if (n <= n_) return;
+        release();
+        EF_CUDA_CHECK(cudaMallocHost(&p_, n * sizeof(T)));
+        n_ = n;
+    }
+    T* get() const { return p_; }
+
+   private:
+    void release() {
+        if (p_) cudaFreeHost(p_);
+        p_ = nullptr;
+        n_ = 0;
+    }
+    T* p_ = nullptr;
+    size_t n_ = 0;
+};
+
+/// An owned CUDA stream.
+class Stream {
+   public:
+    Stream() { EF_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    ~Stream() { cudaStreamDestroy(s_); }
+    cudaStream_t get() const { return s_; }
+
+   private:
+    cudaStream_t s_{};
+};
+
 }  // namespace ef::cuda

@@ -210,13 +210,15 @@ struct RoundBuffers {
 
 /// Timing events of the rounds.
 struct RoundEvents {
-    cudaEvent_t e0{}, e1{}, e2{};
+    cudaEvent_t em{}, e0{}, e1{}, e2{};
     RoundEvents() {
+        EF_CUDA_CHECK(cudaEventCreate(&em));
         EF_CUDA_CHECK(cudaEventCreate(&e0));
         EF_CUDA_CHECK(cudaEventCreate(&e1));
         EF_CUDA_CHECK(cudaEventCreate(&e2));
     }
     ~RoundEvents() {
+        cudaEventDestroy(em);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
         cudaEventDestroy(e2);
@@ -247,11 +249,14 @@ void run_rounds(const DisMellinModel& model, const View& b, int count, const dou
     std::vector<int> req(static_cast<size_t>(count));
     batched::RoundPlan plan;
     while (true) {
+        const auto hr = std::chrono::steady_clock::now();
         request.download(req.data(), req.size());
         if (!plan.build(req.data(), count, [&](int k) { return columns_for(b, k); })) break;
         ++stats.rounds;
         const int m = plan.size();
         const RoundLists l = rb.upload(plan, Kt);
+        const auto h0 = std::chrono::steady_clock::now();
+        EF_CUDA_CHECK(cudaEventRecord(ev.em));
         prepare_kernel<<<blocks_for(m, kThreads), kThreads>>>(model, b, l);
         EF_CUDA_CHECK(cudaGetLastError());
         nodes_kernel<<<blocks_for(static_cast<long>(m) * nodes, kThreads), kThreads>>>(model, b, l, rb.W.get());
@@ -269,11 +274,15 @@ void run_rounds(const DisMellinModel& model, const View& b, int count, const dou
         EF_CUDA_CHECK(cudaEventRecord(ev.e2));
         EF_CUDA_CHECK(cudaEventSynchronize(ev.e2));
         float ms = 0.0f;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.em, ev.e0));
+        stats.moment_seconds += ms * 1e-3;
         EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e0, ev.e1));
         stats.gemm_seconds += ms * 1e-3;
         EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e1, ev.e2));
         stats.step_seconds += ms * 1e-3;
         stats.gemm_flops += 2.0 * rows * static_cast<double>(Kt) * static_cast<double>(plan.cols);
+        // Host side of the round: reading the requests, building and uploading the lists.
+        stats.host_seconds += std::chrono::duration<double>(h0 - hr).count();
     }
     EF_CUDA_CHECK(cudaDeviceSynchronize());
 }

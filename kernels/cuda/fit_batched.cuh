@@ -31,7 +31,9 @@ class TableBatchFitter {
         int rounds = 0;
         double gemm_seconds = 0.0;
         double gemm_flops = 0.0;
-        double step_seconds = 0.0;  ///< the LM step kernels (QR, trials), one thread per replica
+        double step_seconds = 0.0;    ///< the LM step kernels
+        double moment_seconds = 0.0;  ///< the moments kernels (prepare, nodes)
+        double host_seconds = 0.0;    ///< reading each round's requests, building and uploading its lists
         double total_seconds = 0.0;
     };
     const Stats& stats() const { return stats_; }

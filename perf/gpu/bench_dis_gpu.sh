@@ -102,8 +102,14 @@ if "gpu_qr" in runs and "gpu_normal" in runs:
     a, b = runs["gpu_qr"], runs["gpu_normal"]
     sd = a["p"].std(axis=0)
     ok = sd > 0
-    res["normal_vs_qr_gpu"] = {"max_diff_in_ensemble_sd": float((np.abs(a["p"] - b["p"])[:, ok] / sd[ok]).max()),
-                               "max_rel_diff_chi2": float((np.abs(a["c2"] - b["c2"]) / np.abs(a["c2"])).max()),
+    conv = (a["st"] == 0) & (b["st"] == 0)  # replicas converged on both paths
+    d = np.abs(a["p"] - b["p"])[:, ok] / sd[ok]
+    c2 = np.abs(a["c2"] - b["c2"]) / np.abs(a["c2"])
+    res["normal_vs_qr_gpu"] = {"max_diff_in_ensemble_sd": float(d.max()), "max_rel_diff_chi2": float(c2.max()),
+                               "converged_on_both": int(conv.sum()),
+                               "converged_max_diff_in_ensemble_sd": float(d[conv].max()),
+                               "converged_median_diff_in_ensemble_sd": float(np.median(d[conv])),
+                               "converged_max_rel_diff_chi2": float(c2[conv].max()),
                                "same_status": bool((a["st"] == b["st"]).all())}
 for k in ("torch", "torch_compile"):
     f = f"{out}/{k}.json"
