@@ -46,11 +46,7 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
             p = start;
             const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p.data(), work.data(),
                                           r == 0 ? cov.data() : nullptr);
-            out.index[static_cast<size_t>(t)] = r;
-            for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(t) * P + q] = p[static_cast<size_t>(q)];
-            out.chi2[static_cast<size_t>(t)] = o.chi2;
-            out.status[static_cast<size_t>(t)] = static_cast<std::int64_t>(o.status);
-            out.iterations[static_cast<size_t>(t)] = o.iterations;
+            store_outcome(out, static_cast<size_t>(t), r, o, p.data());
             if (r == 0) out.covariance = cov;
         }
     }
@@ -84,11 +80,7 @@ void fit_normal_with(const Model& model, const FitProblem& pb, const std::int64_
             p = pa.start;
             const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, settings, p.data(),
                                                        r == 0 ? cov.data() : nullptr);
-            out.index[static_cast<size_t>(t)] = r;
-            for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(t) * P + q] = p[static_cast<size_t>(q)];
-            out.chi2[static_cast<size_t>(t)] = o.chi2;
-            out.status[static_cast<size_t>(t)] = static_cast<std::int64_t>(o.status);
-            out.iterations[static_cast<size_t>(t)] = o.iterations;
+            store_outcome(out, static_cast<size_t>(t), r, o, p.data());
             if (r == 0) out.covariance = cov;
         }
     }
@@ -174,12 +166,8 @@ void fit_table_batched(const DisMellinModel& model, const PackedTable& packed, c
     }
 
     for (int s = 0; s < count; ++s) {
-        const LmOutcome o = lm_outcome(st.state[static_cast<size_t>(s)]);
-        out.index[static_cast<size_t>(s)] = replicas[s];
-        for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(s) * P + q] = st.params[static_cast<size_t>(s) * P + q];
-        out.chi2[static_cast<size_t>(s)] = o.chi2;
-        out.status[static_cast<size_t>(s)] = static_cast<std::int64_t>(o.status);
-        out.iterations[static_cast<size_t>(s)] = o.iterations;
+        store_outcome(out, static_cast<size_t>(s), replicas[s], lm_outcome(st.state[static_cast<size_t>(s)]),
+                      st.params.data() + static_cast<size_t>(s) * P);
         if (replicas[s] == 0) out.covariance = st.cov;
     }
 }
@@ -270,15 +258,7 @@ void fit_gram_batched(const DisMellinModel& model, const GramCpu& gc, const FitP
     gemm_into(gc.tt, E.data(), count, threads, bvec.data());
 
     const ParamArrays pa = param_arrays(pb.config);
-    GramView v;
-    v.P = P;
-    v.nfree = nfree;
-    v.Kt = Kt;
-    v.bounds = pa.view();
-    v.settings = lm_settings(pb.config);
-    v.free_idx = g.free_idx.data();
-    v.start = pa.start.data();
-    v.u0 = g.u0.data();
+    GramView v = gram_view(pb, pa.view(), g.free_idx.data(), nfree, Kt, pa.start.data(), g.u0.data());
     v.params = params.data();
     v.state = state.data();
     v.request = request.data();
@@ -318,12 +298,8 @@ void fit_gram_batched(const DisMellinModel& model, const GramCpu& gc, const FitP
     }
 
     for (int s = 0; s < count; ++s) {
-        const State& st = state[static_cast<size_t>(s)];
-        out.index[static_cast<size_t>(s)] = replicas[s];
-        for (int q = 0; q < P; ++q) out.params[static_cast<size_t>(s) * P + q] = params[static_cast<size_t>(s) * P + q];
-        out.chi2[static_cast<size_t>(s)] = st.chi2;
-        out.status[static_cast<size_t>(s)] = st.status;
-        out.iterations[static_cast<size_t>(s)] = st.iterations;
+        store_outcome(out, static_cast<size_t>(s), replicas[s], normal_outcome(state[static_cast<size_t>(s)]),
+                      params.data() + static_cast<size_t>(s) * P);
         if (replicas[s] == 0) out.covariance = cov;
     }
 }

@@ -294,14 +294,30 @@ void launch_table_gemm(const double* T, const double* W, double* F, int n, int K
     EF_CUDA_CHECK(cudaGetLastError());
 }
 
+/// A fitted unit into `out`: each slot's outcome (parameters already downloaded into out),
+/// replica 0's covariance from the device.
+template <class State, class Outcome>
+void store_unit(const DeviceBuffer<State>& state, const DeviceParams& dp, const std::int64_t* replicas, int count,
+                Outcome outcome, ReplicaBlock& out) {
+    std::vector<State> h_state(static_cast<size_t>(count));
+    state.download(h_state.data(), h_state.size());
+    const size_t PP = static_cast<size_t>(out.P) * out.P;
+    for (int s = 0; s < count; ++s) {
+        store_outcome(out, static_cast<size_t>(s), replicas[s], outcome(h_state[static_cast<size_t>(s)]), nullptr);
+        if (replicas[s] == 0) {
+            out.covariance.resize(PP);
+            dp.cov.download(out.covariance.data(), PP);
+        }
+    }
+}
+
 struct TableBatchFitter::Impl {
     const FitProblem& pb;
     DisMellinModel model;  // device pointers
     const double* y0;
     const double* sigma;
-    int nfree = 0;
-    DeviceBuffer<double> lower, upper, start, work, params, y, w, cov;
-    DeviceBuffer<unsigned char> fixed;
+    DeviceParams dp;
+    DeviceBuffer<double> work, params, y, w;
     DeviceBuffer<LmState> state;
     DeviceBuffer<int> request;
     DeviceBuffer<std::int64_t> replica;
@@ -312,16 +328,7 @@ struct TableBatchFitter::Impl {
     RoundEvents ev;
 
     Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
-        : pb(p), model(m), y0(dy), sigma(ds) {
-        const ParamArrays pa = param_arrays(pb.config);
-        nfree = pa.nfree;
-        const size_t P = pa.lower.size();
-        lower.upload(pa.lower.data(), P);
-        upper.upload(pa.upper.data(), P);
-        start.upload(pa.start.data(), P);
-        fixed.upload(pa.fixed.data(), P);
-        cov.resize(P * P);
-    }
+        : pb(p), model(m), y0(dy), sigma(ds), dp(p.config) {}
 };
 
 TableBatchFitter::TableBatchFitter(const FitProblem& problem, const DisMellinModel& device_model,
@@ -349,9 +356,7 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     d.jnorm.resize(slots);
     d.vnorm.resize(slots);
 
-    const ParamArrays pa = param_arrays(cfg);
-    BatchView b = batch_view(d.pb, d.nfree, pa.view(d.lower.get(), d.upper.get(), d.fixed.get()), d.start.get(),
-                             d.y0, d.sigma);
+    BatchView b = batch_view(d.pb, d.dp.host.nfree, d.dp.view(), d.dp.start.get(), d.y0, d.sigma);
     b.work = d.work.get();
     b.params = d.params.get();
     b.y = d.y.get();
@@ -362,7 +367,7 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     b.pd = d.pd.get();
     b.jnorm = d.jnorm.get();
     b.vnorm = d.vnorm.get();
-    b.cov = d.cov.get();
+    b.cov = d.dp.cov.get();
     for (int s = 0; s < count; ++s)
         if (replicas[s] == 0) b.cov_slot = s;
 
@@ -372,20 +377,8 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     run_rounds(d.model, b, count, d.model.table, n, d.request, d.rb, d.ev, stats_,
                [&](const RoundLists& l) { return SlotStore{b, l}; });
 
-    std::vector<LmState> h_state(slots);
-    d.state.download(h_state.data(), slots);
     d.params.download(out.params.data(), slots * P);
-    for (int s = 0; s < count; ++s) {
-        const LmOutcome o = lm_outcome(h_state[static_cast<size_t>(s)]);
-        out.index[static_cast<size_t>(s)] = replicas[s];
-        out.chi2[static_cast<size_t>(s)] = o.chi2;
-        out.status[static_cast<size_t>(s)] = static_cast<std::int64_t>(o.status);
-        out.iterations[static_cast<size_t>(s)] = o.iterations;
-        if (replicas[s] == 0) {
-            out.covariance.resize(static_cast<size_t>(P) * P);
-            d.cov.download(out.covariance.data(), static_cast<size_t>(P) * P);
-        }
-    }
+    store_unit(d.state, d.dp, replicas, count, [](const LmState& st) { return lm_outcome(st); }, out);
     stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 }
 
@@ -397,8 +390,8 @@ struct GramBatchFitter::Impl {
     int nfree = 0;
     int n = 0;
     long Kt = 0;
-    DeviceBuffer<double> lower, upper, start, tt, G, u0, f0, winv, params, H, vh, E, b, c, cov;
-    DeviceBuffer<unsigned char> fixed;
+    DeviceParams dp;
+    DeviceBuffer<double> tt, G, u0, f0, winv, params, H, vh, E, b, c;
     DeviceBuffer<int> free_idx, request;
     DeviceBuffer<gram::State> state;
     DeviceBuffer<std::int64_t> replica;
@@ -409,14 +402,7 @@ struct GramBatchFitter::Impl {
     RoundEvents ev;
 
     Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
-        : pb(p), model(m), y0(dy), sigma(ds) {
-        const ParamArrays pa = param_arrays(pb.config);
-        const size_t P = pa.lower.size();
-        lower.upload(pa.lower.data(), P);
-        upper.upload(pa.upper.data(), P);
-        start.upload(pa.start.data(), P);
-        fixed.upload(pa.fixed.data(), P);
-        cov.resize(P * P);
+        : pb(p), model(m), y0(dy), sigma(ds), dp(p.config) {
         // The host inputs (the CPU worker's, so both form G from the same bits), then
         // G = T^T (W T) with the deterministic GEMM.
         const cpu::GramInputs in = cpu::make_gram_inputs(pb, nullptr, 1);
@@ -476,16 +462,7 @@ void GramBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock&
     EF_CUDA_CHECK(cudaGetLastError());
     launch_table_gemm(d.tt.get(), d.E.get(), d.b.get(), static_cast<int>(Kt), d.n, count);
 
-    const ParamArrays pa = param_arrays(cfg);
-    gram::GramView v;
-    v.P = P;
-    v.nfree = d.nfree;
-    v.Kt = Kt;
-    v.bounds = pa.view(d.lower.get(), d.upper.get(), d.fixed.get());
-    v.settings = lm_settings(cfg);
-    v.free_idx = d.free_idx.get();
-    v.start = d.start.get();
-    v.u0 = d.u0.get();
+    gram::GramView v = gram_view(d.pb, d.dp.view(), d.free_idx.get(), d.nfree, Kt, d.dp.start.get(), d.u0.get());
     v.params = d.params.get();
     v.state = d.state.get();
     v.request = d.request.get();
@@ -496,7 +473,7 @@ void GramBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock&
     v.vh = d.vh.get();
     v.b = d.b.get();
     v.c = d.c.get();
-    v.cov = d.cov.get();
+    v.cov = d.dp.cov.get();
     for (int s = 0; s < count; ++s)
         if (replicas[s] == 0) v.cov_slot = s;
     start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
@@ -504,20 +481,8 @@ void GramBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock&
     run_rounds(d.model, v, count, d.G.get(), static_cast<int>(Kt), d.request, d.rb, d.ev, stats_,
                [&](const RoundLists& l) { return GramStore{v, l}; });
 
-    std::vector<gram::State> h_state(slots);
-    d.state.download(h_state.data(), slots);
     d.params.download(out.params.data(), slots * P);
-    for (int s = 0; s < count; ++s) {
-        const gram::State& st = h_state[static_cast<size_t>(s)];
-        out.index[static_cast<size_t>(s)] = replicas[s];
-        out.chi2[static_cast<size_t>(s)] = st.chi2;
-        out.status[static_cast<size_t>(s)] = st.status;
-        out.iterations[static_cast<size_t>(s)] = st.iterations;
-        if (replicas[s] == 0) {
-            out.covariance.resize(static_cast<size_t>(P) * P);
-            d.cov.download(out.covariance.data(), static_cast<size_t>(P) * P);
-        }
-    }
+    store_unit(d.state, d.dp, replicas, count, [](const gram::State& st) { return normal_outcome(st); }, out);
     stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 }
 

@@ -7,9 +7,28 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/fit/replica_block.hpp>
 
+#include "kernels/cuda/cuda_check.cuh"
 #include "kernels/models/dis_mellin.hpp"
+#include "src/fit/fit_arrays.hpp"
 
 namespace ef::cuda {
+
+/// The parameter arrays on the device, and replica 0's covariance.
+struct DeviceParams {
+    ParamArrays host;
+    DeviceBuffer<double> lower, upper, start, cov;
+    DeviceBuffer<unsigned char> fixed;
+    explicit DeviceParams(const FitConfig& cfg) : host(param_arrays(cfg)) {
+        const size_t P = host.lower.size();
+        lower.upload(host.lower.data(), P);
+        upper.upload(host.upper.data(), P);
+        start.upload(host.start.data(), P);
+        fixed.upload(host.fixed.data(), P);
+        cov.resize(P * P);
+    }
+    ParamBoundsView view() const { return host.view(lower.get(), upper.get(), fixed.get()); }
+};
+
 
 /// F (n x cols, column-major) = T (n x Kt, row-major) W (Kt x cols, column-major) with the
 /// batched fitter's deterministic GEMM kernel (asynchronous, default stream).

@@ -118,7 +118,17 @@ void upload_model(const CompiledModel& cm, DeviceModel& dm) {
 class CudaWorker final : public Worker {
    public:
     CudaWorker(const FitProblem& pb, int device) : pb_(pb), device_(device) {
+        const bool trace = std::getenv("EF_SETUP_TRACE") != nullptr;
+        auto mark = [&, t0 = std::chrono::steady_clock::now()](const char* what) mutable {
+            if (!trace) return;
+            const auto t1 = std::chrono::steady_clock::now();
+            std::fprintf(stderr, "[setup gpu %d] %s: %.3f s\n", device_, what, std::chrono::duration<double>(t1 - t0).count());
+            t0 = t1;
+        };
         EF_CUDA_CHECK(cudaSetDevice(device_));
+        EF_CUDA_CHECK(cudaFree(nullptr));  // creates the context here, so the trace can time it
+        mark("context");
+        dp_ = std::make_unique<cuda::DeviceParams>(pb.config);  // on this rank's device
         cudaDeviceProp prop{};
         EF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
         name_ = prop.name;
@@ -127,17 +137,13 @@ class CudaWorker final : public Worker {
         EF_CUDA_CHECK(cudaMemGetInfo(&free_bytes_, &total));
         // The LM keeps per-thread arrays (formula stacks of duals) in local memory.
         EF_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 16384));
+        mark("properties and stack limit");
         const DataTable& d = pb.data;
         x_.upload(d.x.data(), d.x.size());
         y_.upload(d.y.data(), d.y.size());
         sigma_.upload(d.sigma.data(), d.sigma.size());
-        const ParamArrays pa = param_arrays(pb.config);
-        const size_t P = pa.lower.size();
-        lower_.upload(pa.lower.data(), P);
-        upper_.upload(pa.upper.data(), P);
-        start_.upload(pa.start.data(), P);
-        fixed_.upload(pa.fixed.data(), P);
         upload_model(*pb.model, model_);
+        mark("data, bounds and model upload");
         if (pb.config.solver == FitSolver::normal && !cpu::uses_table_path(pb)) preload_normal_kernel();
         if (cpu::uses_gram_path(pb))
             gram_ = std::make_unique<cuda::GramBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
@@ -145,6 +151,7 @@ class CudaWorker final : public Worker {
         else if (cpu::uses_table_path(pb))
             table_ = std::make_unique<TableBatchFitter>(pb, std::get<DisMellinModel>(model_.view), y_.get(),
                                                         sigma_.get());
+        mark("kernels and batched fitter");
     }
 
     WorkerKind kind() const override { return WorkerKind::gpu; }
@@ -268,7 +275,7 @@ class CudaWorker final : public Worker {
         EF_CUDA_CHECK(cudaMemcpy(nsigma_.get(), inv_sigma.data(), inv_sigma.size() * sizeof(Real), cudaMemcpyHostToDevice));
         const NormalFitData<Real> data{n, pb_.data.nx, x_.get(), reinterpret_cast<const Real*>(nsigma_.get()), nullptr,
                                        nullptr, 1};
-        const ParamBoundsView bounds{P, lower_.get(), upper_.get(), fixed_.get()};
+        const ParamBoundsView bounds = dp_->view();
         const LmSettings s = lm_settings(cfg);
         const bool stats = std::getenv("EF_GPU_STATS") != nullptr;
         const auto t0 = std::chrono::steady_clock::now();
@@ -320,7 +327,7 @@ class CudaWorker final : public Worker {
             cudaGetLastError();
             normal_fit_kernel<Real, K><<<(count + threads - 1) / threads, threads, 0, st>>>(
                 model, data, bounds, s, bootstrap ? 1 : 0, cfg.seed, y_.get(), sigma_.get(), l.reps.get(), count,
-                start_.get(), reinterpret_cast<Real*>(l.ybuf.get()), reinterpret_cast<Real*>(l.wbuf.get()),
+                dp_->start.get(), reinterpret_cast<Real*>(l.ybuf.get()), reinterpret_cast<Real*>(l.wbuf.get()),
                 l.params.get(), l.chi2.get(), l.status.get(), l.iters.get(), l.cov.get());
             EF_CUDA_CHECK(cudaGetLastError());
             EF_CUDA_CHECK(cudaMemcpyAsync(l.h_params.get(), l.params.get(), c * P * sizeof(double), cudaMemcpyDeviceToHost, st));
@@ -380,7 +387,7 @@ class CudaWorker final : public Worker {
         const size_t fit_in = std::max<size_t>(1, (free_bytes_ / 2) / per_replica);
         const int total = static_cast<int>(unit.replicas.size());
         const FitDataView data{n, pb_.data.nx, x_.get(), y_.get(), sigma_.get(), nullptr};
-        const ParamBoundsView bounds{P, lower_.get(), upper_.get(), fixed_.get()};
+        const ParamBoundsView bounds = dp_->view();
         const LmSettings s = lm_settings(cfg);
         for (int b0 = 0; b0 < total; b0 += static_cast<int>(fit_in)) {
             const int count = std::min<int>(total - b0, static_cast<int>(fit_in));
@@ -397,7 +404,7 @@ class CudaWorker final : public Worker {
             const int blocks = (count + threads - 1) / threads;
             cudaGetLastError();  // a failure reported earlier must not be blamed on this launch
             lm_fit_kernel<K><<<blocks, threads>>>(model, data, bounds, s, cfg.resample == ResampleMethod::bootstrap,
-                                                   cfg.seed, reps_.get(), count, start_.get(), ybuf_.get(),
+                                                   cfg.seed, reps_.get(), count, dp_->start.get(), ybuf_.get(),
                                                    wbuf_.get(), work_.get(), layout.total, params_.get(),
                                                    chi2_.get(), status_.get(), iters_.get(), cov_.get());
             EF_CUDA_CHECK(cudaGetLastError());
@@ -410,12 +417,12 @@ class CudaWorker final : public Worker {
     int device_;
     std::string name_;
     size_t free_bytes_ = 0;
+    std::unique_ptr<cuda::DeviceParams> dp_;
     DeviceModel model_;
     std::unique_ptr<TableBatchFitter> table_;
     std::unique_ptr<cuda::GramBatchFitter> gram_;
     NormalLane normal_lanes_[2];
-    DeviceBuffer<double> x_, y_, sigma_, lower_, upper_, start_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
-    DeviceBuffer<unsigned char> fixed_;
+    DeviceBuffer<double> x_, y_, sigma_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;
 };
 

@@ -228,6 +228,34 @@ EF_HD bool jacobian(const Model& m, const FitDataView& d, const double* p, int P
 
 EF_HD inline double clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+/// Nielsen's damping update after a trial with gain ratio rho (accepted or not).
+EF_HD inline void nielsen_update(bool accepted, double rho, double& lambda, double& nu) {
+    if (accepted) {
+        const double t3 = 2.0 * rho - 1.0;
+        lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
+        nu = 2.0;
+    } else {
+        lambda *= nu;
+        nu *= 2.0;
+    }
+}
+
+/**
+ * MINPACK's tests after a trial, relative to chi^2 before it (shared by the QR and the normal-
+ * equations LM): converged when actual and predicted relative reductions are both below ftol,
+ * or the scaled step below xtol of the scaled parameters; failed when no step helps even at
+ * huge damping; not_done otherwise.
+ */
+EF_HD inline ReplicaStatus trial_verdict(bool finite, double actual, double pred, double rho, double chi2,
+                                         double ftol, bool solved, double dnorm, double xtol, double pnorm,
+                                         bool accepted, double lambda) {
+    if (finite && fabs(actual) <= ftol * chi2 && pred >= 0.0 && pred <= ftol * chi2 && rho <= 2.0)
+        return ReplicaStatus::converged;
+    if (solved && dnorm <= xtol * pnorm) return ReplicaStatus::converged;
+    if (!accepted && lambda > 1e300) return ReplicaStatus::failed;
+    return ReplicaStatus::not_done;
+}
+
 /// The trial at the current damping: solve [R; sqrt(lambda) D] step = [-c; 0], project into
 /// the box, predicted reduction. Sets st.solved, st.pred, st.dnorm; pt holds the trial point.
 /// The small in-place solve runs on the leader; every lane then derives the same scalars.
@@ -306,30 +334,14 @@ EF_HD LmRequest judge_trial(const Exec& ex, LmState& st, const LmSettings& s, co
         if (finite) actual = ex.sum(0, n, [&](int i) { return (v.r[i] - v.rt[i]) * (v.r[i] + v.rt[i]); });
         const double pred = st.pred;
         const double rho = (finite && pred > 0.0) ? actual / pred : -1.0;
-        bool accepted = false;
-        bool stop = false;
-        if (rho > 1e-4) {
-            accepted = true;
+        const bool accepted = rho > 1e-4;
+        if (accepted)
             for (int q = 0; q < P; ++q) p[q] = v.pt[q];
-            const double t3 = 2.0 * rho - 1.0;
-            st.lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
-            st.nu = 2.0;
-        } else {
-            st.lambda *= st.nu;
-            st.nu *= 2.0;
-        }
-        // Convergence tests (MINPACK's), relative to the chi^2 before the step.
-        if (finite && fabs(actual) <= s.ftol * st.chi2 && pred >= 0.0 && pred <= s.ftol * st.chi2 &&
-            rho <= 2.0) {
-            st.status = static_cast<int>(ReplicaStatus::converged);
-            stop = true;
-        } else if (st.solved && st.dnorm <= s.xtol * st.pnorm) {
-            st.status = static_cast<int>(ReplicaStatus::converged);
-            stop = true;
-        } else if (!accepted && st.lambda > 1e300) {
-            st.status = static_cast<int>(ReplicaStatus::failed);
-            stop = true;
-        }
+        nielsen_update(accepted, rho, st.lambda, st.nu);
+        const ReplicaStatus verdict = trial_verdict(finite, actual, pred, rho, st.chi2, s.ftol, st.solved != 0,
+                                                    st.dnorm, s.xtol, st.pnorm, accepted, st.lambda);
+        const bool stop = verdict != ReplicaStatus::not_done;
+        if (stop) st.status = static_cast<int>(verdict);
         if (accepted) {
             ++st.iterations;
             st.phase = stop ? kFinal : kMain;

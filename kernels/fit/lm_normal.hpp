@@ -258,26 +258,13 @@ EF_HD EF_INLINE LmRequest judge(NormalLmState<Real, K>& st, bool finite, Real ch
         if (accepted) {
             EF_UNROLL
             for (int q = 0; q < K; ++q) st.p[q] = st.pt[q];
-            const double t3 = 2.0 * rho - 1.0;
-            st.lambda *= fmax(1.0 / 3.0, 1.0 - t3 * t3 * t3);
-            st.nu = 2.0;
-        } else {
-            st.lambda *= st.nu;
-            st.nu *= 2.0;
         }
-        // MINPACK's tests, relative to chi^2 before the step.
-        const double c2 = static_cast<double>(st.chi2);
-        bool stop = false;
-        if (finite && fabs(actual) <= st.ftol * c2 && pred >= 0.0 && pred <= st.ftol * c2 && rho <= 2.0) {
-            st.status = static_cast<int>(ReplicaStatus::converged);
-            stop = true;
-        } else if (st.solved && st.dnorm <= st.xtol * st.pnorm) {
-            st.status = static_cast<int>(ReplicaStatus::converged);
-            stop = true;
-        } else if (!accepted && st.lambda > 1e300) {
-            st.status = static_cast<int>(ReplicaStatus::failed);
-            stop = true;
-        }
+        lm_detail::nielsen_update(accepted, rho, st.lambda, st.nu);
+        const ReplicaStatus verdict =
+            lm_detail::trial_verdict(finite, actual, pred, rho, static_cast<double>(st.chi2), st.ftol, st.solved != 0, st.dnorm,
+                          st.xtol, st.pnorm, accepted, st.lambda);
+        const bool stop = verdict != ReplicaStatus::not_done;
+        if (stop) st.status = static_cast<int>(verdict);
         if (accepted) {
             ++st.iterations;
             st.phase = stop ? kFinal : kIterate;
@@ -415,6 +402,16 @@ EF_HD bool normal_covariance(const NormalLmState<Real, K>& st, double* cov_slots
     return !singular;
 }
 
+/// The replica's status, iterations and chi^2 as lm_fit reports them.
+template <class Real, int K>
+EF_HD EF_INLINE LmOutcome normal_outcome(const NormalLmState<Real, K>& st) {
+    LmOutcome o;
+    o.status = static_cast<ReplicaStatus>(st.status);
+    o.iterations = st.iterations;
+    o.chi2 = static_cast<double>(st.chi2);
+    return o;
+}
+
 /// A slot's value widened back to double: the (double) bound itself when on its Real-rounded
 /// bound, else kept inside [lower, upper].
 template <class Real, int K>
@@ -452,10 +449,7 @@ EF_HD LmOutcome lm_normal_fit(const Model& m, const NormalFitData<Real>& d, cons
             req = normal_on_residuals(st, finite, c2);
         }
     }
-    LmOutcome out;
-    out.status = static_cast<ReplicaStatus>(st.status);
-    out.iterations = st.iterations;
-    out.chi2 = static_cast<double>(st.chi2);
+    const LmOutcome out = normal_outcome(st);
     for (int q = 0; q < P; ++q)
         if (!bounds.fixed[q]) p_io[q] = normal_result(st, q, bounds.lower[q], bounds.upper[q]);
     if (cov != nullptr) {

@@ -270,9 +270,19 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     const bool root = ctx.is_root();
 
     // Setup: identical on every rank, so input errors are thrown identically everywhere.
+    // EF_SETUP_TRACE=1 prints each rank's setup steps (where a short job's time goes).
+    const bool trace = std::getenv("EF_SETUP_TRACE") != nullptr;
+    auto mark = [&, t0 = std::chrono::steady_clock::now()](const char* what) mutable {
+        if (!trace) return;
+        const auto t1 = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "[setup rank %d] %s: %.3f s\n", ctx.rank(), what, std::chrono::duration<double>(t1 - t0).count());
+        t0 = t1;
+    };
     FitConfig cfg = load_fit_config(opt.config_path, opt.overrides);
     DataTable data = load_data(cfg);
+    mark("config and data");
     FitProblem pb = make_fit_problem(std::move(cfg), std::move(data));
+    mark("model (tables)");
     ShardSpec shard;
     parse_shard(opt.shard, shard.index, shard.count);
     const RunIdentity id = identity_of(pb, shard);
@@ -297,6 +307,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
         wo.device = ndev > 0 ? ctx.local_rank() % ndev : 0;
         worker = make_worker(kind, pb, wo);
     });
+    mark("worker");
 
     // Placement table.
     std::ostringstream me;
@@ -341,6 +352,7 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
         }
         pending = out->pending();
     });
+    mark("output file");
     {
         long long m = static_cast<long long>(pending.size());
         EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx.world()));

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/fit/replica_block.hpp>
 
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_batched.hpp"
+#include "kernels/fit/lm_gram.hpp"
 
 namespace ef {
 
@@ -62,6 +65,33 @@ inline batched::BatchView batch_view(const FitProblem& pb, int nfree, const Para
     b.sigma = sigma;
     b.start = start;
     return b;
+}
+
+/// The problem-wide fields of a Gram-path batch (kernels/fit/lm_gram.hpp); the caller sets the
+/// per-slot arrays. Pointers may be host or device memory.
+inline gram::GramView gram_view(const FitProblem& pb, const ParamBoundsView& bounds, const int* free_idx,
+                                int nfree, long Kt, const double* start, const double* u0) {
+    gram::GramView v;
+    v.P = pb.num_params();
+    v.nfree = nfree;
+    v.Kt = Kt;
+    v.bounds = bounds;
+    v.settings = lm_settings(pb.config);
+    v.free_idx = free_idx;
+    v.start = start;
+    v.u0 = u0;
+    return v;
+}
+
+/// Row t of a block from one replica's outcome; its parameters from `p` when not null (a GPU
+/// worker downloads them straight into the block).
+inline void store_outcome(ReplicaBlock& out, std::size_t t, std::int64_t replica, const LmOutcome& o,
+                          const double* p) {
+    out.index[t] = replica;
+    if (p != nullptr) std::copy(p, p + out.P, out.params.begin() + static_cast<std::ptrdiff_t>(t * out.P));
+    out.chi2[t] = o.chi2;
+    out.status[t] = static_cast<std::int64_t>(o.status);
+    out.iterations[t] = o.iterations;
 }
 
 }  // namespace ef
