@@ -380,8 +380,10 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     // GPU fits one replica per thread and needs thousands at once.
     std::int64_t my_chunk = pb.config.chunk;
     if (my_chunk <= 0) {
+        // (rounded up: 2561 replicas on one GPU are two units, not two and a lone replica that
+        // would run its every LM round by itself at the end)
         my_chunk = worker->kind() == WorkerKind::gpu
-                       ? std::clamp<std::int64_t>(M / (2 * ctx.size()), 1, 1 << 20)
+                       ? std::clamp<std::int64_t>((M + 2 * ctx.size() - 1) / (2 * ctx.size()), 1, 1 << 20)
                        : std::clamp<std::int64_t>(M / (8 * ctx.size()), 1, 4 * threads);
     }
     std::vector<std::int64_t> chunks(static_cast<size_t>(ctx.size()));
