@@ -36,7 +36,8 @@ inline constexpr int kMinParams<GaussianModel> = 4;
 template <class Model, class F>
 void dispatch_normal(const Model& /*model*/, const FitConfig& cfg, int P, F&& f) {
     if constexpr (std::is_same_v<Model, DisMellinModel>) {
-        throw usage_error(cfg.config_file + ": dis-mellin fits use the QR solver");  // refused at load
+        // dis-mellin never comes here: it takes the batched table or Gram path (fit_kernels).
+        throw usage_error(cfg.config_file + ": dis-mellin fits take the batched table path");
     } else {
         auto with_real = [&](auto real) {
             constexpr int fixed = kFixedParams<Model>;
