@@ -207,8 +207,12 @@ double FitProblem::flops_per_iteration() const {
     const double pass = model->flops_dual_pass[k_index] > 0 ? model->flops_dual_pass[k_index]
                                                              : (K + 1) * model->flops_per_evaluation;
     const double n = data.n;
-    const double qr = 2.0 * nfree * nfree * (n - nfree / 3.0) + 4.0 * n * nfree;
-    return passes * pass + model->flops_per_evaluation + qr;
+    // The step's linear algebra: Householder QR of the n x nfree Jacobian, or (normal solver)
+    // J^T W J and J^T W r accumulated point by point and a small Cholesky solve.
+    const double f = nfree;
+    const double algebra = config.solver == FitSolver::normal ? n * (f * f + 4.0 * f) + f * f * f / 3.0
+                                                              : 2.0 * f * f * (n - f / 3.0) + 4.0 * n * f;
+    return passes * pass + model->flops_per_evaluation + algebra;
 }
 
 }  // namespace ef

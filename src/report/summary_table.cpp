@@ -45,7 +45,8 @@ void print_problem(const FitProblem& pb, const RunIdentity& id, std::ostream& os
     if (pb.model_flops() > 0)
         os << "  cost:     " << num(pb.model_flops_per_point()) << " FLOP per data point, " << num(pb.model_flops())
            << " per model evaluation, " << num(pb.flops_per_iteration())
-           << " per replica LM iteration (Jacobian + trial + QR)\n";
+           << " per replica LM iteration (Jacobian + trial + "
+           << (c.solver == FitSolver::normal ? "normal equations" : "QR") << ")\n";
 }
 
 void print_placement(const std::vector<std::string>& rows, std::ostream& os) {

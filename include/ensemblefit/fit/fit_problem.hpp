@@ -30,7 +30,8 @@ struct FitProblem {
     /// Model FLOPs for one value at one point (doubles).
     double model_flops_per_point() const;
     /// FLOPs of one LM iteration of one replica: Jacobian passes on duals, one trial
-    /// evaluation, and the QR of the n x P Jacobian. 0 when the model's cost is not counted.
+    /// evaluation, and the QR of the n x P Jacobian (or, with solver = normal, the normal
+    /// equations' accumulation and solve). 0 when the model's cost is not counted.
     double flops_per_iteration() const;
 };
 
