@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/recon/ptycho_math.hpp"
+#include "kernels/recon/window_fft.hpp"
 
 namespace ef::recon {
 
@@ -155,6 +156,32 @@ class CpuBackend {
         const int n = h_ * w_;
         for_each_rows(count, n, ApplyLoad<T, Load>{load, data, n});
         fft_.run(data, count, inverse);
+    }
+    /**
+     * Window size of the window-resident passes (window_passes.hpp), 0 for the FFTW sequence.
+     * FFTW is the faster CPU transform, so they run here only with EF_RECON_WINDOW=1 (tests use
+     * it to check the GPU's sequence on the CPU).
+     */
+    int window_size(const PtychoDims& d) const {
+        const char* e = std::getenv("EF_RECON_WINDOW");
+        if (!(e && e[0] == '1') || d.h != d.w) return 0;
+        return d.h == 32 || d.h == 64 || d.h == 128 ? d.h : 0;
+    }
+    /// f(block, j, window, twiddles) for j in [0, count), a window buffer per thread; out[j]
+    /// gets each result when out is set.
+    template <class F>
+    void window_pass(const F& f, std::int64_t count, Sum2* out) {
+        constexpr int N = F::kN;
+#pragma omp parallel num_threads(threads_) if (threads_ > 1 && count > 1)
+        {
+            AlignedBuffer<Cx<T>> win(static_cast<std::size_t>(wfft::Radix<N>::kStored));
+            const wfft::SerialBlock blk;
+#pragma omp for schedule(static)
+            for (std::int64_t j = 0; j < count; ++j) {
+                const Sum2 s = f(blk, j, win.data(), f.twiddles);
+                if (out) out[j] = s;
+            }
+        }
     }
     /// No single pass for the probe spectrum and the position terms here: the engine runs both.
     template <class S, class P>

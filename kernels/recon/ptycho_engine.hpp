@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/recon/ptycho_math.hpp"
+#include "kernels/recon/window_passes.hpp"
 
 namespace ef::recon {
 
@@ -99,18 +100,38 @@ class PtychoEngine {
         grad_.resize(2 * on + 2 * kn);  // double: see ProbeGradientDirect
         row_start_.resize(static_cast<size_t>(d.obj_h) + 1);
         if constexpr (!Backend::kHostMemory) host_grad_.resize(2 * on + 2 * kn);
+        window_n_ = be_.window_size(d);
+        if (window_n_) {
+            std::vector<C> tw(static_cast<size_t>(window_n_));
+            wfft::make_twiddles(window_n_, tw.data());
+            twiddle_.resize(tw.size());
+            be_.upload(twiddle_.data(), tw.data(), tw.size());
+        }
     }
 
     const PtychoDims& dims() const { return d_; }
     const EngineOptions& options() const { return o_; }
     Backend& backend() { return be_; }
 
-    /// The rank's share of patterns, count x n, FFT order.
+    /// The rank's share of patterns, count x n, FFT order (kept in slot order for the
+    /// window-resident passes).
     void set_patterns(std::int64_t count, const float* host) {
-        patterns_.resize(static_cast<size_t>(count * d_.n()));
-        be_.upload(patterns_.data(), host, static_cast<size_t>(count * d_.n()));
+        const size_t total = static_cast<size_t>(count * d_.n());
+        patterns_.resize(total);
+        if (window_n_) {
+            std::vector<float> slots(total);
+            const std::int64_t n = d_.n();
+            for (std::int64_t i = 0; i < count; ++i)
+                for (int s = 0; s < static_cast<int>(n); ++s)
+                    slots[static_cast<size_t>(i * n + s)] = host[i * n + window_freq_of_slot(s)];
+            be_.upload(patterns_.data(), slots.data(), total);
+        } else {
+            be_.upload(patterns_.data(), host, total);
+        }
         pattern_count_ = count;
     }
+    /// The window size of the window-resident passes (0: the transform-per-pass sequence).
+    int window_size() const { return window_n_; }
     std::int64_t pattern_count() const { return pattern_count_; }
 
     /// Object parameters (amplitude and phase, or real and imaginary part), obj_h x obj_w each.
@@ -163,6 +184,9 @@ class PtychoEngine {
             finish_gradients(probe_grad);
             return out;
         }
+        if (window_n_ == 128) return window_gradients<128>(batch, probe_grad, position_grad);
+        if (window_n_ == 64) return window_gradients<64>(batch, probe_grad, position_grad);
+        if (window_n_ == 32) return window_gradients<32>(batch, probe_grad, position_grad);
         const bool shifted = o_.subpixel;
         forward_far_field(batch);
         // Fused sequence (fused_): the modulus factor and conj(O) are applied by the loads of the
@@ -216,18 +240,7 @@ class PtychoEngine {
                                             patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
         be_.mark("finish");
         finish_gradients(probe_grad);
-        out.position_terms.resize(static_cast<size_t>(2 * b));
-        for (std::int64_t j = 0; j < b; ++j) {  // in batch order: deterministic
-            const Sum2& s = per[static_cast<size_t>(j)];
-            out.position_terms[static_cast<size_t>(2 * j)] = s.a;
-            out.position_terms[static_cast<size_t>(2 * j + 1)] = s.b;
-            out.loss_a += s.a;
-            out.loss_b += s.b;
-        }
-        for (size_t j = 0; j < pg.size(); ++j) {
-            out.position_grad[2 * j] = pg[j].a;
-            out.position_grad[2 * j + 1] = pg[j].b;
-        }
+        collect_terms(per, pg, out);
         return out;
     }
 
@@ -345,6 +358,17 @@ class PtychoEngine {
         const bool gp_fft = o_.subpixel && (probe_grad || position_grad);
         double passes = 0;  // b x K x n complex passes
         double per_pixel = 4.0 /* pattern */ + c /* patch grad write */ + c /* gather read */;
+        if (window_n_) {
+            // Window-resident passes: the transforms stay in the block's window. Counted: far
+            // fields written and read once, the probe-gradient tensor written and read once, the
+            // modulus factor written and read. Not counted: each block's own b x n rows (the
+            // intensity and patch-gradient sums, the parked shifted probe), re-read per mode from
+            // cache, and the tables the loads read (probe spectrum, ramps, object).
+            passes += 2;
+            if (probe_grad) passes += 2;
+            per_pixel += 4.0 + 4.0;
+            return passes * kn * c + n * per_pixel;
+        }
         if (fused_used_) {
             // Fused: the FFT loads compute their input from cached tables (probe spectrum, ramps,
             // object) or from the tensor they transform, so an FFT reads its tensor once at most.
@@ -486,6 +510,80 @@ class PtychoEngine {
         be_.upload(row_items_.data(), items.data(), items.size());
     }
 
+    /// Per-position loss terms (and position gradients) into `out`, summed in batch order.
+    static void collect_terms(const std::vector<Sum2>& per, const std::vector<Sum2>& pg, BatchTerms& out) {
+        out.position_terms.resize(2 * per.size());
+        for (size_t j = 0; j < per.size(); ++j) {  // in batch order: deterministic
+            out.position_terms[2 * j] = per[j].a;
+            out.position_terms[2 * j + 1] = per[j].b;
+            out.loss_a += per[j].a;
+            out.loss_b += per[j].b;
+        }
+        for (size_t j = 0; j < pg.size(); ++j) {
+            out.position_grad[2 * j] = pg[j].a;
+            out.position_grad[2 * j + 1] = pg[j].b;
+        }
+    }
+
+    int window_freq_of_slot(int s) const {
+        if (window_n_ == 128) return wfft::Layout<128>::freq_of_slot2(s);
+        if (window_n_ == 64) return wfft::Layout<64>::freq_of_slot2(s);
+        return wfft::Layout<32>::freq_of_slot2(s);
+    }
+
+    /**
+     * gradients() with the window-resident passes (window_passes.hpp): forward and loss, backward,
+     * then the probe-spectrum sum and the object gather as in the other sequence.
+     */
+    template <int N>
+    BatchTerms window_gradients(const BatchSpec& batch, bool probe_grad, bool position_grad) {
+        const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
+        const std::int64_t n = d_.n();
+        const std::int64_t K = d_.modes;
+        const std::int64_t on = d_.obj_n();
+        const bool shifted = o_.subpixel;
+        const bool gp_fft = shifted && (probe_grad || position_grad);
+        BatchTerms out;
+        if (position_grad) out.position_grad.assign(static_cast<size_t>(2 * b), 0.0);
+        be_.mark("stage");
+        stage_batch(batch);
+        ensure_workspace(b);
+        if (pscratch_.size() < static_cast<size_t>(b * n)) pscratch_.resize(static_cast<size_t>(b * n));
+        if (shifted) {
+            ensure_probe_spectrum();
+            be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
+        }
+        std::vector<Sum2> per(static_cast<size_t>(b));
+        std::vector<Sum2> pg(position_grad && gp_fft ? static_cast<size_t>(b) : 0);
+        be_.mark("window forward");
+        be_.window_pass(WindowForward<T, N>{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
+                                            ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
+                                            pattern_of_.data(), psi_.data(), factor_.data()},
+                        b, per.data());
+        be_.mark("window backward");
+        be_.window_pass(WindowBackward<T, N>{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
+                                             probe_.data(), probe_spec_.data(), ramp_.data(), object_.data(),
+                                             crop_.data(), factor_.data(), psi_.data(), pscratch_.data(),
+                                             patch_grad_.data()},
+                        b, pg.empty() ? nullptr : pg.data());
+        Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
+        if (probe_grad) {
+            be_.mark("probe gradient");
+            if (gp_fft)
+                be_.for_each(K * n, ProbeSpectrumFromSlots<T, N>{ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe}});
+            else
+                be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
+        }
+        be_.mark("object gradient");
+        be_.for_each_rows(d_.obj_h, d_.obj_w,
+                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
+                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+        be_.mark("finish");
+        finish_gradients(probe_grad);
+        collect_terms(per, pg, out);
+        return out;
+    }
+
     void finish_gradients(bool probe_grad) {
         if constexpr (!Backend::kHostMemory)
             if (!device_only_) be_.download(host_grad_.data(), grad_.data(), gradient_size(probe_grad));
@@ -502,7 +600,9 @@ class PtychoEngine {
     Buffer<T> mp_, vp_;
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
-    Buffer<T> factor_;  // b x n modulus factors (fused sequence)
+    Buffer<T> factor_;  // b x n modulus factors (fused sequence and window passes)
+    Buffer<C> twiddle_, pscratch_;  // window passes: W_N^k table, b x n shifted probes
+    int window_n_ = 0;              // window size of the window-resident passes, 0 when off
     Buffer<int> crop_, row_start_, row_items_;
     Buffer<T> shift_;
     Buffer<C> ramp_;  // b x (h + w) Fourier shift factors

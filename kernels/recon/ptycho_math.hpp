@@ -181,6 +181,34 @@ struct ExitWave {
 // ---- loss and the far-field gradient -------------------------------------------------------
 
 /**
+ * One pattern pixel: the loss terms (a: squared amplitude error or Poisson term, b: sqrt D or
+ * D) of model intensity I against data D, and f = 2 g / n with g = dL/dI up to the global
+ * factor c (see ModulusGradient).
+ */
+template <class T>
+EF_HD EF_INLINE Sum2 modulus_pixel(LossKind loss, T intensity, T data, T inv_n, T& f) {
+    using std::log;
+    using std::sqrt;
+    Sum2 terms;
+    T g;
+    if (loss == LossKind::amplitude) {
+        const T sd = sqrt(data > T(0) ? data : T(0));
+        const T si = sqrt(intensity);
+        const T err = si - sd;
+        g = T(1) - sd / si;
+        terms.a = static_cast<double>(err) * static_cast<double>(err);
+        terms.b = static_cast<double>(sd);
+    } else {
+        const T ip = intensity + static_cast<T>(kPoissonFloor);
+        g = T(1) - data / ip;
+        terms.a = static_cast<double>(intensity) - static_cast<double>(data) * log(static_cast<double>(ip));
+        terms.b = static_cast<double>(data);
+    }
+    f = T(2) * g * inv_n;
+    return terms;
+}
+
+/**
  * Loss terms and the gradient with respect to the far field, per (position j, pixel q), over
  * all K modes at once (a reduction over q per j). On entry psi holds F_u of the exit waves; on
  * exit it holds (2 g / n) F_u psi, where g is dL/dI up to the global positive factor c that only
@@ -200,8 +228,6 @@ struct ModulusGradient {
     Cx<T>* psi;                      ///< b x K x n
     T* factor = nullptr;             ///< b x n: when set, (2 g / n) goes here and psi is left as it is
     EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
-        using std::log;
-        using std::sqrt;
         const int n = d.h * d.w;
         const int q = static_cast<int>(e);
         const T inv_n = T(1) / static_cast<T>(n);
@@ -209,22 +235,8 @@ struct ModulusGradient {
         T intensity = static_cast<T>(kIntensityFloor);
         for (int k = 0; k < d.modes; ++k) intensity += abs2(row[static_cast<std::int64_t>(k) * n]) * inv_n;
         const T data = static_cast<T>(patterns[pattern_of[j] * n + q]);
-        Sum2 terms;
-        T g;
-        if (loss == LossKind::amplitude) {
-            const T sd = sqrt(data > T(0) ? data : T(0));
-            const T si = sqrt(intensity);
-            const T err = si - sd;
-            g = T(1) - sd / si;
-            terms.a = static_cast<double>(err) * static_cast<double>(err);
-            terms.b = static_cast<double>(sd);
-        } else {
-            const T ip = intensity + static_cast<T>(kPoissonFloor);
-            g = T(1) - data / ip;
-            terms.a = static_cast<double>(intensity) - static_cast<double>(data) * log(static_cast<double>(ip));
-            terms.b = static_cast<double>(data);
-        }
-        const T f = T(2) * g * inv_n;
+        T f;
+        const Sum2 terms = modulus_pixel(loss, intensity, data, inv_n, f);
         if (factor) {  // fused path: the inverse FFT's load (LoadScaled) applies f
             factor[j * n + q] = f;
             return terms;
@@ -325,7 +337,6 @@ struct ProbeGradientSpectrum {
     Cx<double>* out;
     EF_HD void operator()(std::int64_t i) const {
         const int n = d.h * d.w;
-        const std::int64_t kn = static_cast<std::int64_t>(d.modes) * n;
         const int q = static_cast<int>(i % n);
         const int u = q / d.w, v = q % d.w;
         Cx<double> acc{0.0, 0.0};
@@ -378,8 +389,12 @@ struct PositionGradientTerm {
     /// The same with w = ramp_j at the element's pixel and its frequencies fy, fx given.
     EF_HD Sum2 term(std::int64_t j, int ei, Cx<T> w, T fy, T fx) const {
         const int n = d.h * d.w;
-        const Cx<T> pw = probe_spec[ei] * w;
-        const Cx<T> z = conj_mul(psi[j * d.modes * static_cast<std::int64_t>(n) + ei], pw);
+        return value(psi[j * d.modes * static_cast<std::int64_t>(n) + ei], probe_spec[ei], w, fy, fx, n);
+    }
+    /// The terms of one element from its F_u G_P value, probe spectrum value and ramp.
+    EF_HD static EF_INLINE Sum2 value(Cx<T> fgp, Cx<T> spec, Cx<T> w, T fy, T fx, int n) {
+        const Cx<T> pw = spec * w;
+        const Cx<T> z = conj_mul(fgp, pw);
         const T s = static_cast<T>(6.283185307179586476925) * z.im / static_cast<T>(n);
         Sum2 out;
         out.a = static_cast<double>(s * fy);
@@ -457,11 +472,15 @@ struct LoadShiftedProbe {
     const Cx<T>* probe_spec;
     const Cx<T>* ramp;
     EF_HD Cx<T> operator()(std::int64_t r, int q) const {
-        const int n = d.h * d.w;
         const int j = static_cast<int>(r) / d.modes;  // rows < 2^31: 32-bit division (cheap on GPUs)
         const int k = static_cast<int>(r) - j * d.modes;
-        const Cx<T> w = ramp_at(ramp, d, j, q / d.w, q % d.w);
-        return probe_spec[static_cast<std::int64_t>(k) * n + q] * w * (T(1) / static_cast<T>(n));
+        return at(j, k, q / d.w, q % d.w);
+    }
+    /// The value for position j, mode k at frequency pixel (u, v).
+    EF_HD EF_INLINE Cx<T> at(std::int64_t j, int k, int u, int v) const {
+        const int n = d.h * d.w;
+        const Cx<T> w = ramp_at(ramp, d, j, u, v);
+        return probe_spec[static_cast<std::int64_t>(k) * n + u * d.w + v] * w * (T(1) / static_cast<T>(n));
     }
 };
 

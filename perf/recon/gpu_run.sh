@@ -192,25 +192,21 @@ ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose
 step "ensemblefit, 1 GPU"
 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
 if [ "${ONLY_SCALING:-0}" != 1 ]; then
-# The same run with separate probe-spectrum and position passes (EF_RECON_MERGED=0: the
-# kernels of the previous session) and with the experimental cuFFT LTO load callbacks
-# (EF_RECON_CALLBACKS=1: checked at first use, see docs/reconstruction.md), then where the GPU
-# time goes (EF_RECON_PHASES=1: events between the engine's phases, a little overhead, so not the
-# timed runs).
-step "ensemblefit, 1 GPU, 5 iterations, separate spectrum and position passes (EF_RECON_MERGED=0)"
-EF_RECON_MERGED=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
-step "ensemblefit, 1 GPU, 5 iterations, experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)"
-EF_RECON_CALLBACKS=1 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file callbacks_1.h5; check
-step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (default)"
+# The same run with the previous sequence, cuFFT batched FFTs and element-wise passes
+# (EF_RECON_WINDOW=0), then where the GPU time goes (EF_RECON_PHASES=1: events between the
+# engine's phases, a little overhead, so not the timed runs).
+step "ensemblefit, 1 GPU, 5 iterations, cuFFT and element-wise passes (EF_RECON_WINDOW=0)"
+EF_RECON_WINDOW=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (default: window-resident passes)"
 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 --output.file phases_default.h5; check
-step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (EF_RECON_MERGED=0)"
-EF_RECON_MERGED=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 \
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (EF_RECON_WINDOW=0)"
+EF_RECON_WINDOW=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 \
     --output.file phases_passes.h5; check
 step "PyTorch peer (PtyRAD style), 1 GPU, same data"
 py "$SRC/perf/peers/ptycho_torch.py" --data bench.h5 --modes 12 --batch 256 --iterations $(( iters / 2 + 1 )) \
     --position-correction --json "$OUT/peer.json"; check
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
-if [ -n "$NCU" ] && [ -z "$quick" ]; then
+if [ -n "$NCU" ] && [ "${NCU_RUN:-0}" = 1 ]; then
     step "ncu: time and DRAM bytes of ~30 kernels (about one mini-batch) -> ncu.log"
     timeout 240 "$NCU" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
         --launch-skip 600 --launch-count 30 ensemblefit reconstruct bench.ini --solver.iterations 1 \
@@ -251,8 +247,7 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
     res["runs"][str(g)] = r
     print(json.dumps(r))
-for f, variant in (("passes_1.h5", "separate spectrum and position passes (EF_RECON_MERGED=0)"),
-                   ("callbacks_1.h5", "experimental cuFFT load callbacks (EF_RECON_CALLBACKS=1)")):
+for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WINDOW=0)"),):
     if not os.path.exists(f):
         continue
     t = h5py.File(f, "r")["/timing"]

@@ -143,16 +143,56 @@ TEST_CASE("recon: CUDA gradients are bitwise reproducible run to run", "[gpu][re
     CHECK(t1.position_grad == t3.position_grad);
 }
 
+namespace {
+struct Shape {
+    int dp, modes, b, obj;
+};
+}  // namespace
+
+TEST_CASE("recon: window-resident passes = cuFFT passes (GPU) = CPU worker", "[gpu][recon]") {
+    // The default GPU sequence for square 32/64/128 windows (one block per position, its FFTs in
+    // shared memory) against the cuFFT sequence (EF_RECON_WINDOW=0) on the same device, and
+    // against the CPU worker (FFTW).
+    for (const Shape sh : {Shape{64, 4, 48, 160}, Shape{128, 3, 24, 300}, Shape{128, 12, 256, 592}})
+        for (const bool subpixel : {true, false}) {
+            if (!subpixel && sh.modes == 12) continue;
+            Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
+            s.o.subpixel = subpixel;
+            auto window = make(s, WorkerKind::gpu);
+            setenv("EF_RECON_WINDOW", "0", 1);
+            auto passes = make(s, WorkerKind::gpu);
+            unsetenv("EF_RECON_WINDOW");
+            ReconBatchTerms tw, tp;
+            const auto gw = gradients(*window, s.batch, tw), gp = gradients(*passes, s.batch, tp);
+            const double dg = rel_diff(gw, gp), dp = rel_diff(tw.position_grad, tp.position_grad);
+            std::printf("  recon %d x %d x %d^2, subpixel %d, window vs cuFFT passes: gradient max rel diff %.2e, "
+                        "position gradient %.2e, loss %.3e\n",
+                        sh.b, sh.modes, sh.dp, subpixel, dg, dp, std::abs(tw.loss_a / tp.loss_a - 1));
+            CHECK(tw.loss_a == Approx(tp.loss_a).epsilon(1e-5));
+            CHECK(tw.loss_b == Approx(tp.loss_b).epsilon(1e-5));
+            CHECK(dg < 1e-4);
+            CHECK(dp < 1e-4);
+            if (sh.b <= 48) {
+                auto cpu = make(s, WorkerKind::cpu);
+                ReconBatchTerms tc;
+                const auto gc = gradients(*cpu, s.batch, tc);
+                const double dc = rel_diff(gw, gc), dpc = rel_diff(tw.position_grad, tc.position_grad);
+                std::printf("    window vs CPU worker: gradient %.2e, position gradient %.2e\n", dc, dpc);
+                CHECK(dc < 1e-4);
+                CHECK(dpc < 1e-4);
+            }
+        }
+}
+
 TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][recon]") {
-    struct Shape {
-        int dp, modes, b, obj;
-    };
     for (const Shape sh : {Shape{64, 4, 48, 160}, Shape{128, 3, 24, 300}, Shape{128, 12, 256, 592}}) {
         const Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
+        setenv("EF_RECON_WINDOW", "0", 1);  // the callbacks belong to the cuFFT sequence
         auto plain = make(s, WorkerKind::gpu);
         setenv("EF_RECON_CALLBACKS", "1", 1);  // experimental, off by default; checked at first use
         auto fused = make(s, WorkerKind::gpu);
         unsetenv("EF_RECON_CALLBACKS");
+        unsetenv("EF_RECON_WINDOW");
         ReconBatchTerms tp, tf;
         const auto gp = gradients(*plain, s.batch, tp), gf = gradients(*fused, s.batch, tf);
         const double dg = rel_diff(gf, gp), dp = rel_diff(tf.position_grad, tp.position_grad);
@@ -164,11 +204,15 @@ TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][reco
     }
 }
 
-static void bench_batch(bool callbacks) {
+/// variant 0: window-resident passes (default), 1: cuFFT and element-wise passes, 2: 1 with
+/// cuFFT load callbacks.
+static void bench_batch(int variant) {
     const Setup s = make_setup(128, 12, 256, 592);
-    if (callbacks) setenv("EF_RECON_CALLBACKS", "1", 1);
+    if (variant > 0) setenv("EF_RECON_WINDOW", "0", 1);
+    if (variant == 2) setenv("EF_RECON_CALLBACKS", "1", 1);
     auto gpu = make(s, WorkerKind::gpu);
     unsetenv("EF_RECON_CALLBACKS");
+    unsetenv("EF_RECON_WINDOW");
     gpu->keep_gradients_on_device(true);
     ReconBatchTerms t;
     ReconUpdate u;
@@ -191,12 +235,14 @@ static void bench_batch(bool callbacks) {
     const double bytes = gpu->traffic_bytes(true, true) * 256;
     std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients, %s): %.2f ms, model traffic "
                 "%.2f GB -> %.0f GB/s; x 64 batches = %.3f s per 16384-pattern iteration\n",
-                callbacks ? "cuFFT load callbacks" : "element-wise passes", 1e3 * secs, bytes / 1e9, bytes / secs / 1e9,
+                variant == 0 ? "window-resident passes" : variant == 1 ? "cuFFT, element-wise passes" : "cuFFT load callbacks",
+                1e3 * secs, bytes / 1e9, bytes / secs / 1e9,
                 64 * secs);
     CHECK(std::isfinite(t.loss_a));
 }
 
 TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time", "[gpu][recon][bench]") {
-    bench_batch(false);
-    bench_batch(true);
+    bench_batch(0);
+    bench_batch(1);
+    bench_batch(2);
 }

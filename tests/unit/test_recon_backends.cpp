@@ -30,18 +30,19 @@ struct Setup {
 };
 
 /// 20 positions (one at the object's corner, one clamped past its edge, one with a zero
-/// pattern), 3 modes, 32 x 32 windows: over one CUDA block everywhere.
-Setup make_setup() {
+/// pattern), 3 modes, dp x dp windows (32: over one CUDA block everywhere).
+Setup make_setup(int dp = 32) {
     Setup s;
-    s.o.h = 32;
-    s.o.w = 32;
+    s.o.h = dp;
+    s.o.w = dp;
     s.o.modes = 3;
-    s.o.obj_h = 70;
-    s.o.obj_w = 66;
+    s.o.obj_h = 38 + dp;
+    s.o.obj_w = 34 + dp;
     s.o.subpixel = true;
     s.o.threads = 1;
     s.o.fft_measure = false;
-    const int n = 32 * 32, b = 20;
+    const int n = dp * dp, b = 20;
+    const double c = (dp - 1) / 2.0;
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(0, 1);
     for (int i = 0; i < s.o.obj_h * s.o.obj_w; ++i) {
@@ -50,14 +51,14 @@ Setup make_setup() {
     }
     for (int k = 0; k < 3; ++k)
         for (int q = 0; q < n; ++q) {
-            const double y = q / 32 - 15.5, x = q % 32 - 15.5;
-            const double env = std::exp(-(x * x + y * y) / 40.0) * (k == 0 ? 10.0 : 2.0);
+            const double y = q / dp - c, x = q % dp - c;
+            const double env = std::exp(-(x * x + y * y) / (40.0 * dp / 32)) * (k == 0 ? 10.0 : 2.0);
             s.probe.emplace_back(env * (1 + 0.2 * u(rng)), env * 0.2 * (u(rng) - 0.5));
         }
     for (int j = 0; j < b; ++j) {
         s.batch.pattern_of.push_back(b - 1 - j);  // not in storage order
-        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? 40.0 : 30.0 * u(rng));
-        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? 35.3 : 30.0 * u(rng));
+        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? 8.0 + dp : 30.0 * u(rng));
+        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? 3.3 + dp : 30.0 * u(rng));
     }
     for (int j = 0; j < b; ++j)
         for (int q = 0; q < n; ++q) s.patterns.push_back(j == 7 ? 0.0f : static_cast<float>(50.0 * u(rng) * u(rng)));
@@ -176,6 +177,49 @@ TEST_CASE("CPU fused FFT-load sequence = the element-wise passes, bit for bit", 
             CHECK(tp.position_terms == tf.position_terms);
         }
     }
+}
+
+TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][window]") {
+    // The sequence the GPU runs by default (one block per position, the window's FFTs in fast
+    // memory), run by the CPU with EF_RECON_WINDOW=1: another FFT, so equal to rounding.
+    for (const int dp : {32, 64})
+        for (const bool subpixel : {true, false})
+            for (const bool dbl : {false, true}) {
+                Setup s = make_setup(dp);
+                s.o.subpixel = subpixel;
+                s.o.threads = 2;
+                auto plain = make(s, WorkerKind::cpu, dbl);
+                setenv("EF_RECON_WINDOW", "1", 1);
+                auto window = make(s, WorkerKind::cpu, dbl);
+                unsetenv("EF_RECON_WINDOW");
+                for (const bool probe : {true, false}) {
+                    INFO("dp " << dp << ", subpixel " << subpixel << ", double " << dbl << ", probe gradient " << probe);
+                    ReconBatchTerms tp = plain->gradients(s.batch, probe, true);
+                    size_t count = 0;
+                    const double* p = plain->gradient_buffer(probe, count);
+                    const std::vector<double> gp(p, p + count);
+                    ReconBatchTerms tw = window->gradients(s.batch, probe, true);
+                    const double* w = window->gradient_buffer(probe, count);
+                    const std::vector<double> gw(w, w + count);
+                    const double tol = dbl ? 1e-12 : 2e-5;
+                    const double dg = rel_diff(gw, gp), dpos = rel_diff(tw.position_grad, tp.position_grad);
+                    INFO("gradient rel diff " << dg << ", position gradient " << dpos);
+                    CHECK(dg < tol);
+                    CHECK(dpos < tol);
+                    CHECK(tw.loss_a == Approx(tp.loss_a).epsilon(dbl ? 1e-12 : 1e-6));
+                    CHECK(tw.loss_b == Approx(tp.loss_b).epsilon(dbl ? 1e-12 : 1e-6));
+                    REQUIRE(tw.position_terms.size() == tp.position_terms.size());
+                    CHECK(rel_diff(tw.position_terms, tp.position_terms) < (dbl ? 1e-12 : 1e-5));
+                    if (subpixel) CHECK(rel_diff(tp.position_grad, std::vector<double>(tp.position_grad.size(), 0.0)) > 0);
+                }
+                // and the same models after Adam steps
+                steps(*plain, s.batch, 5);
+                steps(*window, s.batch, 5);
+                std::vector<double> a0, a1, r0, r1;
+                window->object(a0, a1);
+                plain->object(r0, r1);
+                CHECK(rel_diff(a1, r1) < (dbl ? 1e-9 : 5e-3));
+            }
 }
 
 TEST_CASE("a GPU reconstruction worker without a device is refused clearly", "[recon][backend]") {

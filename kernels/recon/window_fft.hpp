@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/core/hd.hpp"
+#include "kernels/recon/ptycho_math.hpp"
+
+/**
+ * A 2-D FFT of one N x N window held by one thread block (the window-resident passes of
+ * kernels/recon/window_passes.hpp), written once as EF_HD code over a Block: the CUDA block
+ * (threads, __syncthreads, shared memory) or SerialBlock (one host thread running every job in
+ * turn, the same arithmetic in the same order per element: how the CPU tests check it).
+ *
+ * Each 1-D transform of N = R1 x R2 points (R1, R2 <= 16) is two in-place stages over a line:
+ *  - forward (decimation in time), stage A, job t < R2: the R1-point DFT of x[t + R2 m] times
+ *    W_N^{t k1}, back into slots t + R2 k1; stage B, job k1 < R1: the R2-point DFT of slots
+ *    t + R2 k1 (contiguous), back into the same slots.
+ *  - Slot s = k2 + R2 k1 then holds frequency f = k1 + R1 k2 (WindowLayout), a digit-reversed
+ *    order that no consumer needs undone: element-wise steps map slots to frequencies, and the
+ *    inverse transform (decimation in frequency: stage B then A with conjugate twiddles) reads
+ *    that order and writes natural order. Every stage reads and writes the same slots, so a
+ *    stage needs no barrier inside it, only between stages.
+ * Unnormalised both ways (cuFFT's and FFTW's convention). Twiddles W_N^k = exp(-2 pi i k / N)
+ * come from a table made once in double (make_twiddles); the small DFTs use exact constants.
+ *
+ * Storage: row u at u * (N + 1): the pad column makes row jobs (one lane per row) and column
+ * jobs (one lane per column) free of shared-memory bank conflicts.
+ */
+namespace ef::recon::wfft {
+
+/// Window sizes the passes are built for, and their two-stage split.
+template <int N>
+struct Radix {
+    static_assert(N == 32 || N == 64 || N == 128, "window-resident FFT: N = 32, 64 or 128");
+    static constexpr int R1 = N == 128 ? 16 : 8;
+    static constexpr int R2 = N / R1;
+    static constexpr int S = N + 1;  ///< row stride of the stored window
+    static constexpr int kStored = N * S;
+};
+
+/// Where the forward transform leaves each frequency of an N-point line (and back).
+template <int N>
+struct Layout {
+    static constexpr int R1 = Radix<N>::R1, R2 = Radix<N>::R2;
+    EF_HD static EF_INLINE int freq_of_slot(int s) { return s / R2 + R1 * (s % R2); }
+    EF_HD static EF_INLINE int slot_of_freq(int f) { return f / R1 + R2 * (f % R1); }
+    /// 2-D: window pixel index q = u * N + v, either way.
+    EF_HD static EF_INLINE int freq_of_slot2(int s) { return freq_of_slot(s / N) * N + freq_of_slot(s % N); }
+    EF_HD static EF_INLINE int slot_of_freq2(int f) { return slot_of_freq(f / N) * N + slot_of_freq(f % N); }
+    /// Stored position of window element q (row-major index over N x N).
+    EF_HD static EF_INLINE int at(int q) { return (q / N) * Radix<N>::S + q % N; }
+};
+
+/// cos(2 pi j / 16), exact to double, for the in-register DFTs.
+EF_HD constexpr double cos16(int j) {
+    switch (j & 15) {
+        case 0: return 1.0;
+        case 1: case 15: return 0.92387953251128675613;
+        case 2: case 14: return 0.70710678118654752440;
+        case 3: case 13: return 0.38268343236508977173;
+        case 4: case 12: return 0.0;
+        case 5: case 11: return -0.38268343236508977173;
+        case 6: case 10: return -0.70710678118654752440;
+        case 7: case 9: return -0.92387953251128675613;
+        default: return -1.0;
+    }
+}
+
+/// a * exp(sign 2 pi i k / R), k a constant after unrolling: multiplications by 1 and -i
+/// (and friends) are exchanges, so they cost nothing and round nothing.
+template <class T, int R, int Sign>
+EF_HD EF_INLINE Cx<T> rotate(Cx<T> a, int k) {
+    const int j = (k * (16 / R)) & 15;
+    if (j == 0) return a;
+    if (j == 8) return {-a.re, -a.im};
+    if (j == 4) return Sign < 0 ? Cx<T>{a.im, -a.re} : Cx<T>{-a.im, a.re};   // times -i or +i
+    if (j == 12) return Sign < 0 ? Cx<T>{-a.im, a.re} : Cx<T>{a.im, -a.re};  // times +i or -i
+    const T c = static_cast<T>(cos16(j));
+    const T s = static_cast<T>(Sign) * static_cast<T>(cos16(j - 4));  // sign * sin(2 pi j / 16)
+    return {a.re * c - a.im * s, a.re * s + a.im * c};
+}
+
+/// In-register R-point DFT (R = 1 ... 16), natural order in and out: out[k] = sum_m a[m]
+/// exp(sign 2 pi i m k / R), by radix-2 decimation in time.
+template <class T, int R, int Sign>
+EF_HD EF_INLINE void small_dft(Cx<T>* a) {
+    if constexpr (R == 2) {
+        const Cx<T> x = a[0], y = a[1];
+        a[0] = {x.re + y.re, x.im + y.im};
+        a[1] = {x.re - y.re, x.im - y.im};
+    } else if constexpr (R > 2) {
+        Cx<T> e[R / 2], o[R / 2];
+        EF_UNROLL
+        for (int i = 0; i < R / 2; ++i) {
+            e[i] = a[2 * i];
+            o[i] = a[2 * i + 1];
+        }
+        small_dft<T, R / 2, Sign>(e);
+        small_dft<T, R / 2, Sign>(o);
+        EF_UNROLL
+        for (int k = 0; k < R / 2; ++k) {
+            const Cx<T> t = rotate<T, R, Sign>(o[k], k);
+            a[k] = {e[k].re + t.re, e[k].im + t.im};
+            a[k + R / 2] = {e[k].re - t.re, e[k].im - t.im};
+        }
+    }
+}
+
+/// W_N^k = exp(-2 pi i k / N), k < N, computed in double: the table the stages read.
+template <class T>
+void make_twiddles(int n, Cx<T>* out) {
+    for (int k = 0; k < n; ++k) {
+        const double a = 6.283185307179586476925 * static_cast<double>(k) / static_cast<double>(n);
+        out[k] = {static_cast<T>(std::cos(a)), static_cast<T>(-std::sin(a))};
+    }
+}
+
+/// One thread: runs every job of a stage itself (the CPU's block).
+struct SerialBlock {
+    EF_HD int rank() const { return 0; }
+    EF_HD int size() const { return 1; }
+    EF_HD void sync() const {}
+    EF_HD Sum2 sum(Sum2 s) const { return s; }
+};
+
+/// t * W_N^{e} (Sign < 0) or t * conj(W_N^{e}) (Sign > 0).
+template <class T, int Sign>
+EF_HD EF_INLINE Cx<T> twiddle(Cx<T> a, const Cx<T>* tw, int e) {
+    const Cx<T> w = tw[e];
+    return Sign < 0 ? a * w : conj_mul(w, a);
+}
+
+/**
+ * The stages over all N lines of the window: rows (`Rows`, line stride S, element stride 1) or
+ * columns (line stride 1, element stride S). Job J -> line J % N, so neighbouring lanes take
+ * neighbouring lines.
+ */
+template <class T, int N, bool Rows>
+struct Lines {
+    static constexpr int R1 = Radix<N>::R1, R2 = Radix<N>::R2, S = Radix<N>::S;
+    static constexpr int kLine = Rows ? S : 1;
+    static constexpr int kElem = Rows ? 1 : S;
+
+    /// Forward stage A (R1-point DFTs, then twiddles).
+    template <class Block>
+    EF_HD static void forward_a(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+        for (int J = blk.rank(); J < N * R2; J += blk.size()) {
+            const int line = J % N, t = J / N;
+            Cx<T>* x = win + line * kLine + t * kElem;
+            Cx<T> a[R1];
+            EF_UNROLL
+            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
+            small_dft<T, R1, -1>(a);
+            EF_UNROLL
+            for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
+        }
+    }
+    /// Forward stage B (R2-point DFTs over contiguous slots).
+    template <class Block>
+    EF_HD static void forward_b(const Block& blk, Cx<T>* win) {
+        for (int J = blk.rank(); J < N * R1; J += blk.size()) {
+            const int line = J % N, k1 = J / N;
+            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
+            Cx<T> a[R2];
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
+            small_dft<T, R2, -1>(a);
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) x[t * kElem] = a[t];
+        }
+    }
+    /// Inverse stage B (from slot order: R2-point inverse DFTs, then conjugate twiddles).
+    template <class Block>
+    EF_HD static void inverse_b(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+        for (int J = blk.rank(); J < N * R1; J += blk.size()) {
+            const int line = J % N, k1 = J / N;
+            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
+            Cx<T> a[R2];
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
+            small_dft<T, R2, 1>(a);
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) x[t * kElem] = t == 0 ? a[0] : twiddle<T, 1>(a[t], tw, t * k1);
+        }
+    }
+    /// Inverse stage A (R1-point inverse DFTs into natural order).
+    template <class Block>
+    EF_HD static void inverse_a(const Block& blk, Cx<T>* win) {
+        for (int J = blk.rank(); J < N * R2; J += blk.size()) {
+            const int line = J % N, t = J / N;
+            Cx<T>* x = win + line * kLine + t * kElem;
+            Cx<T> a[R1];
+            EF_UNROLL
+            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
+            small_dft<T, R1, 1>(a);
+            EF_UNROLL
+            for (int m = 0; m < R1; ++m) x[m * R2 * kElem] = a[m];
+        }
+    }
+};
+
+/// Forward 2-D FFT of the stored window: natural order in, slot order (Layout) out.
+template <class T, int N, class Block>
+EF_HD void forward(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+    Lines<T, N, true>::forward_a(blk, win, tw);
+    blk.sync();
+    Lines<T, N, true>::forward_b(blk, win);
+    blk.sync();
+    Lines<T, N, false>::forward_a(blk, win, tw);
+    blk.sync();
+    Lines<T, N, false>::forward_b(blk, win);
+    blk.sync();
+}
+
+/// Inverse 2-D FFT (unnormalised): slot order in, natural order out.
+template <class T, int N, class Block>
+EF_HD void inverse(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+    Lines<T, N, false>::inverse_b(blk, win, tw);
+    blk.sync();
+    Lines<T, N, false>::inverse_a(blk, win);
+    blk.sync();
+    Lines<T, N, true>::inverse_b(blk, win, tw);
+    blk.sync();
+    Lines<T, N, true>::inverse_a(blk, win);
+    blk.sync();
+}
+
+}  // namespace ef::recon::wfft

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/core/hd.hpp"
+#include "kernels/recon/ptycho_math.hpp"
+#include "kernels/recon/window_fft.hpp"
+
+/**
+ * Window-resident passes: one block per batch position j keeps one N x N window in fast memory
+ * (a CUDA block's shared memory; a CPU thread's buffer) and runs every mode's transforms and
+ * element-wise steps there, so a mini-batch moves each b x K x n tensor through global memory
+ * only where it must: the far fields once written and once read, the probe-gradient spectra
+ * once written and once read. The math is ptycho_math.hpp's (LoadShiftedProbe, modulus_pixel,
+ * PatchGradients' sums, PositionGradientTerm::value, ProbeGradientSpectrum), the FFTs are
+ * window_fft.hpp's; PtychoEngine::window_gradients sequences them.
+ *
+ * Layouts: far fields, modulus factors, patterns and probe-gradient spectra are in slot order
+ * (wfft::Layout<N>, index s), real-space buffers in natural order (index q = u N + v).
+ * Every per-element loop is `for (e = rank; e < n; e += size)`, the same in every loop of a
+ * pass, so a thread reads back only what it wrote itself (no barrier needed for that) and a
+ * barrier separates each use of the window.
+ */
+namespace ef::recon {
+
+/// The object under pixel (u, v) of position j's window.
+template <class T>
+EF_HD EF_INLINE Cx<T> object_at(const PtychoDims& d, const Cx<T>* object, const int* crop, std::int64_t j, int u, int v) {
+    return object[static_cast<std::int64_t>(crop[2 * j] + u) * d.obj_w + crop[2 * j + 1] + v];
+}
+
+/**
+ * Forward pass and loss of position j: for each mode k, the shifted probe (inverse FFT of
+ * LoadShiftedProbe's spectrum, or the mode itself without sub-pixel shifts) times the object
+ * patch, forward FFT, far field Psi_jk stored (slot order) and its intensity accumulated in
+ * `factor`; then modulus_pixel against the pattern turns the intensity into the factor 2 g / n.
+ * Returns the position's loss terms (valid on the block's rank 0).
+ */
+template <class T, int N>
+struct WindowForward {
+    using Real = T;
+    static constexpr int kN = N;
+    PtychoDims d;
+    LossKind loss;
+    bool subpixel;
+    const Cx<T>* twiddles;    ///< N: wfft::make_twiddles
+    const Cx<T>* probe;       ///< K x n (without sub-pixel shifts)
+    const Cx<T>* probe_spec;  ///< K x n, F_u of the probe modes, frequency order
+    const Cx<T>* ramp;        ///< b x (h + w)
+    const Cx<T>* object;
+    const int* crop;
+    const float* patterns;           ///< the rank's share, slot order
+    const std::int64_t* pattern_of;  ///< b
+    Cx<T>* psi;                      ///< b x K x n: far fields, slot order
+    T* factor;                       ///< b x n: 2 g / n, slot order
+
+    template <class Block>
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t j, Cx<T>* win, const Cx<T>* tw) const {
+        using L = wfft::Layout<N>;
+        constexpr int n = N * N;
+        const T inv_n = T(1) / static_cast<T>(n);
+        T* inten = factor + j * n;
+        const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
+        for (int k = 0; k < d.modes; ++k) {
+            const std::int64_t r = j * d.modes + k;
+            if (subpixel) {
+                for (int s = blk.rank(); s < n; s += blk.size()) {
+                    const int f = L::freq_of_slot2(s);
+                    win[L::at(s)] = shifted.at(j, k, f / N, f % N);
+                }
+                blk.sync();
+                wfft::inverse<T, N>(blk, win, tw);
+                for (int q = blk.rank(); q < n; q += blk.size())
+                    win[L::at(q)] = win[L::at(q)] * object_at(d, object, crop, j, q / N, q % N);
+            } else {
+                const Cx<T>* p = probe + static_cast<std::int64_t>(k) * n;
+                for (int q = blk.rank(); q < n; q += blk.size())
+                    win[L::at(q)] = p[q] * object_at(d, object, crop, j, q / N, q % N);
+            }
+            blk.sync();
+            wfft::forward<T, N>(blk, win, tw);
+            Cx<T>* out = psi + r * n;
+            for (int s = blk.rank(); s < n; s += blk.size()) {
+                const Cx<T> z = win[L::at(s)];
+                out[s] = z;
+                // ModulusGradient's sum: the floor, then each mode in order
+                inten[s] = (k == 0 ? static_cast<T>(kIntensityFloor) : inten[s]) + abs2(z) * inv_n;
+            }
+            blk.sync();
+        }
+        const float* data = patterns + pattern_of[j] * n;
+        Sum2 terms;
+        for (int s = blk.rank(); s < n; s += blk.size()) {
+            T f;
+            terms += modulus_pixel(loss, inten[s], static_cast<T>(data[s]), inv_n, f);
+            inten[s] = f;
+        }
+        return blk.sum(terms);
+    }
+};
+
+/**
+ * Backward pass of position j, per mode k: G_psi = inverse FFT of Psi_jk times the factor
+ * (LoadScaled); the object-patch gradient sum_k conj(P_jk) G_psi (PatchGradients' sum, kept in
+ * `patch_grad`) and G_P_jk = conj(O_j) G_psi; with sub-pixel shifts its forward FFT, stored
+ * (slot order) for ProbeSpectrumFromSlots and used at once for the position-gradient terms;
+ * without them G_P_jk itself (natural order, for ProbeGradientDirect). P_jk is recomputed by
+ * an inverse FFT (cheaper than storing it) and parked in `pshift` (b x n). Returns the
+ * position-gradient terms (rank 0).
+ */
+template <class T, int N>
+struct WindowBackward {
+    using Real = T;
+    static constexpr int kN = N;
+    PtychoDims d;
+    bool subpixel;
+    bool probe_grad;
+    bool position_grad;
+    const Cx<T>* twiddles;
+    const Cx<T>* probe;
+    const Cx<T>* probe_spec;
+    const Cx<T>* ramp;
+    const Cx<T>* object;
+    const int* crop;
+    const T* factor;      ///< b x n, slot order
+    Cx<T>* psi;           ///< in: far fields; out: F_u G_P_jk (slot order) or G_P_jk (natural)
+    Cx<T>* pshift;        ///< b x n scratch
+    Cx<T>* patch_grad;    ///< b x n
+
+    template <class Block>
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t j, Cx<T>* win, const Cx<T>* tw) const {
+        using L = wfft::Layout<N>;
+        constexpr int n = N * N;
+        const bool gp_fft = subpixel && (probe_grad || position_grad);
+        const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
+        const T* fac = factor + j * n;
+        Cx<T>* pj = pshift + j * n;
+        Cx<T>* patch = patch_grad + j * n;
+        Sum2 pos;
+        for (int k = 0; k < d.modes; ++k) {
+            const std::int64_t r = j * d.modes + k;
+            Cx<T>* row = psi + r * n;
+            if (subpixel) {
+                for (int s = blk.rank(); s < n; s += blk.size()) {
+                    const int f = L::freq_of_slot2(s);
+                    win[L::at(s)] = shifted.at(j, k, f / N, f % N);
+                }
+                blk.sync();
+                wfft::inverse<T, N>(blk, win, tw);
+                for (int q = blk.rank(); q < n; q += blk.size()) pj[q] = win[L::at(q)];
+                blk.sync();
+            }
+            for (int s = blk.rank(); s < n; s += blk.size()) win[L::at(s)] = row[s] * fac[s];
+            blk.sync();
+            wfft::inverse<T, N>(blk, win, tw);
+            const Cx<T>* p = subpixel ? pj : probe + static_cast<std::int64_t>(k) * n;
+            for (int q = blk.rank(); q < n; q += blk.size()) {
+                const Cx<T> g = win[L::at(q)];
+                const Cx<T> c = conj_mul(p[q], g);
+                patch[q] = k == 0 ? c : patch[q] + c;
+                win[L::at(q)] = conj_mul(object_at(d, object, crop, j, q / N, q % N), g);
+            }
+            blk.sync();
+            if (gp_fft) {
+                wfft::forward<T, N>(blk, win, tw);
+                const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
+                for (int s = blk.rank(); s < n; s += blk.size()) {
+                    const Cx<T> z = win[L::at(s)];
+                    if (probe_grad) row[s] = z;
+                    if (position_grad) {
+                        const int f = L::freq_of_slot2(s);
+                        const int fu = f / N, fv = f % N;
+                        pos += PositionGradientTerm<T>::value(z, spec[f], ramp_at(ramp, d, j, fu, fv), fft_freq<T>(fu, N),
+                                                              fft_freq<T>(fv, N), n);
+                    }
+                }
+                blk.sync();
+            } else if (probe_grad) {
+                for (int q = blk.rank(); q < n; q += blk.size()) row[q] = win[L::at(q)];
+                blk.sync();
+            }
+        }
+        return blk.sum(pos);
+    }
+};
+
+/**
+ * ProbeGradientSpectrum over spectra in slot order: element i = (k, s) sums position j's
+ * conj(ramp_j) F_u G_P_jk in batch order in double and writes frequency f(s) of mode k.
+ */
+template <class T, int N>
+struct ProbeSpectrumFromSlots {
+    ProbeGradientSpectrum<T> spec;
+    EF_HD void operator()(std::int64_t i) const {
+        using L = wfft::Layout<N>;
+        constexpr int n = N * N;
+        const int k = static_cast<int>(i / n);
+        const int s = static_cast<int>(i - static_cast<std::int64_t>(k) * n);
+        const int f = L::freq_of_slot2(s);
+        const int fu = f / N, fv = f % N;
+        Cx<double> acc{0.0, 0.0};
+        for (std::int64_t j = 0; j < spec.batch; ++j) {
+            const Cx<T> z = spec.term(j, i, ramp_at(spec.ramp, spec.d, j, fu, fv));
+            acc.re += static_cast<double>(z.re);
+            acc.im += static_cast<double>(z.im);
+        }
+        spec.finish(static_cast<std::int64_t>(k) * n + f, acc);
+    }
+};
+
+}  // namespace ef::recon
