@@ -314,21 +314,17 @@ __global__ void spectrum_positions_kernel(ProbeGradientSpectrum<T> spec, bool wa
     if (active && want_spec) spec.finish(i, acc);
 }
 
-/// A CUDA thread block as window_fft.hpp's Block: ranks, barriers and a fixed-order sum.
+/// A CUDA thread block of Threads threads as window_fft.hpp's Block: ranks, barriers and a
+/// fixed-order sum.
+template <int Threads>
 struct CudaBlock {
+    static constexpr int kSize = Threads;
     double* scratch;  ///< 2 x 32 doubles of shared memory
     EF_HD int rank() const {
 #ifdef __CUDA_ARCH__
         return static_cast<int>(threadIdx.x);
 #else
         return 0;
-#endif
-    }
-    EF_HD int size() const {
-#ifdef __CUDA_ARCH__
-        return static_cast<int>(blockDim.x);
-#else
-        return 1;
 #endif
     }
     EF_HD void sync() const {
@@ -352,7 +348,7 @@ struct CudaBlock {
         __syncthreads();
         Sum2 t;
         if (threadIdx.x == 0)
-            for (int w = 0; w < static_cast<int>(blockDim.x + 31) / 32; ++w) {
+            for (int w = 0; w < Threads / 32; ++w) {
                 t.a += scratch[2 * w];
                 t.b += scratch[2 * w + 1];
             }
@@ -364,18 +360,16 @@ struct CudaBlock {
     }
 };
 
-/// Threads per window block: the most the kernel is built for (every thread has a job in every
-/// stage), and the default (EF_RECON_WINDOW_THREADS, a multiple of 32 up to the most, overrides).
+/// Threads per window block: every thread has a job in every FFT stage. For 128 x 128, 1024
+/// threads ran one benchmark batch in 3.27 ms against 4.03 ms with 512 (H100, before loads were
+/// batched); EF_RECON_WINDOW_THREADS=512 runs the 512-thread kernel.
 template <int N>
-constexpr int window_max_threads() {
-    return N == 128 ? 1024 : N == 64 ? 512 : 128;
+constexpr int window_threads() {
+    return N == 128 ? 1024 : N == 64 ? 256 : 128;
 }
 template <int N>
-int window_threads() {
-    const char* e = std::getenv("EF_RECON_WINDOW_THREADS");
-    const int t = e ? std::atoi(e) : 0;
-    if (t >= 32 && t <= window_max_threads<N>() && t % 32 == 0) return t;
-    return N == 128 ? 1024 : N == 64 ? 256 : 128;  // 128: 1024 measured faster than 512 (H100)
+constexpr int window_alt_threads() {
+    return N == 128 ? 512 : window_threads<N>();
 }
 /// Shared memory of a window block: the window, the twiddles, the sum scratch.
 template <int N>
@@ -384,14 +378,14 @@ constexpr std::size_t window_smem(std::size_t real_bytes) {
 }
 
 /// Block b runs f for positions b, b + gridDim.x, ... with its window in shared memory.
-template <class F>
-__global__ void __launch_bounds__(window_max_threads<F::kN>()) window_kernel(F f, std::int64_t count, Sum2* out) {
+template <class F, int Threads>
+__global__ void __launch_bounds__(Threads) window_kernel(F f, std::int64_t count, Sum2* out) {
     using T = typename F::Real;
     constexpr int N = F::kN;
     extern __shared__ double window_shared[];
     auto* win = reinterpret_cast<Cx<T>*>(window_shared);
     Cx<T>* tw = win + wfft::Radix<N>::kStored;
-    const CudaBlock blk{reinterpret_cast<double*>(tw + N)};
+    const CudaBlock<Threads> blk{reinterpret_cast<double*>(tw + N)};
     for (int i = static_cast<int>(threadIdx.x); i < N; i += static_cast<int>(blockDim.x)) tw[i] = f.twiddles[i];
     __syncthreads();
     for (std::int64_t j = blockIdx.x; j < count; j += gridDim.x) {
@@ -579,17 +573,25 @@ class CudaBackend {
         if (count <= 0) return;
         constexpr int N = F::kN;
         const std::size_t smem = window_smem<N>(sizeof(typename F::Real));
-        const void* kernel = reinterpret_cast<const void*>(window_kernel<F>);
+        const char* e = std::getenv("EF_RECON_WINDOW_THREADS");
+        const bool alt = e && std::atoi(e) == window_alt_threads<N>();
+        if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
+        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
+        else launch_window<F, window_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
+        if (out) finish_groups(count, 1, out);
+    }
+
+    template <class F, int Threads>
+    void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial) {
+        const void* kernel = reinterpret_cast<const void*>(window_kernel<F, Threads>);
         if (std::find(window_ready_.begin(), window_ready_.end(), kernel) == window_ready_.end()) {
-            EF_CUDA_CHECK(cudaFuncSetAttribute(window_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            EF_CUDA_CHECK(cudaFuncSetAttribute(window_kernel<F, Threads>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem)));
             window_ready_.push_back(kernel);  // the attribute is per device: this backend's
         }
         const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(count, 65535));
-        if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
-        window_kernel<<<grid, static_cast<unsigned>(window_threads_ ? window_threads_ : (window_threads_ = window_threads<N>())), smem, stream_>>>(f, count, out ? partial_.data() : nullptr);
+        window_kernel<F, Threads><<<grid, Threads, smem, stream_>>>(f, count, partial);
         EF_CUDA_CHECK(cudaGetLastError());
-        if (out) finish_groups(count, 1, out);
     }
 
     /// Sums partial[g * parts + p] over p (ascending) per group on the device, copies the sums
@@ -943,7 +945,6 @@ class CudaBackend {
     bool phases_ = false;
     bool merged_ = true;
     std::vector<const void*> window_ready_;  // window kernels given their shared memory size
-    int window_threads_ = 0;                 // threads per window block, chosen at first use
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;
     std::vector<std::pair<std::string, double>> phase_ms_;

@@ -360,11 +360,12 @@ class PtychoEngine {
         double per_pixel = 4.0 /* pattern */ + c /* patch grad write */ + c /* gather read */;
         if (window_n_) {
             // Window-resident passes: the transforms stay in the block's window. Counted: far
-            // fields written and read once, the probe-gradient tensor written and read once, the
-            // modulus factor written and read. Not counted: each block's own b x n rows (the
-            // intensity and patch-gradient sums, the parked shifted probe), re-read per mode from
-            // cache, and the tables the loads read (probe spectrum, ramps, object).
+            // fields written and read once, the shifted probes (sub-pixel) and the probe-gradient
+            // tensor written and read once, the modulus factor written and read. Not counted:
+            // each block's own b x n rows (the intensity and patch-gradient sums), re-read per
+            // mode from cache, and the tables the loads read (probe spectrum, ramps, object).
             passes += 2;
+            if (o_.subpixel) passes += 2;
             if (probe_grad) passes += 2;
             per_pixel += 4.0 + 4.0;
             return passes * kn * c + n * per_pixel;
@@ -548,7 +549,6 @@ class PtychoEngine {
         be_.mark("stage");
         stage_batch(batch);
         ensure_workspace(b);
-        if (pscratch_.size() < static_cast<size_t>(b * n)) pscratch_.resize(static_cast<size_t>(b * n));
         if (shifted) {
             ensure_probe_spectrum();
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
@@ -558,12 +558,12 @@ class PtychoEngine {
         be_.mark("window forward");
         be_.window_pass(WindowForward<T, N>{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
                                             ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
-                                            pattern_of_.data(), psi_.data(), factor_.data()},
+                                            pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()},
                         b, per.data());
         be_.mark("window backward");
         be_.window_pass(WindowBackward<T, N>{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
                                              probe_.data(), probe_spec_.data(), ramp_.data(), object_.data(),
-                                             crop_.data(), factor_.data(), psi_.data(), pscratch_.data(),
+                                             crop_.data(), factor_.data(), psi_.data(), pshift_.data(),
                                              patch_grad_.data()},
                         b, pg.empty() ? nullptr : pg.data());
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
@@ -601,7 +601,7 @@ class PtychoEngine {
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
     Buffer<T> factor_;  // b x n modulus factors (fused sequence and window passes)
-    Buffer<C> twiddle_, pscratch_;  // window passes: W_N^k table, b x n shifted probes
+    Buffer<C> twiddle_;  // window passes: W_N^k table
     int window_n_ = 0;              // window size of the window-resident passes, 0 when off
     Buffer<int> crop_, row_start_, row_items_;
     Buffer<T> shift_;

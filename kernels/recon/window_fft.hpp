@@ -117,13 +117,47 @@ void make_twiddles(int n, Cx<T>* out) {
     }
 }
 
-/// One thread: runs every job of a stage itself (the CPU's block).
+/// One thread: runs every job of a stage itself (the CPU's block). A Block has a compile-time
+/// size kSize, so per-thread loops have fixed trip counts and unroll.
 struct SerialBlock {
+    static constexpr int kSize = 1;
     EF_HD int rank() const { return 0; }
-    EF_HD int size() const { return 1; }
     EF_HD void sync() const {}
     EF_HD Sum2 sum(Sum2 s) const { return s; }
 };
+
+/// f(J) for this thread's jobs J = rank, rank + kSize, ... < count, unrolled.
+template <int count, class Block, class F>
+EF_HD EF_INLINE void jobs(const Block& blk, const F& f) {
+    constexpr int per = (count + Block::kSize - 1) / Block::kSize;
+    EF_UNROLL
+    for (int i = 0; i < per; ++i) {
+        const int J = blk.rank() + i * Block::kSize;
+        if (per * Block::kSize == count || J < count) f(J);
+    }
+}
+
+/**
+ * For this thread's elements e (as jobs<n>): v = load(e) for a few elements at once, then
+ * store(e, v) for each. Loads from global memory issue together instead of each waiting for the
+ * store before it (the compiler cannot move a load past a store through another pointer).
+ */
+template <int n, class Block, class Load, class Store>
+EF_HD EF_INLINE void stream(const Block& blk, const Load& load, const Store& store) {
+    static_assert(n % Block::kSize == 0, "elements per block a multiple of its size");
+    constexpr int per = n / Block::kSize;
+    using V = decltype(load(0));
+    constexpr int by_size = sizeof(V) >= 32 ? 1 : static_cast<int>(32 / sizeof(V));  // ~8 registers in flight
+    constexpr int chunk = per < by_size ? per : by_size;
+    static_assert(per % chunk == 0, "whole chunks");
+    for (int i0 = 0; i0 < per; i0 += chunk) {
+        V v[chunk];
+        EF_UNROLL
+        for (int c = 0; c < chunk; ++c) v[c] = load(blk.rank() + (i0 + c) * Block::kSize);
+        EF_UNROLL
+        for (int c = 0; c < chunk; ++c) store(blk.rank() + (i0 + c) * Block::kSize, v[c]);
+    }
+}
 
 /// t * W_N^{e} (Sign < 0) or t * conj(W_N^{e}) (Sign > 0).
 template <class T, int Sign>
@@ -146,7 +180,7 @@ struct Lines {
     /// Forward stage A (R1-point DFTs, then twiddles).
     template <class Block>
     EF_HD static void forward_a(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
-        for (int J = blk.rank(); J < N * R2; J += blk.size()) {
+        jobs<N * R2>(blk, [&](int J) {
             const int line = J % N, t = J / N;
             Cx<T>* x = win + line * kLine + t * kElem;
             Cx<T> a[R1];
@@ -155,12 +189,12 @@ struct Lines {
             small_dft<T, R1, -1>(a);
             EF_UNROLL
             for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
-        }
+        });
     }
     /// Forward stage B (R2-point DFTs over contiguous slots).
     template <class Block>
     EF_HD static void forward_b(const Block& blk, Cx<T>* win) {
-        for (int J = blk.rank(); J < N * R1; J += blk.size()) {
+        jobs<N * R1>(blk, [&](int J) {
             const int line = J % N, k1 = J / N;
             Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
             Cx<T> a[R2];
@@ -169,12 +203,12 @@ struct Lines {
             small_dft<T, R2, -1>(a);
             EF_UNROLL
             for (int t = 0; t < R2; ++t) x[t * kElem] = a[t];
-        }
+        });
     }
     /// Inverse stage B (from slot order: R2-point inverse DFTs, then conjugate twiddles).
     template <class Block>
     EF_HD static void inverse_b(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
-        for (int J = blk.rank(); J < N * R1; J += blk.size()) {
+        jobs<N * R1>(blk, [&](int J) {
             const int line = J % N, k1 = J / N;
             Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
             Cx<T> a[R2];
@@ -183,12 +217,12 @@ struct Lines {
             small_dft<T, R2, 1>(a);
             EF_UNROLL
             for (int t = 0; t < R2; ++t) x[t * kElem] = t == 0 ? a[0] : twiddle<T, 1>(a[t], tw, t * k1);
-        }
+        });
     }
     /// Inverse stage A (R1-point inverse DFTs into natural order).
     template <class Block>
     EF_HD static void inverse_a(const Block& blk, Cx<T>* win) {
-        for (int J = blk.rank(); J < N * R2; J += blk.size()) {
+        jobs<N * R2>(blk, [&](int J) {
             const int line = J % N, t = J / N;
             Cx<T>* x = win + line * kLine + t * kElem;
             Cx<T> a[R1];
@@ -197,7 +231,7 @@ struct Lines {
             small_dft<T, R1, 1>(a);
             EF_UNROLL
             for (int m = 0; m < R1; ++m) x[m * R2 * kElem] = a[m];
-        }
+        });
     }
 };
 

@@ -54,6 +54,7 @@ struct WindowForward {
     const std::int64_t* pattern_of;  ///< b
     Cx<T>* psi;                      ///< b x K x n: far fields, slot order
     T* factor;                       ///< b x n: 2 g / n, slot order
+    Cx<T>* pshift;                   ///< b x K x n: the shifted probes P_jk (sub-pixel), for the backward pass
 
     template <class Block>
     EF_HD Sum2 operator()(const Block& blk, std::int64_t j, Cx<T>* win, const Cx<T>* tw) const {
@@ -62,40 +63,51 @@ struct WindowForward {
         const T inv_n = T(1) / static_cast<T>(n);
         T* inten = factor + j * n;
         const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
+        auto obj = [&](int q) { return object_at(d, object, crop, j, q / N, q % N); };
         for (int k = 0; k < d.modes; ++k) {
             const std::int64_t r = j * d.modes + k;
             if (subpixel) {
-                for (int s = blk.rank(); s < n; s += blk.size()) {
-                    const int f = L::freq_of_slot2(s);
-                    win[L::at(s)] = shifted.at(j, k, f / N, f % N);
-                }
+                wfft::stream<n>(
+                    blk,
+                    [&](int s) {
+                        const int f = L::freq_of_slot2(s);
+                        return shifted.at(j, k, f / N, f % N);
+                    },
+                    [&](int s, Cx<T> v) { win[L::at(s)] = v; });
                 blk.sync();
                 wfft::inverse<T, N>(blk, win, tw);
-                for (int q = blk.rank(); q < n; q += blk.size())
-                    win[L::at(q)] = win[L::at(q)] * object_at(d, object, crop, j, q / N, q % N);
+                Cx<T>* pj = pshift + r * n;
+                wfft::stream<n>(blk, obj, [&](int q, Cx<T> o) {
+                    const Cx<T> p = win[L::at(q)];
+                    pj[q] = p;
+                    win[L::at(q)] = p * o;
+                });
             } else {
                 const Cx<T>* p = probe + static_cast<std::int64_t>(k) * n;
-                for (int q = blk.rank(); q < n; q += blk.size())
-                    win[L::at(q)] = p[q] * object_at(d, object, crop, j, q / N, q % N);
+                wfft::stream<n>(
+                    blk, [&](int q) { return p[q] * obj(q); }, [&](int q, Cx<T> v) { win[L::at(q)] = v; });
             }
             blk.sync();
             wfft::forward<T, N>(blk, win, tw);
             Cx<T>* out = psi + r * n;
-            for (int s = blk.rank(); s < n; s += blk.size()) {
-                const Cx<T> z = win[L::at(s)];
-                out[s] = z;
-                // ModulusGradient's sum: the floor, then each mode in order
-                inten[s] = (k == 0 ? static_cast<T>(kIntensityFloor) : inten[s]) + abs2(z) * inv_n;
-            }
+            wfft::stream<n>(
+                blk, [&](int s) { return k == 0 ? static_cast<T>(kIntensityFloor) : inten[s]; },
+                [&](int s, T acc) {
+                    const Cx<T> z = win[L::at(s)];
+                    out[s] = z;
+                    inten[s] = acc + abs2(z) * inv_n;  // ModulusGradient's sum: the floor, then each mode in order
+                });
             blk.sync();
         }
         const float* data = patterns + pattern_of[j] * n;
         Sum2 terms;
-        for (int s = blk.rank(); s < n; s += blk.size()) {
-            T f;
-            terms += modulus_pixel(loss, inten[s], static_cast<T>(data[s]), inv_n, f);
-            inten[s] = f;
-        }
+        wfft::stream<n>(
+            blk, [&](int s) { return Cx<T>{inten[s], static_cast<T>(data[s])}; },
+            [&](int s, Cx<T> id) {
+                T f;
+                terms += modulus_pixel(loss, id.re, id.im, inv_n, f);
+                inten[s] = f;
+            });
         return blk.sum(terms);
     }
 };
@@ -105,9 +117,8 @@ struct WindowForward {
  * (LoadScaled); the object-patch gradient sum_k conj(P_jk) G_psi (PatchGradients' sum, kept in
  * `patch_grad`) and G_P_jk = conj(O_j) G_psi; with sub-pixel shifts its forward FFT, stored
  * (slot order) for ProbeSpectrumFromSlots and used at once for the position-gradient terms;
- * without them G_P_jk itself (natural order, for ProbeGradientDirect). P_jk is recomputed by
- * an inverse FFT (cheaper than storing it) and parked in `pshift` (b x n). Returns the
- * position-gradient terms (rank 0).
+ * without them G_P_jk itself (natural order, for ProbeGradientDirect). The shifted probes come
+ * from the forward pass (`pshift`). Returns the position-gradient terms (rank 0).
  */
 template <class T, int N>
 struct WindowBackward {
@@ -125,7 +136,7 @@ struct WindowBackward {
     const int* crop;
     const T* factor;      ///< b x n, slot order
     Cx<T>* psi;           ///< in: far fields; out: F_u G_P_jk (slot order) or G_P_jk (natural)
-    Cx<T>* pshift;        ///< b x n scratch
+    const Cx<T>* pshift;  ///< b x K x n shifted probes (sub-pixel)
     Cx<T>* patch_grad;    ///< b x n
 
     template <class Block>
@@ -133,51 +144,57 @@ struct WindowBackward {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const bool gp_fft = subpixel && (probe_grad || position_grad);
-        const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
         const T* fac = factor + j * n;
-        Cx<T>* pj = pshift + j * n;
         Cx<T>* patch = patch_grad + j * n;
         Sum2 pos;
         for (int k = 0; k < d.modes; ++k) {
             const std::int64_t r = j * d.modes + k;
             Cx<T>* row = psi + r * n;
-            if (subpixel) {
-                for (int s = blk.rank(); s < n; s += blk.size()) {
-                    const int f = L::freq_of_slot2(s);
-                    win[L::at(s)] = shifted.at(j, k, f / N, f % N);
-                }
-                blk.sync();
-                wfft::inverse<T, N>(blk, win, tw);
-                for (int q = blk.rank(); q < n; q += blk.size()) pj[q] = win[L::at(q)];
-                blk.sync();
-            }
-            for (int s = blk.rank(); s < n; s += blk.size()) win[L::at(s)] = row[s] * fac[s];
+            wfft::stream<n>(
+                blk, [&](int s) { return row[s] * fac[s]; }, [&](int s, Cx<T> v) { win[L::at(s)] = v; });
             blk.sync();
             wfft::inverse<T, N>(blk, win, tw);
-            const Cx<T>* p = subpixel ? pj : probe + static_cast<std::int64_t>(k) * n;
-            for (int q = blk.rank(); q < n; q += blk.size()) {
-                const Cx<T> g = win[L::at(q)];
-                const Cx<T> c = conj_mul(p[q], g);
-                patch[q] = k == 0 ? c : patch[q] + c;
-                win[L::at(q)] = conj_mul(object_at(d, object, crop, j, q / N, q % N), g);
-            }
+            const Cx<T>* p = subpixel ? pshift + r * n : probe + static_cast<std::int64_t>(k) * n;
+            struct In {
+                Cx<T> p, o, acc;
+            };
+            wfft::stream<n>(
+                blk,
+                [&](int q) {
+                    return In{p[q], object_at(d, object, crop, j, q / N, q % N), k == 0 ? Cx<T>{T(0), T(0)} : patch[q]};
+                },
+                [&](int q, const In& in) {
+                    const Cx<T> g = win[L::at(q)];
+                    // PatchGradients' sum over modes in order (0 + x is x exactly)
+                    patch[q] = in.acc + conj_mul(in.p, g);
+                    win[L::at(q)] = conj_mul(in.o, g);
+                });
             blk.sync();
             if (gp_fft) {
                 wfft::forward<T, N>(blk, win, tw);
                 const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
-                for (int s = blk.rank(); s < n; s += blk.size()) {
-                    const Cx<T> z = win[L::at(s)];
-                    if (probe_grad) row[s] = z;
-                    if (position_grad) {
+                struct Pos {
+                    Cx<T> spec, w;
+                };
+                wfft::stream<n>(
+                    blk,
+                    [&](int s) {
+                        if (!position_grad) return Pos{};
                         const int f = L::freq_of_slot2(s);
-                        const int fu = f / N, fv = f % N;
-                        pos += PositionGradientTerm<T>::value(z, spec[f], ramp_at(ramp, d, j, fu, fv), fft_freq<T>(fu, N),
-                                                              fft_freq<T>(fv, N), n);
-                    }
-                }
+                        return Pos{spec[f], ramp_at(ramp, d, j, f / N, f % N)};
+                    },
+                    [&](int s, const Pos& in) {
+                        const Cx<T> z = win[L::at(s)];
+                        if (probe_grad) row[s] = z;
+                        if (position_grad) {
+                            const int f = L::freq_of_slot2(s);
+                            pos += PositionGradientTerm<T>::value(z, in.spec, in.w, fft_freq<T>(f / N, N),
+                                                                  fft_freq<T>(f % N, N), n);
+                        }
+                    });
                 blk.sync();
             } else if (probe_grad) {
-                for (int q = blk.rank(); q < n; q += blk.size()) row[q] = win[L::at(q)];
+                for (int q = blk.rank(); q < n; q += Block::kSize) row[q] = win[L::at(q)];
                 blk.sync();
             }
         }
