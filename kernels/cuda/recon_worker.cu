@@ -567,6 +567,8 @@ class CudaBackend {
         EF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
         return need <= static_cast<std::size_t>(optin) ? d.h : 0;
     }
+    /// Window blocks that run at once: one per multiprocessor (a window fills its shared memory).
+    int parallel_units() const { return sms_; }
     /// One block per position (grid-stride past 65535), results to `out` at the next synchronize().
     template <class F>
     void window_pass(const F& f, std::int64_t count, Sum2* out) {

@@ -167,6 +167,8 @@ class CpuBackend {
         if (!(e && e[0] == '1') || d.h != d.w) return 0;
         return d.h == 32 || d.h == 64 || d.h == 128 ? d.h : 0;
     }
+    /// Blocks the device runs at once (window passes split modes to fill them): none here.
+    int parallel_units() const { return 0; }
     /// f(block, j, window, twiddles) for j in [0, count), a window buffer per thread; out[j]
     /// gets each result when out is set.
     template <class F>

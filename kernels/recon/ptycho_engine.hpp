@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <complex>
 #include <cstdint>
 #include <limits>
@@ -553,19 +554,36 @@ class PtychoEngine {
             ensure_probe_spectrum();
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
         }
+        const int G = window_groups(b);
+        if (G > 1) {
+            if (inten_part_.size() < static_cast<size_t>(b * G * n)) inten_part_.resize(static_cast<size_t>(b * G * n));
+            if (patch_part_.size() < static_cast<size_t>(b * G * n)) patch_part_.resize(static_cast<size_t>(b * G * n));
+        }
         std::vector<Sum2> per(static_cast<size_t>(b));
         std::vector<Sum2> pg(position_grad && gp_fft ? static_cast<size_t>(b) : 0);
+        std::vector<Sum2> pg_part(G > 1 ? pg.size() * static_cast<size_t>(G) : 0);
         be_.mark("window forward");
-        be_.window_pass(WindowForward<T, N>{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
-                                            ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
-                                            pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()},
-                        b, per.data());
+        WindowForward<T, N> fwd{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
+                                ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
+                                pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()};
+        fwd.groups = G;
+        fwd.inten_part = inten_part_.data();
+        be_.window_pass(fwd, b * G, G > 1 ? nullptr : per.data());
+        if (G > 1) {
+            be_.mark("window modulus");
+            be_.reduce_groups(b, n,
+                              WindowModulus<T, N>{o_.loss, G, inten_part_.data(), patterns_.data(), pattern_of_.data(),
+                                                  factor_.data()},
+                              per.data());
+        }
         be_.mark("window backward");
-        be_.window_pass(WindowBackward<T, N>{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
-                                             probe_.data(), probe_spec_.data(), ramp_.data(), object_.data(),
-                                             crop_.data(), factor_.data(), psi_.data(), pshift_.data(),
-                                             patch_grad_.data()},
-                        b, pg.empty() ? nullptr : pg.data());
+        WindowBackward<T, N> bwd{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
+                                 probe_.data(), probe_spec_.data(), ramp_.data(), object_.data(),
+                                 crop_.data(), factor_.data(), psi_.data(), pshift_.data(),
+                                 G > 1 ? patch_part_.data() : patch_grad_.data()};
+        bwd.groups = G;
+        be_.window_pass(bwd, b * G, pg.empty() ? nullptr : G > 1 ? pg_part.data() : pg.data());
+        if (G > 1) be_.for_each_rows(b, static_cast<int>(n), SumModeGroups<T>{static_cast<int>(n), G, patch_part_.data(), patch_grad_.data()});
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
         if (probe_grad) {
             be_.mark("probe gradient");
@@ -580,8 +598,31 @@ class PtychoEngine {
                                             patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
         be_.mark("finish");
         finish_gradients(probe_grad);
+        for (size_t j = 0; j < pg.size(); ++j)  // the groups' position terms, in group order
+            for (int g = 0; g < G && G > 1; ++g) pg[j] += pg_part[j * static_cast<size_t>(G) + static_cast<size_t>(g)];
         collect_terms(per, pg, out);
         return out;
+    }
+
+    /**
+     * Mode groups of the window passes for a batch of b: the fewest (a divisor of K) that give
+     * the device 1.5 blocks per multiprocessor (Backend::parallel_units: 0 on the CPU, one group);
+     * EF_RECON_WINDOW_GROUPS=G forces G where it divides K (tests).
+     */
+    int window_groups(std::int64_t b) const {
+        const int K = d_.modes;
+        if (const char* e = std::getenv("EF_RECON_WINDOW_GROUPS")) {
+            const int g = std::atoi(e);
+            if (g >= 1 && g <= K && K % g == 0) return g;
+        }
+        const std::int64_t want = 3 * static_cast<std::int64_t>(be_.parallel_units()) / 2;
+        int G = 1;
+        for (int g = 1; g <= K; ++g) {
+            if (K % g) continue;
+            G = g;
+            if (b * g >= want) break;
+        }
+        return G;
     }
 
     void finish_gradients(bool probe_grad) {
@@ -601,7 +642,9 @@ class PtychoEngine {
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
     Buffer<T> factor_;  // b x n modulus factors (fused sequence and window passes)
-    Buffer<C> twiddle_;  // window passes: W_N^k table
+    Buffer<C> twiddle_;     // window passes: W_N^k table
+    Buffer<T> inten_part_;  // window passes with mode groups: b x G x n partial intensities
+    Buffer<C> patch_part_;  // and patch gradients
     int window_n_ = 0;              // window size of the window-resident passes, 0 when off
     Buffer<int> crop_, row_start_, row_items_;
     Buffer<T> shift_;

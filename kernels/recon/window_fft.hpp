@@ -68,8 +68,26 @@ EF_HD constexpr double cos16(int j) {
     }
 }
 
+/// x * y + z, fused on the device (one rounding, one instruction; the host build rounds twice).
+template <class T>
+EF_HD EF_INLINE T mul_add(T x, T y, T z) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) == sizeof(float)) return fmaf(x, y, z);
+    else return fma(x, y, z);
+#else
+    return x * y + z;
+#endif
+}
+
+/// a * (c + i s).
+template <class T>
+EF_HD EF_INLINE Cx<T> rot(Cx<T> a, T c, T s) {
+    return {mul_add(a.re, c, -(a.im * s)), mul_add(a.re, s, a.im * c)};
+}
+
 /// a * exp(sign 2 pi i k / R), k a constant after unrolling: multiplications by 1 and -i
-/// (and friends) are exchanges, so they cost nothing and round nothing.
+/// (and friends) are exchanges, so they cost nothing and round nothing; odd multiples of pi/4
+/// are a sum and a difference scaled by sqrt(1/2).
 template <class T, int R, int Sign>
 EF_HD EF_INLINE Cx<T> rotate(Cx<T> a, int k) {
     const int j = (k * (16 / R)) & 15;
@@ -78,8 +96,11 @@ EF_HD EF_INLINE Cx<T> rotate(Cx<T> a, int k) {
     if (j == 4) return Sign < 0 ? Cx<T>{a.im, -a.re} : Cx<T>{-a.im, a.re};   // times -i or +i
     if (j == 12) return Sign < 0 ? Cx<T>{-a.im, a.re} : Cx<T>{a.im, -a.re};  // times +i or -i
     const T c = static_cast<T>(cos16(j));
-    const T s = static_cast<T>(Sign) * static_cast<T>(cos16(j - 4));  // sign * sin(2 pi j / 16)
-    return {a.re * c - a.im * s, a.re * s + a.im * c};
+    if ((j & 3) == 2) {  // |sin| = |cos|: r = sin / cos = +-1
+        const T r = static_cast<T>(Sign * cos16(j - 4) / cos16(j));
+        return {c * (a.re - r * a.im), c * (r * a.re + a.im)};
+    }
+    return rot(a, c, static_cast<T>(Sign) * static_cast<T>(cos16(j - 4)));  // sign * sin(2 pi j / 16)
 }
 
 /// In-register R-point DFT (R = 1 ... 16), natural order in and out: out[k] = sum_m a[m]
@@ -163,7 +184,7 @@ EF_HD EF_INLINE void stream(const Block& blk, const Load& load, const Store& sto
 template <class T, int Sign>
 EF_HD EF_INLINE Cx<T> twiddle(Cx<T> a, const Cx<T>* tw, int e) {
     const Cx<T> w = tw[e];
-    return Sign < 0 ? a * w : conj_mul(w, a);
+    return rot(a, w.re, Sign < 0 ? w.im : -w.im);
 }
 
 /**

@@ -31,11 +31,28 @@ EF_HD EF_INLINE Cx<T> object_at(const PtychoDims& d, const Cx<T>* object, const 
 }
 
 /**
+ * Modes of a position can be split over `groups` blocks (G dividing K): block id = j G + g
+ * takes modes [g K / G, (g + 1) K / G), so a small batch (a rank's share on several GPUs) still
+ * fills the device. Per-group partial sums go to b x G x n buffers and are added in group order
+ * afterwards (WindowModulus, SumModeGroups); with G = 1 each block finishes its position.
+ */
+struct ModeGroup {
+    std::int64_t j;  ///< batch position
+    int g;           ///< group
+    int k0, k1;      ///< its modes [k0, k1)
+    EF_HD ModeGroup(std::int64_t id, int groups, int modes)
+        : j(id / groups), g(static_cast<int>(id - id / groups * groups)), k0(g * (modes / groups)),
+          k1((g + 1) * (modes / groups)) {}
+};
+
+/**
  * Forward pass and loss of position j: for each mode k, the shifted probe (inverse FFT of
  * LoadShiftedProbe's spectrum, or the mode itself without sub-pixel shifts) times the object
  * patch, forward FFT, far field Psi_jk stored (slot order) and its intensity accumulated in
  * `factor`; then modulus_pixel against the pattern turns the intensity into the factor 2 g / n.
- * Returns the position's loss terms (valid on the block's rank 0).
+ * Returns the position's loss terms (valid on the block's rank 0). With mode groups, block
+ * (j, g) accumulates its modes' intensity in `inten_part` and returns nothing; WindowModulus
+ * finishes.
  */
 template <class T, int N>
 struct WindowForward {
@@ -55,16 +72,21 @@ struct WindowForward {
     Cx<T>* psi;                      ///< b x K x n: far fields, slot order
     T* factor;                       ///< b x n: 2 g / n, slot order
     Cx<T>* pshift;                   ///< b x K x n: the shifted probes P_jk (sub-pixel), for the backward pass
+    int groups = 1;                  ///< mode groups G
+    T* inten_part = nullptr;         ///< b x G x n partial intensities (G > 1)
 
     template <class Block>
-    EF_HD Sum2 operator()(const Block& blk, std::int64_t j, Cx<T>* win, const Cx<T>* tw) const {
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw) const {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const T inv_n = T(1) / static_cast<T>(n);
-        T* inten = factor + j * n;
+        const ModeGroup mg(id, groups, d.modes);
+        const std::int64_t j = mg.j;
+        T* inten = groups == 1 ? factor + j * n : inten_part + id * n;
+        const T start = mg.g == 0 ? static_cast<T>(kIntensityFloor) : T(0);
         const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
         auto obj = [&](int q) { return object_at(d, object, crop, j, q / N, q % N); };
-        for (int k = 0; k < d.modes; ++k) {
+        for (int k = mg.k0; k < mg.k1; ++k) {
             const std::int64_t r = j * d.modes + k;
             if (subpixel) {
                 wfft::stream<n>(
@@ -91,7 +113,7 @@ struct WindowForward {
             wfft::forward<T, N>(blk, win, tw);
             Cx<T>* out = psi + r * n;
             wfft::stream<n>(
-                blk, [&](int s) { return k == 0 ? static_cast<T>(kIntensityFloor) : inten[s]; },
+                blk, [&](int s) { return k == mg.k0 ? start : inten[s]; },
                 [&](int s, T acc) {
                     const Cx<T> z = win[L::at(s)];
                     out[s] = z;
@@ -99,16 +121,56 @@ struct WindowForward {
                 });
             blk.sync();
         }
+        if (groups > 1) return Sum2{};
         const float* data = patterns + pattern_of[j] * n;
         Sum2 terms;
         wfft::stream<n>(
             blk, [&](int s) { return Cx<T>{inten[s], static_cast<T>(data[s])}; },
-            [&](int s, Cx<T> id) {
+            [&](int s, Cx<T> in) {
                 T f;
-                terms += modulus_pixel(loss, id.re, id.im, inv_n, f);
+                terms += modulus_pixel(loss, in.re, in.im, inv_n, f);
                 inten[s] = f;
             });
         return blk.sum(terms);
+    }
+};
+
+/**
+ * With mode groups: position j, slot s: the groups' partial intensities added in order, then
+ * modulus_pixel as in WindowForward (factor out, loss terms back; a reduction over s per j).
+ */
+template <class T, int N>
+struct WindowModulus {
+    LossKind loss;
+    int groups;
+    const T* inten_part;             ///< b x G x n
+    const float* patterns;           ///< slot order
+    const std::int64_t* pattern_of;  ///< b
+    T* factor;                       ///< b x n
+    EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
+        constexpr int n = N * N;
+        const int s = static_cast<int>(e);
+        T intensity = inten_part[j * groups * n + s];
+        for (int g = 1; g < groups; ++g) intensity += inten_part[(j * groups + g) * n + s];
+        T f;
+        const Sum2 terms = modulus_pixel(loss, intensity, static_cast<T>(patterns[pattern_of[j] * n + s]),
+                                         T(1) / static_cast<T>(n), f);
+        factor[j * n + s] = f;
+        return terms;
+    }
+};
+
+/// With mode groups: patch gradient of position j, pixel q, from the groups' parts in order.
+template <class T>
+struct SumModeGroups {
+    int n;
+    int groups;
+    const Cx<T>* part;  ///< b x G x n
+    Cx<T>* out;         ///< b x n
+    EF_HD void operator()(std::int64_t j, int q) const {
+        Cx<T> acc = part[j * groups * n + q];
+        for (int g = 1; g < groups; ++g) acc = acc + part[(j * groups + g) * n + q];
+        out[j * n + q] = acc;
     }
 };
 
@@ -118,7 +180,8 @@ struct WindowForward {
  * `patch_grad`) and G_P_jk = conj(O_j) G_psi; with sub-pixel shifts its forward FFT, stored
  * (slot order) for ProbeSpectrumFromSlots and used at once for the position-gradient terms;
  * without them G_P_jk itself (natural order, for ProbeGradientDirect). The shifted probes come
- * from the forward pass (`pshift`). Returns the position-gradient terms (rank 0).
+ * from the forward pass (`pshift`). Returns the position-gradient terms (rank 0). With mode
+ * groups, block (j, g) writes its modes' patch-gradient sum to row j G + g of `patch_grad`.
  */
 template <class T, int N>
 struct WindowBackward {
@@ -137,17 +200,20 @@ struct WindowBackward {
     const T* factor;      ///< b x n, slot order
     Cx<T>* psi;           ///< in: far fields; out: F_u G_P_jk (slot order) or G_P_jk (natural)
     const Cx<T>* pshift;  ///< b x K x n shifted probes (sub-pixel)
-    Cx<T>* patch_grad;    ///< b x n
+    Cx<T>* patch_grad;    ///< b x G x n
+    int groups = 1;
 
     template <class Block>
-    EF_HD Sum2 operator()(const Block& blk, std::int64_t j, Cx<T>* win, const Cx<T>* tw) const {
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw) const {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const bool gp_fft = subpixel && (probe_grad || position_grad);
+        const ModeGroup mg(id, groups, d.modes);
+        const std::int64_t j = mg.j;
         const T* fac = factor + j * n;
-        Cx<T>* patch = patch_grad + j * n;
+        Cx<T>* patch = patch_grad + id * n;
         Sum2 pos;
-        for (int k = 0; k < d.modes; ++k) {
+        for (int k = mg.k0; k < mg.k1; ++k) {
             const std::int64_t r = j * d.modes + k;
             Cx<T>* row = psi + r * n;
             wfft::stream<n>(
@@ -161,7 +227,7 @@ struct WindowBackward {
             wfft::stream<n>(
                 blk,
                 [&](int q) {
-                    return In{p[q], object_at(d, object, crop, j, q / N, q % N), k == 0 ? Cx<T>{T(0), T(0)} : patch[q]};
+                    return In{p[q], object_at(d, object, crop, j, q / N, q % N), k == mg.k0 ? Cx<T>{T(0), T(0)} : patch[q]};
                 },
                 [&](int q, const In& in) {
                     const Cx<T> g = win[L::at(q)];

@@ -181,10 +181,12 @@ TEST_CASE("CPU fused FFT-load sequence = the element-wise passes, bit for bit", 
 
 TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][window]") {
     // The sequence the GPU runs by default (one block per position, the window's FFTs in fast
-    // memory), run by the CPU with EF_RECON_WINDOW=1: another FFT, so equal to rounding.
+    // memory), run by the CPU with EF_RECON_WINDOW=1: another FFT, so equal to rounding. With 3
+    // mode groups (EF_RECON_WINDOW_GROUPS), as the GPU splits a small batch's modes over blocks.
     for (const int dp : {32, 64})
         for (const bool subpixel : {true, false})
-            for (const bool dbl : {false, true}) {
+            for (const bool dbl : {false, true})
+                for (const char* groups : {"1", "3"}) {
                 Setup s = make_setup(dp);
                 s.o.subpixel = subpixel;
                 s.o.threads = 2;
@@ -192,8 +194,10 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                 setenv("EF_RECON_WINDOW", "1", 1);
                 auto window = make(s, WorkerKind::cpu, dbl);
                 unsetenv("EF_RECON_WINDOW");
+                setenv("EF_RECON_WINDOW_GROUPS", groups, 1);
                 for (const bool probe : {true, false}) {
-                    INFO("dp " << dp << ", subpixel " << subpixel << ", double " << dbl << ", probe gradient " << probe);
+                    INFO("dp " << dp << ", subpixel " << subpixel << ", double " << dbl << ", groups " << groups
+                               << ", probe gradient " << probe);
                     ReconBatchTerms tp = plain->gradients(s.batch, probe, true);
                     size_t count = 0;
                     const double* p = plain->gradient_buffer(probe, count);
@@ -215,6 +219,7 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                 // and the same models after Adam steps
                 steps(*plain, s.batch, 5);
                 steps(*window, s.batch, 5);
+                unsetenv("EF_RECON_WINDOW_GROUPS");
                 std::vector<double> a0, a1, r0, r1;
                 window->object(a0, a1);
                 plain->object(r0, r1);
