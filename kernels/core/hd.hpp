@@ -25,3 +25,12 @@
 #else
 #define EF_UNROLL
 #endif
+
+/// Keep the next loop rolled (one iteration's registers live at a time).
+#if defined(__CUDACC__)
+#define EF_NO_UNROLL _Pragma("unroll 1")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define EF_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define EF_NO_UNROLL
+#endif

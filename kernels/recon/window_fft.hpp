@@ -151,7 +151,7 @@ struct SerialBlock {
 template <int count, class Block, class F>
 EF_HD EF_INLINE void jobs(const Block& blk, const F& f) {
     constexpr int per = (count + Block::kSize - 1) / Block::kSize;
-    EF_UNROLL
+    EF_NO_UNROLL
     for (int i = 0; i < per; ++i) {
         const int J = blk.rank() + i * Block::kSize;
         if (per * Block::kSize == count || J < count) f(J);
@@ -180,6 +180,20 @@ EF_HD EF_INLINE void stream(const Block& blk, const Load& load, const Store& sto
     }
 }
 
+/// The largest power of two <= x (x >= 1).
+constexpr int floor_pow2(int x) {
+    int p = 1;
+    while (2 * p <= x) p *= 2;
+    return p;
+}
+/// Values of V fetched at once ahead of their use (about 12 registers' worth, a power of two
+/// dividing count): the loads issue together instead of each waiting behind a store.
+template <class V, int Count>
+constexpr int fetch_chunk() {
+    constexpr int by_size = sizeof(V) >= 48 ? 1 : floor_pow2(static_cast<int>(48 / sizeof(V)));
+    return Count < by_size ? Count : by_size;
+}
+
 /// t * W_N^{e} (Sign < 0) or t * conj(W_N^{e}) (Sign > 0).
 template <class T, int Sign>
 EF_HD EF_INLINE Cx<T> twiddle(Cx<T> a, const Cx<T>* tw, int e) {
@@ -197,6 +211,105 @@ struct Lines {
     static constexpr int R1 = Radix<N>::R1, R2 = Radix<N>::R2, S = Radix<N>::S;
     static constexpr int kLine = Rows ? S : 1;
     static constexpr int kElem = Rows ? 1 : S;
+    /// Window row and column of element idx of a line.
+    EF_HD static EF_INLINE int row(int line, int idx) { return Rows ? line : idx; }
+    EF_HD static EF_INLINE int col(int line, int idx) { return Rows ? idx : line; }
+
+    /**
+     * The stages fused with the element-wise steps around them (hooks get the element's window
+     * row and column: slot coordinates in the frequency domain, pixels in real space), so a
+     * value computed from global memory enters, or a result leaves, without a pass of its own.
+     */
+    /// Inverse stage B with its input computed: load(row, col).
+    template <class Block, class Load>
+    EF_HD static void inverse_b_load(const Block& blk, Cx<T>* win, const Cx<T>* tw, const Load& load) {
+        jobs<N * R1>(blk, [&](int J) {
+            const int line = J % N, k1 = J / N;
+            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
+            Cx<T> a[R2];
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) a[t] = load(row(line, k1 * R2 + t), col(line, k1 * R2 + t));
+            small_dft<T, R2, 1>(a);
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) x[t * kElem] = t == 0 ? a[0] : twiddle<T, 1>(a[t], tw, t * k1);
+        });
+    }
+    /// Forward stage B with its outputs handed over: f = fetch(row, col), put(row, col, f, value).
+    template <class Block, class Fetch, class Put>
+    EF_HD static void forward_b_put(const Block& blk, Cx<T>* win, const Fetch& fetch, const Put& put) {
+        jobs<N * R1>(blk, [&](int J) {
+            const int line = J % N, k1 = J / N;
+            const Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
+            Cx<T> a[R2];
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
+            small_dft<T, R2, -1>(a);
+            using V = decltype(fetch(0, 0));
+            constexpr int chunk = fetch_chunk<V, R2>();
+            EF_UNROLL
+            for (int t0 = 0; t0 < R2; t0 += chunk) {
+                V f[chunk];
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, k1 * R2 + t0 + c), col(line, k1 * R2 + t0 + c));
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c) put(row(line, k1 * R2 + t0 + c), col(line, k1 * R2 + t0 + c), f[c], a[t0 + c]);
+            }
+        });
+    }
+    /**
+     * Inverse stage A, value = mid(row, col, fetch(row, col), value) in natural order, then
+     * forward stage A: the same elements per job, so they never leave the registers. Row jobs
+     * go t-fastest over lanes here (8 lanes cover 8 neighbouring pixels of a row), so the hooks'
+     * global accesses coalesce; the price is a 2-way bank conflict in this stage.
+     */
+    template <class Block, class Fetch, class Mid>
+    EF_HD static void inverse_a_mid_forward_a(const Block& blk, Cx<T>* win, const Cx<T>* tw, const Fetch& fetch,
+                                              const Mid& mid) {
+        jobs<N * R2>(blk, [&](int J) {
+            const int line = Rows ? J / R2 : J % N, t = Rows ? J % R2 : J / N;
+            Cx<T>* x = win + line * kLine + t * kElem;
+            Cx<T> a[R1];
+            EF_UNROLL
+            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
+            small_dft<T, R1, 1>(a);
+            using V = decltype(fetch(0, 0));
+            constexpr int chunk = fetch_chunk<V, R1>();
+            EF_UNROLL
+            for (int m0 = 0; m0 < R1; m0 += chunk) {
+                V f[chunk];
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c)
+                    a[m0 + c] = mid(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
+            }
+            small_dft<T, R1, -1>(a);
+            EF_UNROLL
+            for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
+        });
+    }
+    /// Inverse stage A with its outputs handed over (natural order): put(row, col, fetch(..), value).
+    template <class Block, class Fetch, class Put>
+    EF_HD static void inverse_a_put(const Block& blk, const Cx<T>* win, const Fetch& fetch, const Put& put) {
+        jobs<N * R2>(blk, [&](int J) {
+            const int line = Rows ? J / R2 : J % N, t = Rows ? J % R2 : J / N;  // as inverse_a_mid_forward_a
+            const Cx<T>* x = win + line * kLine + t * kElem;
+            Cx<T> a[R1];
+            EF_UNROLL
+            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
+            small_dft<T, R1, 1>(a);
+            using V = decltype(fetch(0, 0));
+            constexpr int chunk = fetch_chunk<V, R1>();
+            EF_UNROLL
+            for (int m0 = 0; m0 < R1; m0 += chunk) {
+                V f[chunk];
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
+                EF_UNROLL
+                for (int c = 0; c < chunk; ++c) put(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
+            }
+        });
+    }
 
     /// Forward stage A (R1-point DFTs, then twiddles).
     template <class Block>

@@ -86,38 +86,49 @@ struct WindowForward {
         const T start = mg.g == 0 ? static_cast<T>(kIntensityFloor) : T(0);
         const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
         auto obj = [&](int q) { return object_at(d, object, crop, j, q / N, q % N); };
+        using Rows = wfft::Lines<T, N, true>;
+        using Cols = wfft::Lines<T, N, false>;
         for (int k = mg.k0; k < mg.k1; ++k) {
             const std::int64_t r = j * d.modes + k;
+            Cx<T>* out = psi + r * n;
             if (subpixel) {
-                wfft::stream<n>(
-                    blk,
-                    [&](int s) {
-                        const int f = L::freq_of_slot2(s);
-                        return shifted.at(j, k, f / N, f % N);
-                    },
-                    [&](int s, Cx<T> v) { win[L::at(s)] = v; });
-                blk.sync();
-                wfft::inverse<T, N>(blk, win, tw);
-                Cx<T>* pj = pshift + r * n;
-                wfft::stream<n>(blk, obj, [&](int q, Cx<T> o) {
-                    const Cx<T> p = win[L::at(q)];
-                    pj[q] = p;
-                    win[L::at(q)] = p * o;
+                // inverse FFT of the shifted spectrum (computed as the first stage reads it), then
+                // P_jk O_j between the last inverse and the first forward stage, in registers
+                Cols::inverse_b_load(blk, win, tw, [&](int su, int sv) {
+                    return shifted.at(j, k, L::freq_of_slot(su), L::freq_of_slot(sv));
                 });
+                blk.sync();
+                Cols::inverse_a(blk, win);
+                blk.sync();
+                Rows::inverse_b(blk, win, tw);
+                blk.sync();
+                Cx<T>* pj = pshift + r * n;
+                Rows::inverse_a_mid_forward_a(
+                    blk, win, tw, [&](int u, int v) { return object_at(d, object, crop, j, u, v); },
+                    [&](int u, int v, Cx<T> o, Cx<T> p) {
+                        pj[u * N + v] = p;
+                        return p * o;
+                    });
             } else {
                 const Cx<T>* p = probe + static_cast<std::int64_t>(k) * n;
                 wfft::stream<n>(
                     blk, [&](int q) { return p[q] * obj(q); }, [&](int q, Cx<T> v) { win[L::at(q)] = v; });
+                blk.sync();
+                Rows::forward_a(blk, win, tw);
             }
             blk.sync();
-            wfft::forward<T, N>(blk, win, tw);
-            Cx<T>* out = psi + r * n;
-            wfft::stream<n>(
-                blk, [&](int s) { return k == mg.k0 ? start : inten[s]; },
-                [&](int s, T acc) {
-                    const Cx<T> z = win[L::at(s)];
+            Rows::forward_b(blk, win);
+            blk.sync();
+            Cols::forward_a(blk, win, tw);
+            blk.sync();
+            // the far field leaves from the last stage; ModulusGradient's sum: the floor, then
+            // each mode in order
+            Cols::forward_b_put(
+                blk, win, [&](int su, int sv) { return k == mg.k0 ? start : inten[su * N + sv]; },
+                [&](int su, int sv, T acc, Cx<T> z) {
+                    const int s = su * N + sv;
                     out[s] = z;
-                    inten[s] = acc + abs2(z) * inv_n;  // ModulusGradient's sum: the floor, then each mode in order
+                    inten[s] = acc + abs2(z) * inv_n;
                 });
             blk.sync();
         }
@@ -213,56 +224,73 @@ struct WindowBackward {
         const T* fac = factor + j * n;
         Cx<T>* patch = patch_grad + id * n;
         Sum2 pos;
+        using Rows = wfft::Lines<T, N, true>;
+        using Cols = wfft::Lines<T, N, false>;
+        struct In {
+            Cx<T> p, o, acc;
+        };
+        struct Pos {
+            Cx<T> spec, w;
+        };
         for (int k = mg.k0; k < mg.k1; ++k) {
             const std::int64_t r = j * d.modes + k;
             Cx<T>* row = psi + r * n;
-            wfft::stream<n>(
-                blk, [&](int s) { return row[s] * fac[s]; }, [&](int s, Cx<T> v) { win[L::at(s)] = v; });
+            // G_psi: inverse FFT of the far field times the factor (LoadScaled), read by the first stage
+            Cols::inverse_b_load(blk, win, tw, [&](int su, int sv) {
+                const int s = su * N + sv;
+                return row[s] * fac[s];
+            });
             blk.sync();
-            wfft::inverse<T, N>(blk, win, tw);
+            Cols::inverse_a(blk, win);
+            blk.sync();
+            Rows::inverse_b(blk, win, tw);
+            blk.sync();
             const Cx<T>* p = subpixel ? pshift + r * n : probe + static_cast<std::int64_t>(k) * n;
-            struct In {
-                Cx<T> p, o, acc;
+            auto fetch = [&](int u, int v) {
+                const int q = u * N + v;
+                return In{p[q], object_at(d, object, crop, j, u, v), k == mg.k0 ? Cx<T>{T(0), T(0)} : patch[q]};
             };
-            wfft::stream<n>(
-                blk,
-                [&](int q) {
-                    return In{p[q], object_at(d, object, crop, j, q / N, q % N), k == mg.k0 ? Cx<T>{T(0), T(0)} : patch[q]};
-                },
-                [&](int q, const In& in) {
-                    const Cx<T> g = win[L::at(q)];
-                    // PatchGradients' sum over modes in order (0 + x is x exactly)
-                    patch[q] = in.acc + conj_mul(in.p, g);
-                    win[L::at(q)] = conj_mul(in.o, g);
-                });
-            blk.sync();
             if (gp_fft) {
-                wfft::forward<T, N>(blk, win, tw);
-                const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
-                struct Pos {
-                    Cx<T> spec, w;
-                };
+                // PatchGradients' sum over modes in order (0 + x is x exactly); G_P = conj(O) G_psi
+                Rows::inverse_a(blk, win);
+                blk.sync();
                 wfft::stream<n>(
-                    blk,
-                    [&](int s) {
-                        if (!position_grad) return Pos{};
-                        const int f = L::freq_of_slot2(s);
-                        return Pos{spec[f], ramp_at(ramp, d, j, f / N, f % N)};
-                    },
-                    [&](int s, const Pos& in) {
-                        const Cx<T> z = win[L::at(s)];
-                        if (probe_grad) row[s] = z;
-                        if (position_grad) {
-                            const int f = L::freq_of_slot2(s);
-                            pos += PositionGradientTerm<T>::value(z, in.spec, in.w, fft_freq<T>(f / N, N),
-                                                                  fft_freq<T>(f % N, N), n);
-                        }
+                    blk, [&](int q) { return fetch(q / N, q % N); },
+                    [&](int q, const In& in) {
+                        const Cx<T> g = win[L::at(q)];
+                        patch[q] = in.acc + conj_mul(in.p, g);
+                        win[L::at(q)] = conj_mul(in.o, g);
                     });
                 blk.sync();
-            } else if (probe_grad) {
-                for (int q = blk.rank(); q < n; q += Block::kSize) row[q] = win[L::at(q)];
+                Rows::forward_a(blk, win, tw);
                 blk.sync();
+                Rows::forward_b(blk, win);
+                blk.sync();
+                Cols::forward_a(blk, win, tw);
+                blk.sync();
+                const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
+                Cols::forward_b_put(
+                    blk, win,
+                    [&](int su, int sv) {
+                        if (!position_grad) return Pos{};
+                        const int fu = L::freq_of_slot(su), fv = L::freq_of_slot(sv);
+                        return Pos{spec[fu * N + fv], ramp_at(ramp, d, j, fu, fv)};
+                    },
+                    [&](int su, int sv, const Pos& in, Cx<T> z) {
+                        if (probe_grad) row[su * N + sv] = z;
+                        if (position_grad) {
+                            const int fu = L::freq_of_slot(su), fv = L::freq_of_slot(sv);
+                            pos += PositionGradientTerm<T>::value(z, in.spec, in.w, fft_freq<T>(fu, N), fft_freq<T>(fv, N), n);
+                        }
+                    });
+            } else {
+                Rows::inverse_a_put(blk, win, fetch, [&](int u, int v, const In& in, Cx<T> g) {
+                    const int q = u * N + v;
+                    patch[q] = in.acc + conj_mul(in.p, g);
+                    if (probe_grad) row[q] = conj_mul(in.o, g);
+                });
             }
+            blk.sync();
         }
         return blk.sum(pos);
     }
