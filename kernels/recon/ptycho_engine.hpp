@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <complex>
 #include <cstdint>
 #include <limits>
@@ -99,7 +100,6 @@ class PtychoEngine {
         mp_.resize(2 * kn);
         vp_.resize(2 * kn);
         grad_.resize(2 * on + 2 * kn);  // double: see ProbeGradientDirect
-        row_start_.resize(static_cast<size_t>(d.obj_h) + 1);
         if constexpr (!Backend::kHostMemory) host_grad_.resize(2 * on + 2 * kn);
         window_n_ = be_.window_size(d);
         if (window_n_) {
@@ -477,7 +477,7 @@ class PtychoEngine {
         }
     }
 
-    /// Crops, shifts and per-row candidate lists on the host, then one upload each.
+    /// Crops, shifts and per-row candidate lists on the host, then one upload.
     void stage_batch(const BatchSpec& batch) {
         const size_t b = batch.pattern_of.size();
         std::vector<int> crop(2 * b);
@@ -498,18 +498,33 @@ class PtychoEngine {
         std::vector<int> fill(start.begin(), start.end() - 1);
         for (size_t j = 0; j < b; ++j)
             for (int r = 0; r < d_.h; ++r) items[static_cast<size_t>(fill[static_cast<size_t>(crop[2 * j] + r)]++)] = static_cast<int>(j);
-        if (crop_.size() < 2 * b) {
-            crop_.resize(2 * b);
-            shift_.resize(2 * b);
-            pattern_of_.resize(b);
-            ramp_.resize(b * static_cast<size_t>(d_.h + d_.w));
-        }
-        if (row_items_.size() < items.size()) row_items_.resize(items.size());
-        be_.upload(crop_.data(), crop.data(), crop.size());
-        be_.upload(shift_.data(), shift.data(), shift.size());
-        be_.upload(pattern_of_.data(), batch.pattern_of.data(), b);
-        be_.upload(row_start_.data(), start.data(), start.size());
-        be_.upload(row_items_.data(), items.data(), items.size());
+        if (ramp_.size() < b * static_cast<size_t>(d_.h + d_.w)) ramp_.resize(b * static_cast<size_t>(d_.h + d_.w));
+        // One staging block (page-locked on the GPU) and one copy: the batch's index arrays are
+        // a few hundred kB, so per-copy latency, not bandwidth, is what costs.
+        size_t bytes = 0;
+        auto place = [&](size_t count, size_t size) {
+            const size_t at = (bytes + 7) / 8 * 8;
+            bytes = at + count * size;
+            return at;
+        };
+        const size_t o_crop = place(crop.size(), sizeof(int)), o_shift = place(shift.size(), sizeof(T));
+        const size_t o_pat = place(b, sizeof(std::int64_t)), o_start = place(start.size(), sizeof(int));
+        const size_t o_items = place(items.size(), sizeof(int));
+        if (stage_host_.size() < bytes) stage_host_.resize(bytes);
+        if (stage_dev_.size() < bytes) stage_dev_.resize(bytes);
+        unsigned char* h = stage_host_.data();
+        std::memcpy(h + o_crop, crop.data(), crop.size() * sizeof(int));
+        std::memcpy(h + o_shift, shift.data(), shift.size() * sizeof(T));
+        std::memcpy(h + o_pat, batch.pattern_of.data(), b * sizeof(std::int64_t));
+        std::memcpy(h + o_start, start.data(), start.size() * sizeof(int));
+        std::memcpy(h + o_items, items.data(), items.size() * sizeof(int));
+        be_.upload(stage_dev_.data(), h, bytes);
+        unsigned char* dv = stage_dev_.data();
+        crop_.p = reinterpret_cast<int*>(dv + o_crop);
+        shift_.p = reinterpret_cast<T*>(dv + o_shift);
+        pattern_of_.p = reinterpret_cast<std::int64_t*>(dv + o_pat);
+        row_start_.p = reinterpret_cast<int*>(dv + o_start);
+        row_items_.p = reinterpret_cast<int*>(dv + o_items);
     }
 
     /// Per-position loss terms (and position gradients) into `out`, summed in batch order.
@@ -646,10 +661,18 @@ class PtychoEngine {
     Buffer<T> inten_part_;  // window passes with mode groups: b x G x n partial intensities
     Buffer<C> patch_part_;  // and patch gradients
     int window_n_ = 0;              // window size of the window-resident passes, 0 when off
-    Buffer<int> crop_, row_start_, row_items_;
-    Buffer<T> shift_;
+    /// A typed place in the staging block.
+    template <class U>
+    struct Staged {
+        U* p = nullptr;
+        U* data() const { return p; }
+    };
+    typename Backend::template HostBuffer<unsigned char> stage_host_;
+    Buffer<unsigned char> stage_dev_;
+    Staged<int> crop_, row_start_, row_items_;
+    Staged<T> shift_;
     Buffer<C> ramp_;  // b x (h + w) Fourier shift factors
-    Buffer<std::int64_t> pattern_of_;
+    Staged<std::int64_t> pattern_of_;
     typename Backend::template HostBuffer<double> host_grad_;
     bool device_only_ = false;
     bool probe_spec_valid_ = false;
