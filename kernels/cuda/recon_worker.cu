@@ -786,12 +786,12 @@ class CudaBackend {
         }
         return true;
     }
-    /// In-place sum over ranks of `count` doubles in device memory, on this worker's stream;
-    /// returns when it is done (the update that follows reads the sum).
+    /// In-place sum over ranks of `count` doubles in device memory, started on this worker's
+    /// stream (the update that follows is ordered after it; synchronize() waits for it).
     void device_sum(double* data, std::size_t count) {
+        mark("nccl allreduce");
         const nccl::Result r = nccl::api().all_reduce(data, data, count, nccl::kFloat64, nccl::kSum, comm_, stream_);
         if (r != 0) throw runtime_error("ncclAllReduce of the gradients failed: " + nccl::describe(r));
-        synchronize();
     }
 
    private:

@@ -88,6 +88,7 @@ class EngineWorker final : public ReconWorker {
     void device_sum(bool with_probe) override {
         be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe));
     }
+    void device_sum_wait() override { be_->synchronize(); }
     std::vector<double> model_intensity(const ReconBatch& batch) override {
         return engine_.model_intensity(BatchSpec{batch.pattern_of, batch.positions});
     }

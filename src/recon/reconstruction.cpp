@@ -301,6 +301,7 @@ class Reconstruction {
             std::int64_t done = 0;
             const std::int64_t nb = schedule_->batches_per_iteration();
             for (std::int64_t t = 0; t < nb; ++t) {
+                const double m0 = now_seconds();
                 const std::vector<std::int64_t> members = schedule_->members(t);
                 ReconBatch batch;
                 batch.pattern_of.reserve(members.size());
@@ -310,6 +311,7 @@ class Reconstruction {
                     batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx + 1)]);
                 }
                 ReconBatchTerms terms;
+                comm_trace_[4] += now_seconds() - m0;
                 {
                     PhaseTimer::Scope c(timer_, Phase::compute);
                     const double g0 = now_seconds();
@@ -340,6 +342,7 @@ class Reconstruction {
                         EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
                     }
                     PhaseTimer::Scope c(timer_, Phase::comm);
+                    const double c0 = now_seconds();
                     if (device_sum_) {
                         worker_->device_sum(probe_on);
                         count = static_cast<size_t>(2 * static_cast<std::int64_t>(ds_.obj_h) * ds_.obj_w +
@@ -348,9 +351,14 @@ class Reconstruction {
                         EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM,
                                                    ctx_.world()));
                     }
+                    const double c1 = now_seconds();
+                    // the loss terms travel while the devices sum
                     EF_MPI_CHECK(MPI_Allgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()),
                                                 MPI_DOUBLE, terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE,
                                                 ctx_.world()));
+                    comm_trace_[1] += now_seconds() - c1;
+                    if (device_sum_) worker_->device_sum_wait();
+                    comm_trace_[0] += now_seconds() - c0;
                     state_.allreduce_calls += 2;
                     state_.allreduce_bytes += static_cast<double>(count) * 8.0 + 8.0 * total;
                     for (int i = 0; i < total; i += 2) {
@@ -382,8 +390,11 @@ class Reconstruction {
                 u.eps = cfg_.epsilon;
                 u.t_object = ++t_object;
                 u.t_probe = probe_on ? ++t_probe : t_probe;
+                const double u0 = now_seconds();
                 worker_->update(u);
+                comm_trace_[2] += now_seconds() - u0;
                 if (pos_on) update_positions(members, terms.position_grad, scale, ++t_pos, rate);
+                comm_trace_[3] += now_seconds() - u0;
             }
             {
                 PhaseTimer::Scope c(timer_, Phase::compute);
@@ -570,6 +581,12 @@ class Reconstruction {
     /// Per-rank phases under /timing (like the fit's), plus the reconstruction's throughput.
     void report_timing() {
         timer_.stop();
+        if (const char* e = std::getenv("EF_RECON_COMM_TRACE"); e && e[0] == '1')
+            std::fprintf(stderr,
+                         "rank %d: gradient sum (with the loss-term gather) %.3f s, of which the gather %.3f s; update %.3f s, "
+                         "with positions %.3f s; batch assembly %.3f s; gradients %.3f s\n",
+                         ctx_.rank(), comm_trace_[0], comm_trace_[1], comm_trace_[2], comm_trace_[3], comm_trace_[4],
+                         grad_seconds_total_);
         const bool probe_on = cfg_.lr_probe > 0 && cfg_.probe_start <= cfg_.iterations;
         const double traffic_per_position = worker_->traffic_bytes(probe_on, cfg_.correct_positions);
         std::vector<double> mine(timer_.all().begin(), timer_.all().end());
@@ -676,6 +693,8 @@ class Reconstruction {
     std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds
     bool wrote_once_ = false;
     bool device_sum_ = false;  // NCCL sums on the GPUs instead of MPI over host buffers
+    double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
+                                              // gather, update(), update() and positions, batch assembly
     std::vector<std::string> previews_;
 };
 

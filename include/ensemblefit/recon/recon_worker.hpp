@@ -98,8 +98,11 @@ class ReconWorker {
      */
     virtual std::vector<char> device_sum_id() = 0;
     virtual bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) = 0;
-    /// The gradient buffer summed over ranks in place (after gradients(), before update()).
+    /// Starts the sum over ranks of the gradient buffer, in place (after gradients(), before
+    /// update(), which is ordered after it); device_sum_wait() returns when it is done, so the
+    /// host can gather the loss terms meanwhile.
     virtual void device_sum(bool with_probe) = 0;
+    virtual void device_sum_wait() = 0;
     /// Noiseless model intensities of a batch (b x n, FFT order), for the simulator.
     virtual std::vector<double> model_intensity(const ReconBatch& batch) = 0;
     /// Bytes the step moves through device memory per batch position (traffic model).
