@@ -235,12 +235,7 @@ class PtychoEngine {
             be_.mark("probe gradient");
             be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
-        be_.mark("object gradient");
-        be_.for_each_rows(d_.obj_h, d_.obj_w,
-                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
-                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
-        be_.mark("finish");
-        finish_gradients(probe_grad);
+        object_gradient_and_finish(probe_grad);
         collect_terms(per, pg, out);
         return out;
     }
@@ -527,6 +522,18 @@ class PtychoEngine {
         row_items_.p = reinterpret_cast<int*>(dv + o_items);
     }
 
+    /// The object gather from the patch gradients, then the gradient buffer to where the
+    /// caller sums it (both sequences end so).
+    void object_gradient_and_finish(bool probe_grad) {
+        const std::int64_t on = d_.obj_n();
+        be_.mark("object gradient");
+        be_.for_each_rows(d_.obj_h, d_.obj_w,
+                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
+                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+        be_.mark("finish");
+        finish_gradients(probe_grad);
+    }
+
     /// Per-position loss terms (and position gradients) into `out`, summed in batch order.
     static void collect_terms(const std::vector<Sum2>& per, const std::vector<Sum2>& pg, BatchTerms& out) {
         out.position_terms.resize(2 * per.size());
@@ -607,12 +614,7 @@ class PtychoEngine {
             else
                 be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
-        be_.mark("object gradient");
-        be_.for_each_rows(d_.obj_h, d_.obj_w,
-                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
-                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
-        be_.mark("finish");
-        finish_gradients(probe_grad);
+        object_gradient_and_finish(probe_grad);
         for (size_t j = 0; j < pg.size(); ++j)  // the groups' position terms, in group order
             for (int g = 0; g < G && G > 1; ++g) pg[j] += pg_part[j * static_cast<size_t>(G) + static_cast<size_t>(g)];
         collect_terms(per, pg, out);

@@ -257,6 +257,33 @@ struct Lines {
         });
     }
     /**
+     * Inverse stage A of one job's elements (a: R1 values from x), then for each element in
+     * natural order a[m] = apply(row, col, fetch(row, col), a[m]), fetches a few at a time.
+     */
+    template <class Fetch, class Apply>
+    EF_HD static EF_INLINE void inverse_a_hooked(const Cx<T>* x, int line, int t, Cx<T>* a, const Fetch& fetch,
+                                                 const Apply& apply) {
+        EF_UNROLL
+        for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
+        small_dft<T, R1, 1>(a);
+        using V = decltype(fetch(0, 0));
+        constexpr int chunk = fetch_chunk<V, R1>();
+        EF_UNROLL
+        for (int m0 = 0; m0 < R1; m0 += chunk) {
+            V f[chunk];
+            EF_UNROLL
+            for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
+            EF_UNROLL
+            for (int c = 0; c < chunk; ++c)
+                a[m0 + c] = apply(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
+        }
+    }
+    /// The job mapping of the hooked row stages: t fastest over lanes (see inverse_a_mid_forward_a).
+    EF_HD static EF_INLINE void hooked_job(int J, int& line, int& t) {
+        line = Rows ? J / R2 : J % N;
+        t = Rows ? J % R2 : J / N;
+    }
+    /**
      * Inverse stage A, value = mid(row, col, fetch(row, col), value) in natural order, then
      * forward stage A: the same elements per job, so they never leave the registers. Row jobs
      * go t-fastest over lanes here (8 lanes cover 8 neighbouring pixels of a row), so the hooks'
@@ -266,23 +293,11 @@ struct Lines {
     EF_HD static void inverse_a_mid_forward_a(const Block& blk, Cx<T>* win, const Cx<T>* tw, const Fetch& fetch,
                                               const Mid& mid) {
         jobs<N * R2>(blk, [&](int J) {
-            const int line = Rows ? J / R2 : J % N, t = Rows ? J % R2 : J / N;
+            int line, t;
+            hooked_job(J, line, t);
             Cx<T>* x = win + line * kLine + t * kElem;
             Cx<T> a[R1];
-            EF_UNROLL
-            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
-            small_dft<T, R1, 1>(a);
-            using V = decltype(fetch(0, 0));
-            constexpr int chunk = fetch_chunk<V, R1>();
-            EF_UNROLL
-            for (int m0 = 0; m0 < R1; m0 += chunk) {
-                V f[chunk];
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c)
-                    a[m0 + c] = mid(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
-            }
+            inverse_a_hooked(x, line, t, a, fetch, mid);
             small_dft<T, R1, -1>(a);
             EF_UNROLL
             for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
@@ -292,22 +307,13 @@ struct Lines {
     template <class Block, class Fetch, class Put>
     EF_HD static void inverse_a_put(const Block& blk, const Cx<T>* win, const Fetch& fetch, const Put& put) {
         jobs<N * R2>(blk, [&](int J) {
-            const int line = Rows ? J / R2 : J % N, t = Rows ? J % R2 : J / N;  // as inverse_a_mid_forward_a
-            const Cx<T>* x = win + line * kLine + t * kElem;
+            int line, t;
+            hooked_job(J, line, t);
             Cx<T> a[R1];
-            EF_UNROLL
-            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
-            small_dft<T, R1, 1>(a);
-            using V = decltype(fetch(0, 0));
-            constexpr int chunk = fetch_chunk<V, R1>();
-            EF_UNROLL
-            for (int m0 = 0; m0 < R1; m0 += chunk) {
-                V f[chunk];
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c) put(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
-            }
+            inverse_a_hooked(win + line * kLine + t * kElem, line, t, a, fetch, [&](int r, int c, const auto& f, Cx<T> v) {
+                put(r, c, f, v);
+                return v;
+            });
         });
     }
 
@@ -368,6 +374,17 @@ struct Lines {
         });
     }
 };
+
+/// The forward FFT after its first row stage, up to (not including) its last column stage:
+/// the middle every hooked forward transform shares.
+template <class T, int N, class Block>
+EF_HD void forward_middle(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+    blk.sync();
+    Lines<T, N, true>::forward_b(blk, win);
+    blk.sync();
+    Lines<T, N, false>::forward_a(blk, win, tw);
+    blk.sync();
+}
 
 /// Forward 2-D FFT of the stored window: natural order in, slot order (Layout) out.
 template <class T, int N, class Block>

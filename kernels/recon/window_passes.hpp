@@ -116,11 +116,7 @@ struct WindowForward {
                 blk.sync();
                 Rows::forward_a(blk, win, tw);
             }
-            blk.sync();
-            Rows::forward_b(blk, win);
-            blk.sync();
-            Cols::forward_a(blk, win, tw);
-            blk.sync();
+            wfft::forward_middle<T, N>(blk, win, tw);
             // the far field leaves from the last stage; ModulusGradient's sum: the floor, then
             // each mode in order
             Cols::forward_b_put(
@@ -263,11 +259,7 @@ struct WindowBackward {
                     });
                 blk.sync();
                 Rows::forward_a(blk, win, tw);
-                blk.sync();
-                Rows::forward_b(blk, win);
-                blk.sync();
-                Cols::forward_a(blk, win, tw);
-                blk.sync();
+                wfft::forward_middle<T, N>(blk, win, tw);
                 const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
                 Cols::forward_b_put(
                     blk, win,
