@@ -490,6 +490,7 @@ class CudaBackend {
         callbacks_ = env_on("EF_RECON_CALLBACKS");
 #endif
         phases_ = env_on("EF_RECON_PHASES");
+        if (const char* e = std::getenv("EF_RECON_WINDOW_THREADS")) window_threads_env_ = std::atoi(e);
         merged_ = !env_off("EF_RECON_MERGED");
         load_params_.resize(kLoadSlots * kLoadBytes);
     }
@@ -575,8 +576,7 @@ class CudaBackend {
         if (count <= 0) return;
         constexpr int N = F::kN;
         const std::size_t smem = window_smem<N>(sizeof(typename F::Real));
-        const char* e = std::getenv("EF_RECON_WINDOW_THREADS");
-        const bool alt = e && std::atoi(e) == window_alt_threads<N>();
+        const bool alt = window_threads_env_ == window_alt_threads<N>();
         if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
         if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
         else launch_window<F, window_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
@@ -947,6 +947,7 @@ class CudaBackend {
     bool phases_ = false;
     bool merged_ = true;
     std::vector<const void*> window_ready_;  // window kernels given their shared memory size
+    int window_threads_env_ = 0;             // EF_RECON_WINDOW_THREADS, read once
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;
     std::vector<std::pair<std::string, double>> phase_ms_;

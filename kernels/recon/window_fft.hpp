@@ -390,11 +390,7 @@ EF_HD void forward_middle(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
 template <class T, int N, class Block>
 EF_HD void forward(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
     Lines<T, N, true>::forward_a(blk, win, tw);
-    blk.sync();
-    Lines<T, N, true>::forward_b(blk, win);
-    blk.sync();
-    Lines<T, N, false>::forward_a(blk, win, tw);
-    blk.sync();
+    forward_middle<T, N>(blk, win, tw);
     Lines<T, N, false>::forward_b(blk, win);
     blk.sync();
 }
