@@ -140,6 +140,8 @@ struct Api {
     Result (*comm_init_rank)(Comm*, int, UniqueId, int) = nullptr;
     Result (*all_reduce)(const void*, void*, size_t, int, int, Comm, cudaStream_t) = nullptr;
     Result (*comm_destroy)(Comm) = nullptr;
+    Result (*group_start)() = nullptr;  // optional: without them, two sums are two launches
+    Result (*group_end)() = nullptr;
     const char* (*error_string)(Result) = nullptr;
     std::string error;
 };
@@ -163,6 +165,9 @@ Api& api() {
         x.all_reduce = reinterpret_cast<Result (*)(const void*, void*, size_t, int, int, Comm, cudaStream_t)>(
             dlsym(x.lib, "ncclAllReduce"));
         x.comm_destroy = reinterpret_cast<Result (*)(Comm)>(dlsym(x.lib, "ncclCommDestroy"));
+        x.group_start = reinterpret_cast<Result (*)()>(dlsym(x.lib, "ncclGroupStart"));
+        x.group_end = reinterpret_cast<Result (*)()>(dlsym(x.lib, "ncclGroupEnd"));
+        if (!x.group_start || !x.group_end) x.group_start = x.group_end = nullptr;
         x.error_string = reinterpret_cast<const char* (*)(Result)>(dlsym(x.lib, "ncclGetErrorString"));
         if (!x.get_unique_id || !x.comm_init_rank || !x.all_reduce || !x.comm_destroy) {
             x.error = "libnccl.so.2 lacks ncclGetUniqueId/ncclCommInitRank/ncclAllReduce/ncclCommDestroy";
@@ -490,6 +495,7 @@ class CudaBackend {
         callbacks_ = env_on("EF_RECON_CALLBACKS");
 #endif
         phases_ = env_on("EF_RECON_PHASES");
+        defer_ = !env_off("EF_RECON_DEFERRED");
         if (const char* e = std::getenv("EF_RECON_WINDOW_THREADS")) window_threads_env_ = std::atoi(e);
         merged_ = !env_off("EF_RECON_MERGED");
         load_params_.resize(kLoadSlots * kLoadBytes);
@@ -501,6 +507,9 @@ class CudaBackend {
         for (auto& [key, plan] : load_plans_)
             if (plan) cufftDestroy(plan);
         for (cudaEvent_t e : events_) cudaEventDestroy(e);
+        for (cudaEvent_t e : stamps_) cudaEventDestroy(e);
+        for (cudaEvent_t e : stage_ev_)
+            if (e) cudaEventDestroy(e);
         for (cudaEvent_t e : ev_)
             if (e) cudaEventDestroy(e);
         cudaStreamDestroy(stream_);
@@ -527,8 +536,10 @@ class CudaBackend {
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
+    /// out[g] = sum over e of f(g, e) (deterministic): in host memory at the next synchronize(),
+    /// or, with `out_on_device`, in device memory in stream order.
     template <class F>
-    void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out) {
+    void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out, bool out_on_device = false) {
         if (groups <= 0) return;
         // Enough blocks to fill the device (4 per SM), none smaller than 8 elements per thread.
         std::int64_t parts = std::max<std::int64_t>(1, (4 * sms_ + groups - 1) / groups);
@@ -538,20 +549,20 @@ class CudaBackend {
         const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(groups));
         reduce_groups_kernel<<<grid, kBlock, 0, stream_>>>(size, span, f, partial_.data());
         EF_CUDA_CHECK(cudaGetLastError());
-        finish_groups(groups, parts, out);
+        finish_groups(groups, parts, out, out_on_device);
     }
 
     /// The probe-gradient spectrum (when want_spec) and the position terms in one pass; false
     /// (nothing done) with EF_RECON_MERGED=0.
     bool spectrum_and_positions(std::int64_t b, const ProbeGradientSpectrum<T>& spec, bool want_spec,
-                                const PositionGradientTerm<T>& pos, Sum2* out) {
+                                const PositionGradientTerm<T>& pos, Sum2* out, bool out_on_device = false) {
         if (!merged_ || b <= 0) return false;
         const std::int64_t kn = static_cast<std::int64_t>(pos.d.modes) * pos.d.h * pos.d.w;
         const std::int64_t blocks = (kn + kBlock - 1) / kBlock;
         if (partial_.size() < static_cast<size_t>(b * blocks)) partial_.resize(static_cast<size_t>(b * blocks));
         spectrum_positions_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream_>>>(spec, want_spec, pos, partial_.data());
         EF_CUDA_CHECK(cudaGetLastError());
-        finish_groups(b, blocks, out);
+        finish_groups(b, blocks, out, out_on_device);
         return true;
     }
 
@@ -570,9 +581,10 @@ class CudaBackend {
     }
     /// Window blocks that run at once: one per multiprocessor (a window fills its shared memory).
     int parallel_units() const { return sms_; }
-    /// One block per position (grid-stride past 65535), results to `out` at the next synchronize().
+    /// One block per position (grid-stride past 65535), results to `out` at the next synchronize()
+    /// (or in stream order, with `out_on_device`).
     template <class F>
-    void window_pass(const F& f, std::int64_t count, Sum2* out) {
+    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
         if (count <= 0) return;
         constexpr int N = F::kN;
         const std::size_t smem = window_smem<N>(sizeof(typename F::Real));
@@ -580,7 +592,7 @@ class CudaBackend {
         if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
         if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
         else launch_window<F, window_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
-        if (out) finish_groups(count, 1, out);
+        if (out) finish_groups(count, 1, out, out_on_device);
     }
 
     template <class F, int Threads>
@@ -598,7 +610,13 @@ class CudaBackend {
 
     /// Sums partial[g * parts + p] over p (ascending) per group on the device, copies the sums
     /// into pinned memory and hands them to `out` at the next synchronize(): no wait here.
-    void finish_groups(std::int64_t groups, std::int64_t parts, Sum2* out) {
+    /// With `out_on_device`, the sums go straight to `out` in device memory.
+    void finish_groups(std::int64_t groups, std::int64_t parts, Sum2* out, bool out_on_device) {
+        if (out_on_device) {
+            sum_partials_kernel<<<static_cast<unsigned>(groups), kBlock, 0, stream_>>>(parts, partial_.data(), out);
+            EF_CUDA_CHECK(cudaGetLastError());
+            return;
+        }
         const size_t slot = pending_.size();
         if (group_sums_.size() <= slot) {
             group_sums_.resize(slot + 1);
@@ -739,6 +757,40 @@ class CudaBackend {
         if (n) EF_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(U), cudaMemcpyDeviceToHost, stream_));
         synchronize();
     }
+    /**
+     * Copies `bytes` to device memory without waiting: through one of kStageSlots page-locked
+     * blocks, reused once the copy that last used it has run (so the host can prepare batches
+     * ahead of the device, kStageSlots - 1 at most).
+     */
+    void upload_staged(void* dst, const void* src, std::size_t bytes) {
+        if (!bytes) return;
+        const unsigned s = stage_next_++ % kStageSlots;
+        if (!stage_ev_[s]) EF_CUDA_CHECK(cudaEventCreateWithFlags(&stage_ev_[s], cudaEventDisableTiming));
+        else EF_CUDA_CHECK(cudaEventSynchronize(stage_ev_[s]));
+        if (stage_pin_[s].size() < bytes) stage_pin_[s].resize(bytes);
+        std::memcpy(stage_pin_[s].data(), src, bytes);
+        EF_CUDA_CHECK(cudaMemcpyAsync(dst, stage_pin_[s].data(), bytes, cudaMemcpyHostToDevice, stream_));
+        EF_CUDA_CHECK(cudaEventRecord(stage_ev_[s], stream_));
+    }
+    /// Deferred steps (PtychoEngine::begin_deferred) unless EF_RECON_DEFERRED=0.
+    bool defer_steps() const { return defer_; }
+    /// Time stamp i on the stream (an event, read by stamp_seconds()).
+    void stamp(std::size_t i) {
+        while (stamps_.size() <= i) {
+            cudaEvent_t e;
+            EF_CUDA_CHECK(cudaEventCreate(&e));
+            stamps_.push_back(e);
+        }
+        EF_CUDA_CHECK(cudaEventRecord(stamps_[i], stream_));
+    }
+    /// Seconds of device time from stamp i to stamp j (waits for j).
+    double stamp_seconds(std::size_t i, std::size_t j) {
+        EF_CUDA_CHECK(cudaEventSynchronize(stamps_.at(j)));
+        float ms = 0;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, stamps_.at(i), stamps_.at(j)));
+        return 1e-3 * static_cast<double>(ms);
+    }
+
     /// Waits for the stream; hands over pending reduction results and times the marked phases.
     void synchronize() {
         if (phases_ && !marks_.empty()) mark("");
@@ -786,11 +838,20 @@ class CudaBackend {
         }
         return true;
     }
-    /// In-place sum over ranks of `count` doubles in device memory, started on this worker's
-    /// stream (the update that follows is ordered after it; synchronize() waits for it).
-    void device_sum(double* data, std::size_t count) {
+    /// In-place sum over ranks of `count` doubles in device memory (and of `extra_count` more at
+    /// `extra`, in the same NCCL group), started on this worker's stream (the update that follows
+    /// is ordered after it; synchronize() waits for it).
+    void device_sum(double* data, std::size_t count, double* extra = nullptr, std::size_t extra_count = 0) {
         mark("nccl allreduce");
-        const nccl::Result r = nccl::api().all_reduce(data, data, count, nccl::kFloat64, nccl::kSum, comm_, stream_);
+        nccl::Api& a = nccl::api();
+        const bool group = extra_count && a.group_start;
+        nccl::Result r = group ? a.group_start() : 0;
+        if (r == 0) r = a.all_reduce(data, data, count, nccl::kFloat64, nccl::kSum, comm_, stream_);
+        if (r == 0 && extra_count) r = a.all_reduce(extra, extra, extra_count, nccl::kFloat64, nccl::kSum, comm_, stream_);
+        if (group) {
+            const nccl::Result e = a.group_end();
+            if (r == 0) r = e;
+        }
         if (r != 0) throw runtime_error("ncclAllReduce of the gradients failed: " + nccl::describe(r));
     }
 
@@ -950,6 +1011,12 @@ class CudaBackend {
     int window_threads_env_ = 0;             // EF_RECON_WINDOW_THREADS, read once
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;
+    bool defer_ = true;                       // deferred steps (EF_RECON_DEFERRED=0: off)
+    std::vector<cudaEvent_t> stamps_;         // stamp()
+    static constexpr unsigned kStageSlots = 4;  // upload_staged()
+    PinnedBuffer<unsigned char> stage_pin_[kStageSlots];
+    cudaEvent_t stage_ev_[kStageSlots] = {};
+    unsigned stage_next_ = 0;
     std::vector<std::pair<std::string, double>> phase_ms_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -128,9 +129,11 @@ class CpuBackend {
             for (int c = 0; c < cols; ++c) f(r, c);
     }
 
-    /// out[g] = sum over e in [0, size) of f(g, e), summed in ascending e; out is host memory.
+    /// out[g] = sum over e in [0, size) of f(g, e), summed in ascending e (host memory is the
+    /// device's here, so `out_on_device` changes nothing).
     template <class F>
-    void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out) {
+    void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out, bool out_on_device = false) {
+        (void)out_on_device;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (groups * size >= kMinParallel && threads_ > 1)
         for (std::int64_t g = 0; g < groups; ++g) {
             Sum2 s;
@@ -172,7 +175,8 @@ class CpuBackend {
     /// f(block, j, window, twiddles) for j in [0, count), a window buffer per thread; out[j]
     /// gets each result when out is set.
     template <class F>
-    void window_pass(const F& f, std::int64_t count, Sum2* out) {
+    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
+        (void)out_on_device;
         constexpr int N = F::kN;
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && count > 1)
         {
@@ -187,7 +191,7 @@ class CpuBackend {
     }
     /// No single pass for the probe spectrum and the position terms here: the engine runs both.
     template <class S, class P>
-    bool spectrum_and_positions(std::int64_t, const S&, bool, const P&, Sum2*) {
+    bool spectrum_and_positions(std::int64_t, const S&, bool, const P&, Sum2*, bool = false) {
         return false;
     }
     /// Phase marks (timed by the CUDA backend); nothing here.
@@ -201,7 +205,27 @@ class CpuBackend {
     void download(U* dst, const U* src, std::size_t n) {
         if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(U));
     }
+    /// The GPU copies through page-locked memory without waiting; here a copy is a copy.
+    void upload_staged(void* dst, const void* src, std::size_t bytes) {
+        if (bytes) std::memcpy(dst, src, bytes);
+    }
     void synchronize() {}
+
+    /// Deferred steps (PtychoEngine::begin_deferred): only with EF_RECON_DEFERRED=1 here, which
+    /// tests use to check them against the per-batch steps; a CPU step has nothing to overlap.
+    bool defer_steps() const {
+        const char* e = std::getenv("EF_RECON_DEFERRED");
+        return e && e[0] == '1';
+    }
+    /// Time stamps on the device's timeline (the host's here, where work is synchronous).
+    void stamp(std::size_t i) {
+        if (stamps_.size() <= i) stamps_.resize(i + 1);
+        stamps_[i] = std::chrono::steady_clock::now();
+    }
+    /// Seconds from stamp i to stamp j.
+    double stamp_seconds(std::size_t i, std::size_t j) {
+        return std::chrono::duration<double>(stamps_.at(j) - stamps_.at(i)).count();
+    }
 
     // No device-side sums on the CPU: ranks sum host buffers with MPI.
     std::vector<char> device_sum_id() { return {}; }
@@ -209,12 +233,13 @@ class CpuBackend {
         why = "CPU worker";
         return false;
     }
-    void device_sum(double*, std::size_t) {}
+    void device_sum(double*, std::size_t, double* = nullptr, std::size_t = 0) {}
 
    private:
     int threads_;
     int h_, w_;
     CpuFft<T> fft_;
+    std::vector<std::chrono::steady_clock::time_point> stamps_;
 };
 
 }  // namespace ef::recon

@@ -65,7 +65,59 @@ class EngineWorker final : public ReconWorker {
         return engine_.host_gradients();
     }
     std::vector<std::complex<double>> probe_gradient() override { return engine_.probe_gradient(); }
-    void update(const ReconUpdate& u) override {
+    void update(const ReconUpdate& u) override { engine_.update(update_spec(u)); }
+    void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
+    std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
+    bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
+        return be_->device_sum_init(id, ranks, rank, why);
+    }
+    void device_sum(bool with_probe) override {
+        std::size_t terms = 0;
+        double* t = engine_.deferred() ? engine_.device_terms(terms) : nullptr;
+        be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe), t, terms);
+    }
+    void device_sum_wait() override { be_->synchronize(); }
+
+    // Deferred steps: four device time stamps per batch (gradients start and end, update start
+    // and end); the sum over ranks lies between the second and the third.
+    bool deferred_supported() const override { return be_->defer_steps(); }
+    void begin_deferred(std::int64_t batches, std::int64_t max_positions, std::int64_t own_positions) override {
+        engine_.begin_deferred(batches, max_positions, own_positions);
+        stamps_ = 0;
+    }
+    void gradients_deferred(const ReconBatch& batch, bool probe_grad, bool position_grad, std::int64_t offset,
+                            std::int64_t total) override {
+        be_->stamp(stamps_++);
+        engine_.gradients_deferred(BatchSpec{batch.pattern_of, batch.positions}, probe_grad, position_grad, offset, total);
+        be_->stamp(stamps_++);
+    }
+    void update_deferred(const ReconUpdate& u, double pixels, std::int64_t batch) override {
+        be_->stamp(stamps_++);
+        engine_.update_deferred(update_spec(u), pixels, batch);
+        be_->stamp(stamps_++);
+    }
+    ReconDeferredResults end_deferred(std::int64_t batches) override {
+        ReconDeferredResults r;
+        engine_.end_deferred(batches, r.loss, r.scale, r.position_grad);
+        for (std::size_t t = 0; t < stamps_ / 4; ++t) {
+            const std::size_t s = 4 * t;
+            r.gradients.push_back(be_->stamp_seconds(s, s + 1));
+            r.sum.push_back(be_->stamp_seconds(s + 1, s + 2));
+            r.update.push_back(be_->stamp_seconds(s + 2, s + 3));
+            r.gap.push_back(t ? be_->stamp_seconds(s - 1, s) : 0.0);
+        }
+        return r;
+    }
+
+    std::vector<double> model_intensity(const ReconBatch& batch) override {
+        return engine_.model_intensity(BatchSpec{batch.pattern_of, batch.positions});
+    }
+    double traffic_bytes(bool probe_grad, bool position_grad) const override {
+        return engine_.traffic_bytes(probe_grad, position_grad);
+    }
+
+   private:
+    static UpdateSpec update_spec(const ReconUpdate& u) {
         UpdateSpec s;
         s.object = u.object;
         s.probe = u.probe;
@@ -78,29 +130,14 @@ class EngineWorker final : public ReconWorker {
         s.eps = u.eps;
         s.t_object = u.t_object;
         s.t_probe = u.t_probe;
-        engine_.update(s);
-    }
-    void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
-    std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
-    bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
-        return be_->device_sum_init(id, ranks, rank, why);
-    }
-    void device_sum(bool with_probe) override {
-        be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe));
-    }
-    void device_sum_wait() override { be_->synchronize(); }
-    std::vector<double> model_intensity(const ReconBatch& batch) override {
-        return engine_.model_intensity(BatchSpec{batch.pattern_of, batch.positions});
-    }
-    double traffic_bytes(bool probe_grad, bool position_grad) const override {
-        return engine_.traffic_bytes(probe_grad, position_grad);
+        return s;
     }
 
-   private:
     WorkerKind kind_;
     std::string description_;
     std::unique_ptr<Backend> be_;
     PtychoEngine<T, Backend> engine_;
+    std::size_t stamps_ = 0;  // deferred steps: time stamps taken
 };
 
 }  // namespace ef::recon

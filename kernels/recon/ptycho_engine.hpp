@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/recon/ptycho_math.hpp"
@@ -185,6 +186,10 @@ class PtychoEngine {
             finish_gradients(probe_grad);
             return out;
         }
+        // Deferred steps: the per-position loss terms (and position gradients) go to device
+        // arrays, not to the host.
+        Sum2* const sink = sink_;
+        Sum2* const pos_sink = position_grad ? pos_sink_ : nullptr;
         if (window_n_ == 128) return window_gradients<128>(batch, probe_grad, position_grad);
         if (window_n_ == 64) return window_gradients<64>(batch, probe_grad, position_grad);
         if (window_n_ == 32) return window_gradients<32>(batch, probe_grad, position_grad);
@@ -196,13 +201,14 @@ class PtychoEngine {
         const bool gp_fft = shifted && (probe_grad || position_grad);
 
         // Per-position sums come back (on the GPU) at the next synchronize(): read after it.
-        std::vector<Sum2> per(static_cast<size_t>(b));
-        std::vector<Sum2> pg(position_grad && gp_fft ? static_cast<size_t>(b) : 0);
+        std::vector<Sum2> per(sink ? 0 : static_cast<size_t>(b));
+        std::vector<Sum2> pg(position_grad && gp_fft && !pos_sink ? static_cast<size_t>(b) : 0);
+        Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
         be_.mark("modulus");
         be_.reduce_groups(b, n,
                           ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data(),
                                              fused ? factor_.data() : nullptr},
-                          per.data());
+                          sink ? sink : per.data(), sink != nullptr);
         be_.mark("ifft far field");
         if (fused)
             be_.fft_load(LoadScaled<T>{d_, psi_.data(), factor_.data()}, psi_.data(), b * K, true);
@@ -225,19 +231,90 @@ class PtychoEngine {
             const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
             const PositionGradientTerm<T> pos{d_, ramp_.data(), probe_spec_.data(), psi_.data()};
             // One pass for both where the backend has it (the GPU), else two.
-            const bool one_pass = position_grad && be_.spectrum_and_positions(b, spec, probe_grad, pos, pg.data());
+            const bool one_pass =
+                position_grad && be_.spectrum_and_positions(b, spec, probe_grad, pos, pg_out, pos_sink != nullptr);
             merged_used_ = one_pass && probe_grad;
             if (!one_pass) {
                 if (probe_grad) be_.for_each(K * n, spec);
-                if (position_grad) be_.reduce_groups(b, K * n, pos, pg.data());
+                if (position_grad) be_.reduce_groups(b, K * n, pos, pg_out, pos_sink != nullptr);
             }
         } else if (probe_grad) {
             be_.mark("probe gradient");
             be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
         object_gradient_and_finish(probe_grad);
-        collect_terms(per, pg, out);
+        if (!sink) collect_terms(per, pg, out);
         return out;
+    }
+
+    // ---- deferred steps ----------------------------------------------------------------------
+    /**
+     * Deferred steps keep an iteration's batches on the device, with no wait per batch:
+     * gradients_deferred() leaves the batch's per-position loss terms in a device array laid out
+     * in global batch order (zeros where other ranks' positions go, so summing the arrays over
+     * ranks is exact in any order), the caller sums the gradient buffer and that array over ranks
+     * on the devices (device_terms()), and update_deferred() computes the loss factor from it on
+     * the device (LossScale: the host's sum order, the same bits) and applies Adam with it.
+     * end_deferred() waits and returns each batch's loss. Needs set_device_only(true) and no
+     * position gradients (their Adam step runs on the host).
+     */
+    /// For `batches` batches of at most `max_positions` positions (all ranks), `own_positions`
+    /// of them this rank's (the room for position gradients).
+    void begin_deferred(std::int64_t batches, std::int64_t max_positions, std::int64_t own_positions) {
+        if (losses_.size() < static_cast<size_t>(batches)) losses_.resize(static_cast<size_t>(batches));
+        if (scale_.size() < static_cast<size_t>(batches)) scale_.resize(static_cast<size_t>(batches));
+        if (terms_.size() < static_cast<size_t>(max_positions)) terms_.resize(static_cast<size_t>(max_positions));
+        if (pos_grads_.size() < static_cast<size_t>(own_positions)) pos_grads_.resize(static_cast<size_t>(own_positions));
+        pos_used_ = 0;
+        deferred_ = true;
+    }
+    bool deferred() const { return deferred_; }
+    /**
+     * gradients() of this rank's positions [offset, offset + b) of a batch of `total` positions;
+     * with `position_grad`, their gradients follow the previous batches' in a device array
+     * (end_deferred() returns them: a position is in one batch per iteration, so its Adam step
+     * can wait for the iteration's end).
+     */
+    void gradients_deferred(const BatchSpec& batch, bool probe_grad, bool position_grad, std::int64_t offset,
+                            std::int64_t total) {
+        const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
+        if (position_grad && pos_used_ + b > static_cast<std::int64_t>(pos_grads_.size()))
+            throw std::logic_error("deferred steps: more positions than begin_deferred() made room for");
+        be_.for_each(total, FillValue<Sum2>{terms_.data(), Sum2{}});
+        terms_count_ = total;
+        sink_ = terms_.data() + offset;
+        pos_sink_ = position_grad ? pos_grads_.data() + pos_used_ : nullptr;
+        gradients(batch, probe_grad, position_grad);
+        sink_ = pos_sink_ = nullptr;
+        if (position_grad) pos_used_ += b;
+    }
+    /// The batch's loss-term array (2 doubles per position), for the sum over ranks.
+    double* device_terms(std::size_t& count) {
+        count = static_cast<size_t>(2 * terms_count_);
+        return reinterpret_cast<double*>(terms_.data());
+    }
+    /// The loss and its factor of batch `index` (of `pixels` pattern pixels) on the device, then update().
+    void update_deferred(const UpdateSpec& u, double pixels, std::int64_t index) {
+        double* scale = scale_.data() + index;
+        be_.for_each(1, LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale});
+        update(u, scale);
+    }
+    /// Waits for the device: each deferred batch's loss and loss factor, and the position
+    /// gradients (2 per position, y then x, batch after batch).
+    void end_deferred(std::int64_t batches, std::vector<double>& loss, std::vector<double>& scale,
+                      std::vector<double>& position_grad) {
+        loss.resize(static_cast<size_t>(batches));
+        scale.resize(static_cast<size_t>(batches));
+        be_.download(loss.data(), losses_.data(), loss.size());
+        be_.download(scale.data(), scale_.data(), scale.size());
+        std::vector<Sum2> pg(static_cast<size_t>(pos_used_));
+        be_.download(pg.data(), pos_grads_.data(), pg.size());
+        position_grad.resize(2 * pg.size());
+        for (size_t j = 0; j < pg.size(); ++j) {
+            position_grad[2 * j] = pg[j].a;
+            position_grad[2 * j + 1] = pg[j].b;
+        }
+        deferred_ = false;
     }
 
     /**
@@ -285,8 +362,9 @@ class PtychoEngine {
         return out;
     }
 
-    /// Adam on the object and/or probe from the host gradient buffer.
-    void update(const UpdateSpec& u) {
+    /// Adam on the object and/or probe from the host gradient buffer; `scale`: the loss factor
+    /// in device memory instead of u.grad_scale (deferred steps).
+    void update(const UpdateSpec& u, const double* scale = nullptr) {
         const std::int64_t on = d_.obj_n();
         const std::int64_t kn2 = 2 * d_.modes * d_.n();
         if constexpr (!Backend::kHostMemory)
@@ -295,11 +373,12 @@ class PtychoEngine {
         if (u.object) {
             const T lo = o_.amplitude_phase ? static_cast<T>(o_.amplitude_min) : -inf;
             const T hi = o_.amplitude_phase ? static_cast<T>(o_.amplitude_max) : inf;
-            be_.for_each(on, AdamUpdate<T, double>{p0_.data(), m0_.data(), v0_.data(), grad_.data(),
-                                                   coefficients(u, u.lr_p0, u.t_object), lo, hi});
-            be_.for_each(on, AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
-                                                   coefficients(u, u.lr_p1, u.t_object), -inf, inf});
-            refresh_object();
+            be_.for_each(on, ObjectStep<T>{
+                                 AdamUpdate<T, double>{p0_.data(), m0_.data(), v0_.data(), grad_.data(),
+                                                       coefficients(u, u.lr_p0, u.t_object), lo, hi, scale},
+                                 AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
+                                                       coefficients(u, u.lr_p1, u.t_object), -inf, inf, scale},
+                                 ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}});
         }
         if (u.probe) {
             T* probe = reinterpret_cast<T*>(probe_.data());
@@ -309,9 +388,10 @@ class PtychoEngine {
                                                            probe_tmp_.data()});
                 be_.fft(probe_tmp_.data(), d_.modes, true);
                 be_.for_each(kn2, AdamUpdate<T, T>{probe, mp_.data(), vp_.data(), reinterpret_cast<const T*>(probe_tmp_.data()),
-                                                   a, -inf, inf});
+                                                   a, -inf, inf, scale});
             } else {
-                be_.for_each(kn2, AdamUpdate<T, double>{probe, mp_.data(), vp_.data(), grad_.data() + 2 * on, a, -inf, inf});
+                be_.for_each(kn2, AdamUpdate<T, double>{probe, mp_.data(), vp_.data(), grad_.data() + 2 * on, a, -inf, inf,
+                                                        scale});
             }
             probe_spec_valid_ = false;
         }
@@ -513,7 +593,7 @@ class PtychoEngine {
         std::memcpy(h + o_pat, batch.pattern_of.data(), b * sizeof(std::int64_t));
         std::memcpy(h + o_start, start.data(), start.size() * sizeof(int));
         std::memcpy(h + o_items, items.data(), items.size() * sizeof(int));
-        be_.upload(stage_dev_.data(), h, bytes);
+        be_.upload_staged(stage_dev_.data(), h, bytes);  // through page-locked memory on the GPU; no wait
         unsigned char* dv = stage_dev_.data();
         crop_.p = reinterpret_cast<int*>(dv + o_crop);
         shift_.p = reinterpret_cast<T*>(dv + o_shift);
@@ -581,22 +661,30 @@ class PtychoEngine {
             if (inten_part_.size() < static_cast<size_t>(b * G * n)) inten_part_.resize(static_cast<size_t>(b * G * n));
             if (patch_part_.size() < static_cast<size_t>(b * G * n)) patch_part_.resize(static_cast<size_t>(b * G * n));
         }
-        std::vector<Sum2> per(static_cast<size_t>(b));
-        std::vector<Sum2> pg(position_grad && gp_fft ? static_cast<size_t>(b) : 0);
+        Sum2* const sink = sink_;  // deferred steps: loss terms and position gradients stay on the device
+        Sum2* const pos_sink = position_grad ? pos_sink_ : nullptr;
+        const bool want_pg = position_grad && gp_fft;
+        std::vector<Sum2> per(sink ? 0 : static_cast<size_t>(b));
+        Sum2* const per_out = sink ? sink : per.data();
+        std::vector<Sum2> pg(want_pg && !pos_sink ? static_cast<size_t>(b) : 0);
         std::vector<Sum2> pg_part(G > 1 ? pg.size() * static_cast<size_t>(G) : 0);
+        if (pos_sink && want_pg && G > 1 && pg_part_.size() < static_cast<size_t>(b * G))
+            pg_part_.resize(static_cast<size_t>(b * G));
+        Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
+        Sum2* const pg_part_out = pos_sink ? pg_part_.data() : pg_part.data();
         be_.mark("window forward");
         WindowForward<T, N> fwd{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
                                 ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
                                 pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()};
         fwd.groups = G;
         fwd.inten_part = inten_part_.data();
-        be_.window_pass(fwd, b * G, G > 1 ? nullptr : per.data());
+        be_.window_pass(fwd, b * G, G > 1 ? nullptr : per_out, sink != nullptr);
         if (G > 1) {
             be_.mark("window modulus");
             be_.reduce_groups(b, n,
                               WindowModulus<T, N>{o_.loss, G, inten_part_.data(), patterns_.data(), pattern_of_.data(),
                                                   factor_.data()},
-                              per.data());
+                              per_out, sink != nullptr);
         }
         be_.mark("window backward");
         WindowBackward<T, N> bwd{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
@@ -604,7 +692,9 @@ class PtychoEngine {
                                  crop_.data(), factor_.data(), psi_.data(), pshift_.data(),
                                  G > 1 ? patch_part_.data() : patch_grad_.data()};
         bwd.groups = G;
-        be_.window_pass(bwd, b * G, pg.empty() ? nullptr : G > 1 ? pg_part.data() : pg.data());
+        be_.window_pass(bwd, b * G, !want_pg ? nullptr : G > 1 ? pg_part_out : pg_out, pos_sink != nullptr);
+        if (want_pg && G > 1 && pos_sink)  // the groups' position terms, in group order, on the device
+            be_.for_each(b, SumInGroupOrder{G, pg_part_.data(), pos_sink});
         if (G > 1) be_.for_each_rows(b, static_cast<int>(n), SumModeGroups<T>{static_cast<int>(n), G, patch_part_.data(), patch_grad_.data()});
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
         if (probe_grad) {
@@ -617,14 +707,17 @@ class PtychoEngine {
         object_gradient_and_finish(probe_grad);
         for (size_t j = 0; j < pg.size(); ++j)  // the groups' position terms, in group order
             for (int g = 0; g < G && G > 1; ++g) pg[j] += pg_part[j * static_cast<size_t>(G) + static_cast<size_t>(g)];
-        collect_terms(per, pg, out);
+        if (!sink) collect_terms(per, pg, out);
         return out;
     }
 
     /**
-     * Mode groups of the window passes for a batch of b: the fewest (a divisor of K) that give
-     * the device 1.5 blocks per multiprocessor (Backend::parallel_units: 0 on the CPU, one group);
-     * EF_RECON_WINDOW_GROUPS=G forces G where it divides K (tests).
+     * Mode groups of the window passes for a batch of b: a divisor G of K that minimises the
+     * modes one block slot works through, ceil(b G / P) waves of K / G modes with P blocks at a
+     * time (Backend::parallel_units: one per multiprocessor; 0 on the CPU, one group), the
+     * fewest groups among equals (each group adds partial sums). On 132 SMs with K = 12: b = 256
+     * and 128 take 1 group, b = 64 (a quarter of 256) 2 groups of 6 modes (one wave), b = 20 all
+     * 12. EF_RECON_WINDOW_GROUPS=G forces G where it divides K (tests).
      */
     int window_groups(std::int64_t b) const {
         const int K = d_.modes;
@@ -632,12 +725,17 @@ class PtychoEngine {
             const int g = std::atoi(e);
             if (g >= 1 && g <= K && K % g == 0) return g;
         }
-        const std::int64_t want = 3 * static_cast<std::int64_t>(be_.parallel_units()) / 2;
+        const std::int64_t P = be_.parallel_units();
+        if (P <= 0 || b <= 0) return 1;
         int G = 1;
+        std::int64_t best = 0;
         for (int g = 1; g <= K; ++g) {
             if (K % g) continue;
-            G = g;
-            if (b * g >= want) break;
+            const std::int64_t cost = (b * g + P - 1) / P * (K / g);
+            if (g == 1 || cost < best) {
+                G = g;
+                best = cost;
+            }
         }
         return G;
     }
@@ -645,7 +743,7 @@ class PtychoEngine {
     void finish_gradients(bool probe_grad) {
         if constexpr (!Backend::kHostMemory)
             if (!device_only_) be_.download(host_grad_.data(), grad_.data(), gradient_size(probe_grad));
-        be_.synchronize();
+        if (!deferred_) be_.synchronize();
     }
 
     Backend& be_;
@@ -669,7 +767,7 @@ class PtychoEngine {
         U* p = nullptr;
         U* data() const { return p; }
     };
-    typename Backend::template HostBuffer<unsigned char> stage_host_;
+    std::vector<unsigned char> stage_host_;
     Buffer<unsigned char> stage_dev_;
     Staged<int> crop_, row_start_, row_items_;
     Staged<T> shift_;
@@ -677,6 +775,17 @@ class PtychoEngine {
     Staged<std::int64_t> pattern_of_;
     typename Backend::template HostBuffer<double> host_grad_;
     bool device_only_ = false;
+    // deferred steps
+    bool deferred_ = false;
+    Sum2* sink_ = nullptr;          // where gradients() puts the per-position loss terms (device)
+    Sum2* pos_sink_ = nullptr;      // and the position gradients
+    Buffer<Sum2> pos_grads_;        // the iteration's position gradients, batch after batch
+    std::int64_t pos_used_ = 0;
+    Buffer<Sum2> pg_part_;          // position terms per mode group (window passes)
+    Buffer<Sum2> terms_;            // the batch's loss terms in global batch order
+    std::int64_t terms_count_ = 0;  // positions in the current batch, all ranks
+    Buffer<double> losses_;         // each deferred batch's loss
+    Buffer<double> scale_;          // each deferred batch's loss factor c
     bool probe_spec_valid_ = false;
     bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
     bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes

@@ -250,8 +250,8 @@ struct ModulusGradient {
  * The mini-batch loss and the factor c of ModulusGradient from the globally summed terms
  * (`a`, `b` over all ranks) and the number of pattern pixels M in the global mini-batch.
  */
-inline void ptycho_loss_scale(LossKind loss, double a, double b, double pixels, double& loss_value,
-                              double& scale) {
+EF_HD inline void ptycho_loss_scale(LossKind loss, double a, double b, double pixels, double& loss_value,
+                                    double& scale) {
     if (loss == LossKind::amplitude) {
         const double rmse = std::sqrt(a / pixels);
         const double mean_sd = b / pixels;
@@ -262,6 +262,44 @@ inline void ptycho_loss_scale(LossKind loss, double a, double b, double pixels, 
         scale = b > 0 ? 1.0 / b : 1.0 / pixels;
     }
 }
+
+/// out[j] = the sum of part[j * groups + g] over g, ascending (element j): the host's order.
+struct SumInGroupOrder {
+    int groups;
+    const Sum2* part;
+    Sum2* out;
+    EF_HD void operator()(std::int64_t j) const {
+        Sum2 s;
+        for (int g = 0; g < groups; ++g) s += part[j * groups + g];
+        out[j] = s;
+    }
+};
+
+/**
+ * The loss and its factor c of one batch on the device (one element): the per-position terms of
+ * the whole batch, in global batch order, summed in that order as the host does, so the factor
+ * has the same bits as ptycho_loss_scale() of the host's sums.
+ */
+struct LossScale {
+    LossKind loss;
+    const Sum2* terms;  ///< count positions
+    std::int64_t count;
+    double pixels;
+    double* loss_out;
+    double* scale_out;
+    EF_HD void operator()(std::int64_t) const {
+        // One thread: the loads go out 8 at a time (independent), the adds stay in order.
+        constexpr int kAhead = 8;
+        Sum2 s, next[kAhead];
+        std::int64_t i = 0;
+        for (; i + kAhead <= count; i += kAhead) {
+            for (int k = 0; k < kAhead; ++k) next[k] = terms[i + k];
+            for (int k = 0; k < kAhead; ++k) s += next[k];
+        }
+        for (; i < count; ++i) s += terms[i];
+        ptycho_loss_scale(loss, s.a, s.b, pixels, *loss_out, *scale_out);
+    }
+};
 
 // ---- backward ----------------------------------------------------------------------------
 
@@ -578,8 +616,11 @@ struct AdamUpdate {
     AdamCoefficients<T> a;
     T lo;
     T hi;
+    const double* scale = nullptr;  ///< when set, the loss factor c in device memory replaces a.grad_scale
     EF_HD void operator()(std::int64_t i) const {
-        adam_step(theta[i], m[i], v[i], static_cast<T>(g[i]), a);
+        AdamCoefficients<T> c = a;
+        if (scale) c.grad_scale = static_cast<T>(*scale);
+        adam_step(theta[i], m[i], v[i], static_cast<T>(g[i]), c);
         if (theta[i] < lo) theta[i] = lo;
         if (theta[i] > hi) theta[i] = hi;
     }
@@ -594,6 +635,19 @@ struct ObjectFromParams {
     Cx<T>* object;
     EF_HD void operator()(std::int64_t i) const {
         object[i] = amplitude_phase ? polar(p0[i], p1[i]) : Cx<T>{p0[i], p1[i]};
+    }
+};
+
+/// One Adam step of both object parameters and the complex object from them, element i: the
+/// three passes in one (the same arithmetic per element).
+template <class T>
+struct ObjectStep {
+    AdamUpdate<T, double> p0, p1;
+    ObjectFromParams<T> object;
+    EF_HD void operator()(std::int64_t i) const {
+        p0(i);
+        p1(i);
+        object(i);
     }
 };
 

@@ -182,7 +182,7 @@ batch_size = 256
 workers = gpu
 [output]
 previews = false
-report_every = 1
+report_every = $iters
 INI
 {
 cd "$W"
@@ -190,7 +190,11 @@ step "simulate the benchmark dataset (16384 patterns 128 x 128, 12 modes, object
 ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
     --jitter 0.15 --threads "$NCPU"; check
 step "ensemblefit, 1 GPU"
-ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
+EF_RECON_COMM_TRACE=1 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
+# The per-batch steps (a wait per batch, the loss factor on the host), the default before the
+# deferred steps, beside them in the same run.
+step "ensemblefit, 1 GPU, per-batch steps (EF_RECON_DEFERRED=0)"
+EF_RECON_DEFERRED=0 ensemblefit reconstruct bench.ini --output.file perbatch_1.h5; check
 if [ "${ONLY_SCALING:-0}" != 1 ]; then
 # The same run with the previous sequence, cuFFT batched FFTs and element-wise passes
 # (EF_RECON_WINDOW=0), then where the GPU time goes (EF_RECON_PHASES=1: events between the
@@ -217,8 +221,30 @@ fi
 for g in 2 4 8; do
     [ "$g" -le "$NGPU" ] || continue
     step "ensemblefit, $g GPUs (NCCL sums)"
-    $MPI -np $g ensemblefit reconstruct bench.ini --output.file bench_$g.h5; check
+    EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --output.file bench_$g.h5; check
+    if [ "$g" -eq 4 ]; then
+        step "ensemblefit, $g GPUs (NCCL sums), per-batch steps (EF_RECON_DEFERRED=0)"
+        EF_RECON_COMM_TRACE=1 EF_RECON_DEFERRED=0 $MPI -np $g ensemblefit reconstruct bench.ini \
+            --output.file perbatch_$g.h5; check
+    fi
 done
+step "deferred vs per-batch steps, and 1 vs N GPUs: the same reconstruction?"
+py - <<'PY'
+import glob, h5py, numpy as np
+def diff(a, b):
+    out = []
+    for k in ("/object", "/probe", "/positions", "/loss"):
+        x, y = a[k][...], b[k][...]
+        out.append(f"{k} {'bitwise' if np.array_equal(x, y) else f'{np.abs(x - y).max() / np.abs(y).max():.2e}'}")
+    return ", ".join(out)
+for f in sorted(glob.glob("perbatch_*.h5")):
+    g = f[9:-3]
+    print(f"{g} GPU(s), deferred vs per-batch: " + diff(h5py.File(f"bench_{g}.h5", "r"), h5py.File(f, "r")))
+for f in sorted(glob.glob("bench_*.h5")):
+    if f != "bench_1.h5":
+        print(f"{f[6:-3]} GPUs vs 1 GPU (deferred): " + diff(h5py.File(f, "r"), h5py.File("bench_1.h5", "r")))
+PY
+check
 step "summary"
 py - "$OUT" <<'PY'
 import glob, json, os, sys, h5py
@@ -247,18 +273,26 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
     res["runs"][str(g)] = r
     print(json.dumps(r))
-for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WINDOW=0)"),):
+one_gpu = None
+for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WINDOW=0)"),
+                   ("perbatch_1.h5", "per-batch steps (EF_RECON_DEFERRED=0)"),
+                   ("perbatch_4.h5", "per-batch steps (EF_RECON_DEFERRED=0), 4 GPUs")):
     if not os.path.exists(f):
         continue
     t = h5py.File(f, "r")["/timing"]
     s = float(t.attrs["seconds_per_iteration"])
     traffic = float(t.attrs["traffic_bytes_per_iteration"])
-    r = {"gpus": 1, "variant": variant, "seconds_per_iteration": s,
-         "traffic_GB_per_iteration": traffic / 1e9, "achieved_GBps_per_gpu": traffic / s / 1e9,
-         "fraction_of_copy_bandwidth": traffic / s / 1e9 / dev["copy_bandwidth_GBps"]}
-    if peer:
+    g = int(f.split("_")[1][:-3])
+    r = {"gpus": g, "variant": variant, "seconds_per_iteration": s,
+         "traffic_GB_per_iteration": traffic / 1e9, "achieved_GBps_per_gpu": traffic / g / s / 1e9,
+         "fraction_of_copy_bandwidth": traffic / g / s / 1e9 / dev["copy_bandwidth_GBps"]}
+    if g == 1:
+        one_gpu = s
+    elif one_gpu:  # against the same variant on 1 GPU (perbatch_1 before perbatch_4)
+        r["strong_scaling_efficiency"] = one_gpu / (g * s)
+    if peer and g == 1:
         r["speedup_vs_peer"] = peer["seconds_per_iteration"] / s
-    res["runs"]["1_" + f[:-5]] = r
+    res["runs"][f"{g}_" + f.split("_")[0]] = r
     print(json.dumps(r))
 json.dump(res, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY

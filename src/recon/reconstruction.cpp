@@ -278,7 +278,6 @@ class Reconstruction {
         timer_.enter(Phase::compute);  // loop bookkeeping counts as compute
         const int report_every = cfg_.report_every > 0 ? cfg_.report_every : std::max(1, cfg_.iterations / 20);
         const recon::LossKind loss_kind = cfg_.loss == "poisson" ? recon::LossKind::poisson : recon::LossKind::amplitude;
-        std::int64_t t_object = 0, t_probe = 0, t_pos = 0;
         if (ctx_.is_root() && cfg_.iterations > 0) {
             std::printf("\n  %6s %14s %10s%s\n", "iter", "loss", "s/iter", truth_.empty() ? "" : "   phase NRMSE");
             std::fflush(stdout);
@@ -296,106 +295,17 @@ class Reconstruction {
                 const double x = static_cast<double>(it - cfg_.decay_start) / (cfg_.iterations - cfg_.decay_start);
                 rate = cfg_.decay_to + (1 - cfg_.decay_to) * 0.5 * (1 + std::cos(M_PI * x));
             }
-            double loss_sum = 0;
-            double grad_seconds = 0;
-            std::int64_t done = 0;
+            Steps steps;
+            steps.probe_on = probe_on;
+            steps.pos_on = pos_on;
+            steps.rate = rate;
+            steps.loss_kind = loss_kind;
             const std::int64_t nb = schedule_->batches_per_iteration();
-            for (std::int64_t t = 0; t < nb; ++t) {
-                const double m0 = now_seconds();
-                const std::vector<std::int64_t> members = schedule_->members(t);
-                ReconBatch batch;
-                batch.pattern_of.reserve(members.size());
-                for (std::int64_t idx : members) {
-                    batch.pattern_of.push_back(idx - my_first_);
-                    batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx)]);
-                    batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx + 1)]);
-                }
-                ReconBatchTerms terms;
-                comm_trace_[4] += now_seconds() - m0;
-                {
-                    PhaseTimer::Scope c(timer_, Phase::compute);
-                    const double g0 = now_seconds();
-                    terms = worker_->gradients(batch, probe_on, pos_on);
-                    grad_seconds += now_seconds() - g0;
-                }
-                done += static_cast<std::int64_t>(members.size());
-                // Loss terms per position, in global batch order on every rank: the loss factor is
-                // then the same bits on 1 or N ranks.
-                double sums[2] = {0, 0};
-                double pixels = 0;
-                if (ctx_.size() > 1) {
-                    size_t count = 0;
-                    double* buf = device_sum_ ? nullptr : worker_->gradient_buffer(probe_on, count);
-                    std::vector<int> counts(static_cast<size_t>(ctx_.size())), displs(counts.size());
-                    int total = 0;
-                    for (int r = 0; r < ctx_.size(); ++r) {
-                        int c = 0;
-                        for (std::int64_t s = bounds_[static_cast<size_t>(r)]; s < bounds_[static_cast<size_t>(r) + 1]; ++s)
-                            c += t < schedule_->stratum_size(s) ? 2 : 0;
-                        counts[static_cast<size_t>(r)] = c;
-                        displs[static_cast<size_t>(r)] = total;
-                        total += c;
-                    }
-                    std::vector<double> terms_all(static_cast<size_t>(total));
-                    {
-                        PhaseTimer::Scope s(timer_, Phase::sync);
-                        EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
-                    }
-                    PhaseTimer::Scope c(timer_, Phase::comm);
-                    const double c0 = now_seconds();
-                    if (device_sum_) {
-                        worker_->device_sum(probe_on);
-                        count = static_cast<size_t>(2 * static_cast<std::int64_t>(ds_.obj_h) * ds_.obj_w +
-                                                    (probe_on ? 2 * cfg_.modes * n_ : 0));
-                    } else {
-                        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM,
-                                                   ctx_.world()));
-                    }
-                    const double c1 = now_seconds();
-                    // the loss terms travel while the devices sum
-                    EF_MPI_CHECK(MPI_Allgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()),
-                                                MPI_DOUBLE, terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE,
-                                                ctx_.world()));
-                    comm_trace_[1] += now_seconds() - c1;
-                    if (device_sum_) worker_->device_sum_wait();
-                    comm_trace_[0] += now_seconds() - c0;
-                    state_.allreduce_calls += 2;
-                    state_.allreduce_bytes += static_cast<double>(count) * 8.0 + 8.0 * total;
-                    for (int i = 0; i < total; i += 2) {
-                        sums[0] += terms_all[static_cast<size_t>(i)];
-                        sums[1] += terms_all[static_cast<size_t>(i) + 1];
-                    }
-                    pixels = static_cast<double>(total / 2) * static_cast<double>(n_);
-                } else {
-                    sums[0] = terms.loss_a;
-                    sums[1] = terms.loss_b;
-                    pixels = static_cast<double>(members.size()) * static_cast<double>(n_);
-                }
-                double loss = 0, scale = 0;
-                recon::ptycho_loss_scale(loss_kind, sums[0], sums[1], pixels, loss, scale);
-                if (!std::isfinite(loss))
-                    throw runtime_error("reconstruction diverged: the loss is " + std::to_string(loss) + " at iteration " +
-                                        std::to_string(it) + " (lower the learning rates)");
-                loss_sum += loss;
-                PhaseTimer::Scope c(timer_, Phase::compute);
-                ReconUpdate u;
-                u.object = true;
-                u.probe = probe_on;
-                u.grad_scale = scale;
-                u.lr_p0 = rate * cfg_.lr_amplitude;
-                u.lr_p1 = rate * cfg_.lr_phase;
-                u.lr_probe = rate * cfg_.lr_probe * std::sqrt(mean_total_ / static_cast<double>(n_));  // relative rate
-                u.beta1 = cfg_.beta1;
-                u.beta2 = cfg_.beta2;
-                u.eps = cfg_.epsilon;
-                u.t_object = ++t_object;
-                u.t_probe = probe_on ? ++t_probe : t_probe;
-                const double u0 = now_seconds();
-                worker_->update(u);
-                comm_trace_[2] += now_seconds() - u0;
-                if (pos_on) update_positions(members, terms.position_grad, scale, ++t_pos, rate);
-                comm_trace_[3] += now_seconds() - u0;
-            }
+            // Deferred steps (the GPU's default) queue the whole iteration on the device.
+            const bool deferred = worker_->deferred_supported() && (ctx_.size() == 1 || device_sum_);
+            if (deferred) batches_deferred(it, nb, steps);
+            else
+                for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
             {
                 PhaseTimer::Scope c(timer_, Phase::compute);
                 if (probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
@@ -406,10 +316,11 @@ class Reconstruction {
                     worker_->set_probe(probe);
                 }
             }
-            state_.loss.push_back(loss_sum / static_cast<double>(nb));
+            state_.loss.push_back(steps.loss_sum / static_cast<double>(nb));
             state_.iteration_seconds.push_back(now_seconds() - wall0);
-            grad_seconds_total_ += grad_seconds;
-            positions_done_ += done;
+            grad_seconds_total_ += steps.grad_seconds;
+            speed_seconds_total_ += steps.speed_seconds;
+            positions_done_ += steps.done;
             if (it % report_every == 0 || it == cfg_.iterations) report(it);
             if (cfg_.checkpoint_every > 0 && it % cfg_.checkpoint_every == 0 && it < cfg_.iterations) write_output(false);
             if (cfg_.balance == "throughput" && ctx_.size() > 1 && (it <= 2 || it % 10 == 0) && it < cfg_.iterations)
@@ -417,9 +328,223 @@ class Reconstruction {
         }
     }
 
+    /// What an iteration's batch steps share, and what they add up.
+    struct Steps {
+        bool probe_on = false, pos_on = false;
+        double rate = 1;
+        recon::LossKind loss_kind = recon::LossKind::amplitude;
+        double loss_sum = 0;      // of the batches' losses
+        double grad_seconds = 0;   // in gradient passes
+        double speed_seconds = 0;  // the same, as the rank's speed is measured (see batches_deferred)
+        std::int64_t done = 0;    // positions
+    };
+
+    /// This rank's part of batch t: its rows of the pattern share and their positions.
+    ReconBatch assemble(const std::vector<std::int64_t>& members) const {
+        ReconBatch batch;
+        batch.pattern_of.reserve(members.size());
+        batch.positions.reserve(2 * members.size());
+        for (std::int64_t idx : members) {
+            batch.pattern_of.push_back(idx - my_first_);
+            batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx)]);
+            batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx + 1)]);
+        }
+        return batch;
+    }
+
+    /// Positions of batch t per rank, and where each rank's start in global batch order; the total.
+    std::int64_t batch_layout(std::int64_t t, std::vector<int>& counts, std::vector<int>& starts) const {
+        counts.assign(static_cast<size_t>(ctx_.size()), 0);
+        starts.assign(counts.size(), 0);
+        int total = 0;
+        for (int r = 0; r < ctx_.size(); ++r) {
+            int c = 0;
+            for (std::int64_t s = bounds_[static_cast<size_t>(r)]; s < bounds_[static_cast<size_t>(r) + 1]; ++s)
+                c += t < schedule_->stratum_size(s) ? 1 : 0;
+            counts[static_cast<size_t>(r)] = c;
+            starts[static_cast<size_t>(r)] = total;
+            total += c;
+        }
+        return total;
+    }
+
+    /// The Adam step of a batch (scale: the loss factor; deferred steps compute it on the device).
+    ReconUpdate next_update(const Steps& st, double scale) {
+        ReconUpdate u;
+        u.object = true;
+        u.probe = st.probe_on;
+        u.grad_scale = scale;
+        u.lr_p0 = st.rate * cfg_.lr_amplitude;
+        u.lr_p1 = st.rate * cfg_.lr_phase;
+        u.lr_probe = st.rate * cfg_.lr_probe * std::sqrt(mean_total_ / static_cast<double>(n_));  // relative rate
+        u.beta1 = cfg_.beta1;
+        u.beta2 = cfg_.beta2;
+        u.eps = cfg_.epsilon;
+        u.t_object = ++t_object_;
+        u.t_probe = st.probe_on ? ++t_probe_ : t_probe_;
+        return u;
+    }
+
+    static Error diverged(double loss, int it) {
+        return runtime_error("reconstruction diverged: the loss is " + std::to_string(loss) + " at iteration " +
+                             std::to_string(it) + " (lower the learning rates)");
+    }
+
+    /**
+     * One batch, waiting for it: gradients, the sum over ranks (NCCL on the devices, or MPI over
+     * host buffers) with the loss terms gathered meanwhile, the loss factor on the host, Adam.
+     */
+    void batch_step(int it, std::int64_t t, Steps& st) {
+        const double m0 = now_seconds();
+        const std::vector<std::int64_t> members = schedule_->members(t);
+        const ReconBatch batch = assemble(members);
+        ReconBatchTerms terms;
+        comm_trace_[4] += now_seconds() - m0;
+        {
+            PhaseTimer::Scope c(timer_, Phase::compute);
+            const double g0 = now_seconds();
+            terms = worker_->gradients(batch, st.probe_on, st.pos_on);
+            st.grad_seconds += now_seconds() - g0;
+            st.speed_seconds += now_seconds() - g0;
+        }
+        st.done += static_cast<std::int64_t>(members.size());
+        // Loss terms per position, in global batch order on every rank: the loss factor is
+        // then the same bits on 1 or N ranks.
+        double sums[2] = {0, 0};
+        double pixels = 0;
+        if (ctx_.size() > 1) {
+            size_t count = 0;
+            double* buf = device_sum_ ? nullptr : worker_->gradient_buffer(st.probe_on, count);
+            std::vector<int> counts, displs;
+            const int total = 2 * static_cast<int>(batch_layout(t, counts, displs));
+            for (size_t r = 0; r < counts.size(); ++r) {
+                counts[r] *= 2;
+                displs[r] *= 2;
+            }
+            std::vector<double> terms_all(static_cast<size_t>(total));
+            {
+                PhaseTimer::Scope s(timer_, Phase::sync);
+                EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+            }
+            PhaseTimer::Scope c(timer_, Phase::comm);
+            const double c0 = now_seconds();
+            if (device_sum_) {
+                worker_->device_sum(st.probe_on);
+                count = static_cast<size_t>(2 * static_cast<std::int64_t>(ds_.obj_h) * ds_.obj_w +
+                                            (st.probe_on ? 2 * cfg_.modes * n_ : 0));
+            } else {
+                EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+            }
+            const double c1 = now_seconds();
+            // the loss terms travel while the devices sum
+            EF_MPI_CHECK(MPI_Allgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()),
+                                        MPI_DOUBLE, terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                                        ctx_.world()));
+            comm_trace_[1] += now_seconds() - c1;
+            if (device_sum_) worker_->device_sum_wait();
+            comm_trace_[0] += now_seconds() - c0;
+            state_.allreduce_calls += 2;
+            state_.allreduce_bytes += static_cast<double>(count) * 8.0 + 8.0 * total;
+            for (int i = 0; i < total; i += 2) {
+                sums[0] += terms_all[static_cast<size_t>(i)];
+                sums[1] += terms_all[static_cast<size_t>(i) + 1];
+            }
+            pixels = static_cast<double>(total / 2) * static_cast<double>(n_);
+        } else {
+            sums[0] = terms.loss_a;
+            sums[1] = terms.loss_b;
+            pixels = static_cast<double>(members.size()) * static_cast<double>(n_);
+        }
+        double loss = 0, scale = 0;
+        recon::ptycho_loss_scale(st.loss_kind, sums[0], sums[1], pixels, loss, scale);
+        if (!std::isfinite(loss)) throw diverged(loss, it);
+        st.loss_sum += loss;
+        PhaseTimer::Scope c(timer_, Phase::compute);
+        const double u0 = now_seconds();
+        worker_->update(next_update(st, scale));
+        comm_trace_[2] += now_seconds() - u0;
+        if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, ++t_pos_, st.rate);
+        comm_trace_[3] += now_seconds() - u0;
+    }
+
+    /**
+     * An iteration's batches as deferred steps (ReconWorker::begin_deferred): the host queues
+     * them all and waits once, then takes the position steps in batch order (the same steps as
+     * batch_step(): each position is in one batch of the iteration). The phases come from the device's own time stamps: gradients and
+     * updates are compute; of the sum over ranks, the shortest rank's time in each batch is
+     * communication and the rest of a rank's time waiting for the others (synchronisation);
+     * device idle time between batches (the host preparing and launching) is scheduling.
+     */
+    void batches_deferred(int it, std::int64_t nb, Steps& st) {
+        PhaseTimer::Scope c(timer_, Phase::compute);
+        const double it0 = now_seconds();
+        worker_->begin_deferred(nb, schedule_->strata(), my_count_);
+        std::vector<int> counts, starts;
+        std::vector<std::vector<std::int64_t>> members(static_cast<size_t>(nb));
+        for (std::int64_t t = 0; t < nb; ++t) {
+            const double m0 = now_seconds();
+            std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
+            mine = schedule_->members(t);
+            const std::int64_t total = batch_layout(t, counts, starts);
+            comm_trace_[4] += now_seconds() - m0;
+            worker_->gradients_deferred(assemble(mine), st.probe_on, st.pos_on, starts[static_cast<size_t>(ctx_.rank())],
+                                        total);
+            st.done += static_cast<std::int64_t>(mine.size());
+            if (ctx_.size() > 1) {
+                worker_->device_sum(st.probe_on);
+                state_.allreduce_calls += 1;
+                state_.allreduce_bytes += 8.0 * static_cast<double>(2 * static_cast<std::int64_t>(ds_.obj_h) * ds_.obj_w +
+                                                                  (st.probe_on ? 2 * cfg_.modes * n_ : 0) + 2 * total);
+            }
+            worker_->update_deferred(next_update(st, 0.0), static_cast<double>(total) * static_cast<double>(n_), t);
+        }
+        const ReconDeferredResults res = worker_->end_deferred(nb);
+        const double* pg = res.position_grad.data();
+        for (std::int64_t t = 0; t < nb; ++t) {
+            const double loss = res.loss[static_cast<size_t>(t)];
+            if (!std::isfinite(loss)) throw diverged(loss, it);
+            st.loss_sum += loss;
+            if (!st.pos_on) continue;
+            const std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
+            update_positions(mine, pg, res.scale[static_cast<size_t>(t)], ++t_pos_, st.rate);
+            pg += 2 * mine.size();
+        }
+        // The device timeline into the phases.
+        std::vector<double> shortest = res.sum;
+        if (ctx_.size() > 1 && !shortest.empty())
+            EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, shortest.data(), static_cast<int>(shortest.size()), MPI_DOUBLE, MPI_MIN,
+                                       ctx_.world()));
+        double grad = 0, sum = 0, comm = 0, update = 0, gap = 0;
+        for (size_t t = 0; t < res.sum.size(); ++t) {
+            grad += res.gradients[t];
+            sum += res.sum[t];
+            comm += shortest[t];
+            update += res.update[t];
+            gap += res.gap[t];
+        }
+        st.grad_seconds += grad;
+        // The rank's speed from its median batch: the device times are exact, but a first
+        // iteration's batches include one-off costs (kernel modules loaded on first launch) that
+        // differ between ranks and would move shares for nothing.
+        if (!res.gradients.empty()) {
+            std::vector<double> g = res.gradients;
+            std::nth_element(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(g.size() / 2), g.end());
+            st.speed_seconds += g[g.size() / 2] * static_cast<double>(g.size());
+        }
+        timer_.move(Phase::compute, Phase::comm, comm);
+        timer_.move(Phase::compute, Phase::sync, sum - comm);
+        timer_.move(Phase::compute, Phase::sched, gap);
+        deferred_trace_[0] += grad;
+        deferred_trace_[1] += sum;
+        deferred_trace_[2] += comm;
+        deferred_trace_[3] += update;
+        deferred_trace_[4] += gap;
+        deferred_trace_[5] += now_seconds() - it0;
+    }
+
     /// Adam on the positions this rank owns (they are local: no reduction needed).
-    void update_positions(const std::vector<std::int64_t>& members, const std::vector<double>& grad, double scale,
-                          std::int64_t t, double rate) {
+    void update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale, std::int64_t t,
+                          double rate) {
         recon::AdamCoefficients<double> a{};
         a.step_size = rate * cfg_.lr_positions / (1 - std::pow(cfg_.beta1, static_cast<double>(t)));
         a.beta1 = cfg_.beta1;
@@ -458,7 +583,7 @@ class Reconstruction {
      */
     void rebalance() {
         std::vector<double> speed(static_cast<size_t>(ctx_.size()));
-        const double secs = grad_seconds_total_ - speed_mark_seconds_;
+        const double secs = speed_seconds_total_ - speed_mark_seconds_;
         const double mine = secs > 0 ? static_cast<double>(positions_done_ - speed_mark_positions_) / secs : 0.0;
         {
             PhaseTimer::Scope c(timer_, Phase::sched);
@@ -475,7 +600,7 @@ class Reconstruction {
         };
         if (next == bounds_ || slowest(next) > 0.95 * slowest(bounds_)) return;
         sync_positions();
-        speed_mark_seconds_ = grad_seconds_total_;
+        speed_mark_seconds_ = speed_seconds_total_;
         speed_mark_positions_ = positions_done_;
         bounds_ = next;
         load_share(bounds_);
@@ -581,12 +706,19 @@ class Reconstruction {
     /// Per-rank phases under /timing (like the fit's), plus the reconstruction's throughput.
     void report_timing() {
         timer_.stop();
-        if (const char* e = std::getenv("EF_RECON_COMM_TRACE"); e && e[0] == '1')
+        if (const char* e = std::getenv("EF_RECON_COMM_TRACE"); e && e[0] == '1') {
             std::fprintf(stderr,
                          "rank %d: gradient sum (with the loss-term gather) %.3f s, of which the gather %.3f s; update %.3f s, "
                          "with positions %.3f s; batch assembly %.3f s; gradients %.3f s\n",
                          ctx_.rank(), comm_trace_[0], comm_trace_[1], comm_trace_[2], comm_trace_[3], comm_trace_[4],
                          grad_seconds_total_);
+            if (deferred_trace_[5] > 0)
+                std::fprintf(stderr,
+                             "rank %d: deferred steps, device time: gradients %.3f s, sum %.3f s (shortest rank %.3f s), "
+                             "update %.3f s, idle between batches %.3f s; host wall of those iterations %.3f s\n",
+                             ctx_.rank(), deferred_trace_[0], deferred_trace_[1], deferred_trace_[2], deferred_trace_[3],
+                             deferred_trace_[4], deferred_trace_[5]);
+        }
         const bool probe_on = cfg_.lr_probe > 0 && cfg_.probe_start <= cfg_.iterations;
         const double traffic_per_position = worker_->traffic_bytes(probe_on, cfg_.correct_positions);
         std::vector<double> mine(timer_.all().begin(), timer_.all().end());
@@ -685,6 +817,7 @@ class Reconstruction {
     int roi_[4] = {0, 0, 0, 0};
     RunState state_;
     double grad_seconds_total_ = 0;
+    double speed_seconds_total_ = 0;  // what rebalance() divides positions by (Steps::speed_seconds)
     double speed_mark_seconds_ = 0;
     std::int64_t speed_mark_positions_ = 0;
     std::int64_t positions_done_ = 0;
@@ -695,6 +828,9 @@ class Reconstruction {
     bool device_sum_ = false;  // NCCL sums on the GPUs instead of MPI over host buffers
     double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
                                               // gather, update(), update() and positions, batch assembly
+    double deferred_trace_[6] = {0, 0, 0, 0, 0, 0};  // deferred steps, device seconds: gradients, sum, its
+                                                     // shortest-rank part, update, idle; host wall
+    std::int64_t t_object_ = 0, t_probe_ = 0, t_pos_ = 0;  // Adam step counts
     std::vector<std::string> previews_;
 };
 

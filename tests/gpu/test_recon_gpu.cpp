@@ -18,6 +18,8 @@
 
 #include <ensemblefit/recon/recon_worker.hpp>
 
+#include "kernels/recon/ptycho_math.hpp"
+
 using namespace ef;
 using C = std::complex<double>;
 
@@ -204,6 +206,104 @@ TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][reco
     }
 }
 
+namespace {
+/// `batches` Adam steps over batches alternating between `a` and `b`, per batch (the host
+/// computes each loss factor from the returned terms) or deferred (queued, the factor computed
+/// on the device); returns the losses, and the position gradients in `pos` when asked for.
+std::vector<double> run_steps(ReconWorker& w, const ReconBatch& a, const ReconBatch& b, int batches, bool deferred,
+                              int n, std::vector<double>* pos = nullptr) {
+    std::vector<double> losses;
+    if (pos) pos->clear();
+    ReconUpdate u;
+    u.probe = true;
+    u.lr_p0 = u.lr_p1 = 1e-2;
+    u.lr_probe = 0.05;
+    const std::int64_t most = static_cast<std::int64_t>(std::max(a.pattern_of.size(), b.pattern_of.size()));
+    if (deferred) w.begin_deferred(batches, most, most * batches);
+    for (int t = 0; t < batches; ++t) {
+        const ReconBatch& batch = t % 2 ? b : a;
+        const std::int64_t size = static_cast<std::int64_t>(batch.pattern_of.size());
+        const double pixels = static_cast<double>(size) * n;
+        u.t_object = u.t_probe = t + 1;
+        if (deferred) {
+            w.gradients_deferred(batch, true, pos != nullptr, 0, size);
+            w.update_deferred(u, pixels, t);
+        } else {
+            const ReconBatchTerms terms = w.gradients(batch, true, pos != nullptr);
+            if (pos) pos->insert(pos->end(), terms.position_grad.begin(), terms.position_grad.end());
+            double loss = 0;
+            recon::ptycho_loss_scale(recon::LossKind::amplitude, terms.loss_a, terms.loss_b, pixels, loss, u.grad_scale);
+            losses.push_back(loss);
+            w.update(u);
+        }
+    }
+    if (deferred) {
+        const ReconDeferredResults r = w.end_deferred(batches);
+        losses = r.loss;
+        if (pos) *pos = r.position_grad;
+        CHECK(r.gradients.size() == static_cast<size_t>(batches));
+        for (double g : r.gradients) CHECK(g > 0);
+    }
+    return losses;
+}
+}  // namespace
+
+TEST_CASE("recon: deferred steps = per-batch steps, bit for bit (GPU)", "[gpu][recon]") {
+    // Window passes with one and with several mode groups, and the cuFFT sequence.
+    for (const char* mode : {"window", "window, 1 group", "cufft"}) {
+        Setup s = make_setup(32, 3, 20, 70);
+        ReconBatch half;  // a second, smaller batch: positions 3..12 of the first
+        half.pattern_of.assign(s.batch.pattern_of.begin() + 3, s.batch.pattern_of.begin() + 13);
+        half.positions.assign(s.batch.positions.begin() + 6, s.batch.positions.begin() + 26);
+        if (std::strcmp(mode, "cufft") == 0) setenv("EF_RECON_WINDOW", "0", 1);
+        if (std::strcmp(mode, "window, 1 group") == 0) setenv("EF_RECON_WINDOW_GROUPS", "1", 1);
+        auto per = make(s, WorkerKind::gpu);
+        auto def = make(s, WorkerKind::gpu);
+        per->keep_gradients_on_device(true);
+        def->keep_gradients_on_device(true);
+        REQUIRE(def->deferred_supported());
+        std::vector<double> gp, gd;  // position gradients
+        const std::vector<double> lp = run_steps(*per, s.batch, half, 6, false, 32 * 32, &gp);
+        const std::vector<double> ld = run_steps(*def, s.batch, half, 6, true, 32 * 32, &gd);
+        unsetenv("EF_RECON_WINDOW");
+        unsetenv("EF_RECON_WINDOW_GROUPS");
+        std::vector<double> p0, p1, d0, d1;
+        per->object(p0, p1);
+        def->object(d0, d1);
+        const std::vector<C> pp = per->probe(), pd = def->probe();
+        std::printf("  deferred steps (%s): losses %.6g .. %.6g, object and probe identical: %d %d\n", mode, lp.front(),
+                    lp.back(), p0 == d0 && p1 == d1, pp == pd);
+        CHECK(lp == ld);
+        CHECK(gp.size() == 2 * (3 * 20 + 3 * 10));
+        CHECK(gp == gd);
+        CHECK(lp.back() < lp.front());
+        CHECK(p0 == d0);
+        CHECK(p1 == d1);
+        CHECK(pp == pd);
+    }
+}
+
+/// Per-batch against deferred steps on the benchmark's batch (probe and position gradients):
+/// host time per batch.
+static void bench_deferred() {
+    const Setup s = make_setup(128, 12, 256, 592);
+    auto gpu = make(s, WorkerKind::gpu);
+    gpu->keep_gradients_on_device(true);
+    const int n = 128 * 128;
+    std::vector<double> pos;
+    run_steps(*gpu, s.batch, s.batch, 3, false, n, &pos);  // warm-up: plans, allocations
+    run_steps(*gpu, s.batch, s.batch, 3, true, n, &pos);
+    for (const bool deferred : {false, true}) {
+        const int reps = 32;
+        const auto t0 = std::chrono::steady_clock::now();
+        run_steps(*gpu, s.batch, s.batch, reps, deferred, n, &pos);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+        std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients, Adam), %s steps: "
+                    "%.3f ms per batch\n",
+                    deferred ? "deferred" : "per-batch", 1e3 * secs);
+    }
+}
+
 /// variant 0: window-resident passes (default), 1: cuFFT and element-wise passes, 2: 1 with
 /// cuFFT load callbacks.
 static void bench_batch(int variant) {
@@ -245,4 +345,5 @@ TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time"
     bench_batch(0);
     bench_batch(1);
     bench_batch(2);
+    bench_deferred();
 }

@@ -38,6 +38,12 @@ OMP_NUM_THREADS=2 run_np 2 reconstruct recon.ini --output.file np2.h5 > np2.log 
 # the test short; the extreme shares of a GPU rank are tested below on a smaller problem).
 run_np 3 reconstruct recon.ini --output.file np3.h5 --output.previews false --debug.speeds 1,1,1.2/1.2,1,1 \
     > np3.log || { cat np3.log; fail "3-rank reconstruction"; }
+# Deferred steps (the GPU's default: an iteration's batches queued with no wait, the loss factor
+# computed on the device) run here on the CPU on request: the same bits as the per-batch steps.
+EF_RECON_DEFERRED=1 run_np 1 reconstruct recon.ini --output.file np1d.h5 --output.previews false > np1d.log ||
+    { cat np1d.log; fail "1-rank reconstruction, deferred steps"; }
+$H5CHECK equal np1.h5 np1d.h5 /object /probe /loss /positions || fail "deferred steps differ from per-batch steps"
+ok "deferred steps: /object, /probe, /loss bitwise identical to per-batch steps"
 cat np2.log
 grep -q "rebalanced shares (strata per rank): 20 20 24" np3.log && grep -q "shares (strata per rank): 24 20 20" np3.log ||
     { cat np3.log; fail "--debug.speeds did not force the shares"; }
@@ -157,6 +163,11 @@ run_np 3 reconstruct recon.ini $P --output.file pc3.h5 --debug.speeds 1,1,20/20,
 [ "$(grep -c "rebalanced shares" pc3.log)" = 3 ] || { cat pc3.log; fail "--debug.speeds did not move the shares 3 times"; }
 $H5CHECK equal pc1.h5 pc3.h5 /object /probe /loss /positions || fail "unequal shares change position correction"
 ok "position correction, 3 ranks with unequal shares (1 1 22, 22 1 1, 1 22 1): bitwise equal to 1 rank"
+# Deferred steps take each position's Adam step at the iteration's end: the same steps, the same bits.
+EF_RECON_DEFERRED=1 run_np 1 reconstruct recon.ini $P --output.file pc1d.h5 > pc1d.log ||
+    { cat pc1d.log; fail "1-rank position correction, deferred steps"; }
+$H5CHECK equal pc1.h5 pc1d.h5 /object /probe /loss /positions || fail "deferred steps change position correction"
+ok "position correction, deferred steps: bitwise equal to per-batch steps"
 
 # Bad input: one error line, exit 2 (config, usage) or 3 (data), nothing written.
 expect_error 2 "exists; pass --overwrite" -- "$EF" reconstruct recon.ini

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
+#include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/sched/work_queue.hpp>
 
 namespace {
@@ -89,4 +92,26 @@ TEST_CASE("weighted units are proportional to measured throughput", "[sched]") {
 
     CHECK(static_cast<double>(fast.size()) / static_cast<double>(slow.size()) == Approx(4.0).epsilon(0.01));
     CHECK(fast.size() == Approx(0.25 * 0.8 * static_cast<double>(q.remaining() + fast.size())).epsilon(0.01));
+}
+
+TEST_CASE("PhaseTimer::move shifts measured time between phases and keeps the sum", "[sched]") {
+    ef::PhaseTimer t;
+    t.enter(ef::Phase::compute);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    t.move(ef::Phase::compute, ef::Phase::comm, 0.005);
+    const double compute = t.seconds(ef::Phase::compute);
+    CHECK(t.seconds(ef::Phase::comm) == 0.005);
+    CHECK(compute >= 0.015 - 1e-9);
+    // never more than the source holds, never negative
+    t.move(ef::Phase::sync, ef::Phase::comm, 1.0);
+    CHECK(t.seconds(ef::Phase::sync) == 0.0);
+    CHECK(t.seconds(ef::Phase::comm) == 0.005);
+    t.move(ef::Phase::compute, ef::Phase::sched, -1.0);
+    CHECK(t.seconds(ef::Phase::sched) == 0.0);
+    t.move(ef::Phase::compute, ef::Phase::sched, 100.0);
+    CHECK(t.seconds(ef::Phase::compute) == 0.0);
+    t.stop();
+    double sum = 0;
+    for (double s : t.all()) sum += s;
+    CHECK(sum == Approx(t.wall()).epsilon(1e-12));
 }

@@ -52,6 +52,18 @@ struct ReconUpdate {
     std::int64_t t_object = 1, t_probe = 1;
 };
 
+/// What deferred steps leave for the host (ReconWorker::end_deferred), per batch unless said.
+struct ReconDeferredResults {
+    std::vector<double> loss;
+    std::vector<double> scale;          ///< the loss factor c
+    std::vector<double> position_grad;  ///< 2 per position (y, x), batch after batch, when asked for
+    // Device time (seconds, from the device's own timeline):
+    std::vector<double> gradients;  ///< forward and backward passes
+    std::vector<double> sum;        ///< the sum over ranks (0 on one rank)
+    std::vector<double> update;     ///< loss factor and Adam
+    std::vector<double> gap;        ///< device idle before the batch (0 for the first)
+};
+
 /**
  * Runs mini-batch steps of a ptychographic reconstruction on one device: the rank's share of
  * the patterns, the object, the probe and the Adam moments live in the device's memory, and a
@@ -103,6 +115,27 @@ class ReconWorker {
     /// host can gather the loss terms meanwhile.
     virtual void device_sum(bool with_probe) = 0;
     virtual void device_sum_wait() = 0;
+
+    /**
+     * Deferred steps: a whole iteration's batches queued on the device with no wait per batch
+     * (the host prepares batch t + 1 while the device runs batch t). Needs gradients kept on the
+     * device (one rank, or device_sum()). Per batch: gradients_deferred() (this rank's positions
+     * are [offset, offset + b) of `total` in global batch order), device_sum() on several ranks
+     * (it then also sums the loss terms), and update_deferred(), which computes the loss factor
+     * on the device from the summed terms (same sums, same order, same bits as the per-batch
+     * protocol) and applies Adam with it. end_deferred() waits and returns the losses, the loss
+     * factors and the position gradients, whose Adam steps the caller then takes: a position
+     * is in one batch per iteration, so nothing needs them sooner.
+     */
+    virtual bool deferred_supported() const = 0;
+    /// `max_positions`: of a batch, all ranks; `own_positions`: this rank's, all batches.
+    virtual void begin_deferred(std::int64_t batches, std::int64_t max_positions, std::int64_t own_positions) = 0;
+    virtual void gradients_deferred(const ReconBatch& batch, bool probe_grad, bool position_grad, std::int64_t offset,
+                                    std::int64_t total) = 0;
+    /// `u.grad_scale` is ignored: the factor comes from the summed loss terms and `pixels`.
+    virtual void update_deferred(const ReconUpdate& u, double pixels, std::int64_t batch) = 0;
+    virtual ReconDeferredResults end_deferred(std::int64_t batches) = 0;
+
     /// Noiseless model intensities of a batch (b x n, FFT order), for the simulator.
     virtual std::vector<double> model_intensity(const ReconBatch& batch) = 0;
     /// Bytes the step moves through device memory per batch position (traffic model).

@@ -35,6 +35,18 @@ class PhaseTimer {
     /// Closes the current phase so totals are final.
     void stop() { enter(current_); }
     double seconds(Phase p) const { return seconds_[static_cast<size_t>(p)]; }
+    /**
+     * Moves up to `s` seconds already spent from phase `from` to phase `to` (never more than
+     * `from` holds, so the phases still add up to the wall time). For time the host spent in
+     * one phase while a device worked through several: its timeline is measured separately.
+     */
+    void move(Phase from, Phase to, double s) {
+        enter(current_);
+        double& f = seconds_[static_cast<size_t>(from)];
+        s = s > f ? f : (s > 0 ? s : 0.0);
+        f -= s;
+        seconds_[static_cast<size_t>(to)] += s;
+    }
     double wall() const { return std::chrono::duration<double>(last_ - start_).count(); }
     const std::array<double, kPhaseCount>& all() const { return seconds_; }
 
