@@ -54,6 +54,8 @@ class EngineWorker final : public ReconWorker {
     void set_probe(const std::vector<std::complex<double>>& p) override { engine_.set_probe(p); }
     std::vector<std::complex<double>> probe() override { return engine_.probe(); }
     void reset_moments(bool object, bool probe) override { engine_.reset_moments(object, probe); }
+    std::vector<std::complex<double>> probe_gram() override { return engine_.probe_gram(); }
+    void mix_probe_modes(const std::vector<std::complex<double>>& mix) override { engine_.mix_probe_modes(mix); }
 
     ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) override {
         BatchSpec b{batch.pattern_of, batch.positions};

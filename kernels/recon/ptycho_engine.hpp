@@ -397,6 +397,37 @@ class PtychoEngine {
         }
     }
 
+    /**
+     * The Gram matrix of the probe modes, G(k, l) = sum_q conj(P_k(q)) P_l(q) (K x K row-major,
+     * double; a deterministic reduction per pair). With mix_probe_modes() the per-iteration mode
+     * orthogonalisation and intensity constraint run where the probe lives: only K x K numbers
+     * cross to the host and back.
+     */
+    std::vector<std::complex<double>> probe_gram() {
+        const std::int64_t K = d_.modes, pairs = K * (K + 1) / 2;
+        std::vector<Sum2> g(static_cast<size_t>(pairs));
+        be_.reduce_groups(pairs, d_.n(), ProbeGram<T>{probe_.data(), d_.n(), d_.modes}, g.data());
+        be_.synchronize();
+        std::vector<std::complex<double>> gram(static_cast<size_t>(K * K));
+        for (std::int64_t k = 0, i = 0; k < K; ++k)
+            for (std::int64_t l = k; l < K; ++l, ++i) {
+                gram[static_cast<size_t>(k * K + l)] = {g[static_cast<size_t>(i)].a, g[static_cast<size_t>(i)].b};
+                gram[static_cast<size_t>(l * K + k)] = {g[static_cast<size_t>(i)].a, -g[static_cast<size_t>(i)].b};
+            }
+        return gram;
+    }
+    /// P'_m = sum_l mix(l, m) P_l (mix: K x K row-major).
+    void mix_probe_modes(const std::vector<std::complex<double>>& mix) {
+        const std::int64_t kn = d_.modes * d_.n();
+        std::vector<Cx<double>> m(mix.size());
+        for (size_t i = 0; i < mix.size(); ++i) m[i] = {mix[i].real(), mix[i].imag()};
+        if (mix_.size() < m.size()) mix_.resize(m.size());
+        be_.upload_staged(mix_.data(), m.data(), m.size() * sizeof(Cx<double>));
+        be_.for_each(kn, CopyValue<C>{probe_.data(), probe_tmp_.data()});
+        be_.for_each(kn, MixModes<T>{mix_.data(), d_.modes, d_.n(), probe_tmp_.data(), probe_.data()});
+        probe_spec_valid_ = false;
+    }
+
     /// The complex object, for the caller (and the simulator).
     std::vector<std::complex<double>> complex_object() {
         std::vector<C> tmp(object_.size());
@@ -754,6 +785,7 @@ class PtychoEngine {
     Buffer<T> p0_, p1_, m0_, v0_, m1_, v1_;
     Buffer<C> object_, probe_, probe_spec_, probe_tmp_;
     Buffer<T> mp_, vp_;
+    Buffer<Cx<double>> mix_;  // mix_probe_modes()
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
     Buffer<T> factor_;  // b x n modulus factors (fused sequence and window passes)

@@ -638,6 +638,46 @@ struct ObjectFromParams {
     }
 };
 
+/**
+ * A term of the probe modes' Gram matrix, in double: pair g = (k, l), l >= k, numbered row by
+ * row (0: (0, 0), 1: (0, 1), ..., K: (1, 1), ...), pixel q: conj(P_k(q)) P_l(q).
+ */
+template <class T>
+struct ProbeGram {
+    const Cx<T>* probe;  ///< K x n
+    std::int64_t n;
+    int modes;
+    EF_HD Sum2 operator()(std::int64_t g, std::int64_t q) const {
+        std::int64_t k = 0;
+        while (g >= modes - k) g -= modes - k++;
+        const Cx<T> a = probe[k * n + q], b = probe[(k + g) * n + q];
+        const double ar = a.re, ai = a.im, br = b.re, bi = b.im;
+        return Sum2{ar * br + ai * bi, ar * bi - ai * br};
+    }
+};
+
+/// New probe modes from old ones, element i = (m, q): out_m(q) = sum over l (ascending) of
+/// mix(l, m) src_l(q), in double (mix: K x K row-major).
+template <class T>
+struct MixModes {
+    const Cx<double>* mix;
+    int modes;
+    std::int64_t n;
+    const Cx<T>* src;
+    Cx<T>* out;
+    EF_HD void operator()(std::int64_t i) const {
+        const std::int64_t m = i / n, q = i - m * n;
+        double re = 0, im = 0;
+        for (int l = 0; l < modes; ++l) {
+            const Cx<double> c = mix[l * modes + m];
+            const Cx<T> s = src[l * n + q];
+            re += c.re * static_cast<double>(s.re) - c.im * static_cast<double>(s.im);
+            im += c.re * static_cast<double>(s.im) + c.im * static_cast<double>(s.re);
+        }
+        out[i] = Cx<T>{static_cast<T>(re), static_cast<T>(im)};
+    }
+};
+
 /// One Adam step of both object parameters and the complex object from them, element i: the
 /// three passes in one (the same arithmetic per element).
 template <class T>

@@ -306,15 +306,9 @@ class Reconstruction {
             if (deferred) batches_deferred(it, nb, steps);
             else
                 for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
-            {
+            if (probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
                 PhaseTimer::Scope c(timer_, Phase::compute);
-                if (probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
-                    std::vector<Complex> probe = worker_->probe();
-                    if (cfg_.orthogonalize && cfg_.modes > 1)
-                        state_.mode_powers = recon::orthogonalize_modes(probe, cfg_.modes, n_);
-                    if (cfg_.fix_intensity) recon::scale_probe_power(probe, mean_total_);
-                    worker_->set_probe(probe);
-                }
+                constrain_probe();
             }
             state_.loss.push_back(steps.loss_sum / static_cast<double>(nb));
             state_.iteration_seconds.push_back(now_seconds() - wall0);
@@ -540,6 +534,29 @@ class Reconstruction {
         deferred_trace_[3] += update;
         deferred_trace_[4] += gap;
         deferred_trace_[5] += now_seconds() - it0;
+    }
+
+    /**
+     * PtyRAD's per-iteration probe constraints where the probe lives: the modes' Gram matrix comes
+     * to the host (K x K), its eigenvectors (orthogonalisation, modes by power) and the intensity
+     * factor sqrt(target / trace) make one K x K mixing matrix, applied by the worker. Every rank
+     * computes the same matrix from the same Gram matrix.
+     */
+    void constrain_probe() {
+        const int K = cfg_.modes;
+        const std::vector<Complex> gram = worker_->probe_gram();
+        std::vector<Complex> mix(static_cast<size_t>(K) * static_cast<size_t>(K), 0.0);
+        for (int k = 0; k < K; ++k) mix[static_cast<size_t>(k) * static_cast<size_t>(K + 1)] = 1.0;
+        if (cfg_.orthogonalize && K > 1) recon::hermitian_eigen(gram, K, state_.mode_powers, mix);
+        if (cfg_.fix_intensity) {
+            double power = 0;  // the trace: the modes' power, which the unitary mix keeps
+            for (int k = 0; k < K; ++k) power += gram[static_cast<size_t>(k) * static_cast<size_t>(K + 1)].real();
+            if (power > 0 && mean_total_ > 0) {
+                const double f = std::sqrt(mean_total_ / power);
+                for (Complex& z : mix) z *= f;
+            }
+        }
+        worker_->mix_probe_modes(mix);
     }
 
     /// Adam on the positions this rank owns (they are local: no reduction needed).

@@ -16,6 +16,8 @@
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
+#include "src/recon/probe_modes.hpp"
+
 using namespace ef;
 using C = std::complex<double>;
 
@@ -225,6 +227,51 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                 plain->object(r0, r1);
                 CHECK(rel_diff(a1, r1) < (dbl ? 1e-9 : 5e-3));
             }
+}
+
+TEST_CASE("probe constraints on the worker (Gram matrix, mixing) = the host's", "[recon][backend]") {
+    // The per-iteration path (probe_gram, hermitian_eigen, mix_probe_modes) against the host
+    // functions on the downloaded probe (orthogonalize_modes, scale_probe_power).
+    const Setup s = make_setup(32);
+    const int K = 3, n = 32 * 32;
+    for (const bool dbl : {false, true}) {
+        auto w = make(s, WorkerKind::cpu, dbl);
+        const std::vector<C> p0 = w->probe();
+        const std::vector<C> gram = w->probe_gram();
+        for (int k = 0; k < K; ++k)
+            for (int l = 0; l < K; ++l) {
+                C ref = 0;
+                for (int q = 0; q < n; ++q) ref += std::conj(p0[static_cast<size_t>(k * n + q)]) * p0[static_cast<size_t>(l * n + q)];
+                CHECK(std::abs(gram[static_cast<size_t>(k * K + l)] - ref) <= 1e-12 * std::abs(gram[0]));
+            }
+        std::vector<double> powers;
+        std::vector<C> mix;
+        recon::hermitian_eigen(gram, K, powers, mix);
+        double trace = 0;
+        for (int k = 0; k < K; ++k) trace += gram[static_cast<size_t>(k * (K + 1))].real();
+        const double target = 123.0, f = std::sqrt(target / trace);
+        for (C& z : mix) z *= f;
+        w->mix_probe_modes(mix);
+        std::vector<C> host = p0;
+        const std::vector<double> host_powers = recon::orthogonalize_modes(host, K, n);
+        recon::scale_probe_power(host, target);
+        const std::vector<C> dev = w->probe();
+        double d = 0, m = 0, power = 0;
+        for (size_t i = 0; i < host.size(); ++i) {
+            d = std::max(d, std::abs(dev[i] - host[i]));
+            m = std::max(m, std::abs(host[i]));
+            power += std::norm(dev[i]);
+        }
+        REQUIRE(powers.size() == host_powers.size());
+        for (size_t k = 0; k < powers.size(); ++k) CHECK(powers[k] == Approx(host_powers[k]).epsilon(1e-12));
+        CHECK(d <= (dbl ? 1e-12 : 1e-6) * m);
+        CHECK(power == Approx(target).epsilon(dbl ? 1e-12 : 1e-6));
+        // the new modes are orthogonal, by power
+        const std::vector<C> g2 = w->probe_gram();
+        CHECK(std::abs(g2[1]) <= (dbl ? 1e-12 : 1e-6) * g2[0].real());
+        CHECK(g2[0].real() >= g2[4].real());
+        CHECK(g2[4].real() >= g2[8].real());
+    }
 }
 
 TEST_CASE("a GPU reconstruction worker without a device is refused clearly", "[recon][backend]") {

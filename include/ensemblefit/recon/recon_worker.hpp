@@ -90,6 +90,12 @@ class ReconWorker {
     virtual void set_probe(const std::vector<std::complex<double>>& probe) = 0;
     virtual std::vector<std::complex<double>> probe() = 0;
     virtual void reset_moments(bool object, bool probe) = 0;
+    /// The probe modes' Gram matrix G(k, l) = <P_k, P_l> (K x K row-major, double).
+    virtual std::vector<std::complex<double>> probe_gram() = 0;
+    /// Replaces the probe modes by P'_m = sum_l mix(l, m) P_l (mix: K x K row-major): with
+    /// probe_gram(), the per-iteration orthogonalisation and intensity constraint without moving
+    /// the probe.
+    virtual void mix_probe_modes(const std::vector<std::complex<double>>& mix) = 0;
 
     virtual ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) = 0;
     /// The host gradient buffer (double whatever the working precision): `count` values.
