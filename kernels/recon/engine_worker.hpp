@@ -67,7 +67,7 @@ class EngineWorker final : public ReconWorker {
         return engine_.host_gradients();
     }
     std::vector<std::complex<double>> probe_gradient() override { return engine_.probe_gradient(); }
-    void update(const ReconUpdate& u) override { engine_.update(update_spec(u)); }
+    void update(const ReconUpdate& u) override { engine_.update(u); }
     void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
     std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
     bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
@@ -95,7 +95,7 @@ class EngineWorker final : public ReconWorker {
     }
     void update_deferred(const ReconUpdate& u, double pixels, std::int64_t batch) override {
         be_->stamp(stamps_++);
-        engine_.update_deferred(update_spec(u), pixels, batch);
+        engine_.update_deferred(u, pixels, batch);
         be_->stamp(stamps_++);
     }
     ReconDeferredResults end_deferred(std::int64_t batches) override {
@@ -119,22 +119,6 @@ class EngineWorker final : public ReconWorker {
     }
 
    private:
-    static UpdateSpec update_spec(const ReconUpdate& u) {
-        UpdateSpec s;
-        s.object = u.object;
-        s.probe = u.probe;
-        s.grad_scale = u.grad_scale;
-        s.lr_p0 = u.lr_p0;
-        s.lr_p1 = u.lr_p1;
-        s.lr_probe = u.lr_probe;
-        s.beta1 = u.beta1;
-        s.beta2 = u.beta2;
-        s.eps = u.eps;
-        s.t_object = u.t_object;
-        s.t_probe = u.t_probe;
-        return s;
-    }
-
     WorkerKind kind_;
     std::string description_;
     std::unique_ptr<Backend> be_;

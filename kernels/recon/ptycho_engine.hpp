@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <ensemblefit/recon/recon_worker.hpp>
+
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/window_passes.hpp"
 
@@ -40,15 +42,9 @@ struct BatchTerms {
     std::vector<double> position_grad;   ///< b x 2 (y, x), empty unless asked for
 };
 
-/// One Adam update of the model from the (summed) gradient buffer.
-struct UpdateSpec {
-    bool object = true;
-    bool probe = false;
-    double grad_scale = 1.0;  ///< the loss factor c
-    double lr_p0 = 0, lr_p1 = 0, lr_probe = 0;
-    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-    std::int64_t t_object = 1, t_probe = 1;  ///< Adam step numbers (from 1)
-};
+/// One Adam update of the model from the (summed) gradient buffer: the worker interface's
+/// (grad_scale is the loss factor c; t_object and t_probe count Adam steps from 1).
+using UpdateSpec = ReconUpdate;
 
 /// Crop (nearest integer) and sub-pixel remainder of a window position, clamped to the object.
 inline void split_position(double pos, int window, int extent, int& crop, double& shift) {
