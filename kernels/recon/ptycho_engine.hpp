@@ -251,8 +251,8 @@ class PtychoEngine {
      * ranks is exact in any order), the caller sums the gradient buffer and that array over ranks
      * on the devices (device_terms()), and update_deferred() computes the loss factor from it on
      * the device (LossScale: the host's sum order, the same bits) and applies Adam with it.
-     * end_deferred() waits and returns each batch's loss. Needs set_device_only(true) and no
-     * position gradients (their Adam step runs on the host).
+     * end_deferred() waits and returns each batch's loss and factor and the position gradients
+     * (whose Adam steps the caller takes). Needs set_device_only(true).
      */
     /// For `batches` batches of at most `max_positions` positions (all ranks), `own_positions`
     /// of them this rank's (the room for position gradients).
@@ -280,6 +280,7 @@ class PtychoEngine {
         terms_count_ = total;
         sink_ = terms_.data() + offset;
         pos_sink_ = position_grad ? pos_grads_.data() + pos_used_ : nullptr;
+        if (position_grad) be_.for_each(b, FillValue<Sum2>{pos_sink_, Sum2{}});  // zero where none are computed
         gradients(batch, probe_grad, position_grad);
         sink_ = pos_sink_ = nullptr;
         if (position_grad) pos_used_ += b;

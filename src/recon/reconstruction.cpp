@@ -464,10 +464,11 @@ class Reconstruction {
     /**
      * An iteration's batches as deferred steps (ReconWorker::begin_deferred): the host queues
      * them all and waits once, then takes the position steps in batch order (the same steps as
-     * batch_step(): each position is in one batch of the iteration). The phases come from the device's own time stamps: gradients and
-     * updates are compute; of the sum over ranks, the shortest rank's time in each batch is
-     * communication and the rest of a rank's time waiting for the others (synchronisation);
-     * device idle time between batches (the host preparing and launching) is scheduling.
+     * batch_step(): each position is in one batch of the iteration). The phases come from the
+     * device's own time stamps: gradients and updates are compute; of the sum over ranks, the
+     * shortest rank's time in each batch is communication and the rest of a rank's time waiting
+     * for the others (synchronisation); device idle time between batches (the host preparing and
+     * launching) is scheduling.
      */
     void batches_deferred(int it, std::int64_t nb, Steps& st) {
         PhaseTimer::Scope c(timer_, Phase::compute);
