@@ -214,6 +214,23 @@ struct Lines {
     /// Window row and column of element idx of a line.
     EF_HD static EF_INLINE int row(int line, int idx) { return Rows ? line : idx; }
     EF_HD static EF_INLINE int col(int line, int idx) { return Rows ? idx : line; }
+    /**
+     * For m in [0, R): use(m, row, col, fetch(row, col)) at the line's element idx(m), the
+     * fetches issued fetch_chunk at a time ahead of their uses (loads in flight together).
+     */
+    template <int R, class Idx, class Fetch, class Use>
+    EF_HD static EF_INLINE void fetched(int line, const Idx& idx, const Fetch& fetch, const Use& use) {
+        using V = decltype(fetch(0, 0));
+        constexpr int chunk = fetch_chunk<V, R>();
+        EF_UNROLL
+        for (int m0 = 0; m0 < R; m0 += chunk) {
+            V f[chunk];
+            EF_UNROLL
+            for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, idx(m0 + c)), col(line, idx(m0 + c)));
+            EF_UNROLL
+            for (int c = 0; c < chunk; ++c) use(m0 + c, row(line, idx(m0 + c)), col(line, idx(m0 + c)), f[c]);
+        }
+    }
 
     /**
      * The stages fused with the element-wise steps around them (hooks get the element's window
@@ -244,16 +261,9 @@ struct Lines {
             EF_UNROLL
             for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
             small_dft<T, R2, -1>(a);
-            using V = decltype(fetch(0, 0));
-            constexpr int chunk = fetch_chunk<V, R2>();
-            EF_UNROLL
-            for (int t0 = 0; t0 < R2; t0 += chunk) {
-                V f[chunk];
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, k1 * R2 + t0 + c), col(line, k1 * R2 + t0 + c));
-                EF_UNROLL
-                for (int c = 0; c < chunk; ++c) put(row(line, k1 * R2 + t0 + c), col(line, k1 * R2 + t0 + c), f[c], a[t0 + c]);
-            }
+            fetched<R2>(
+                line, [&](int t) { return k1 * R2 + t; }, fetch,
+                [&](int t, int r, int c, const auto& f) { put(r, c, f, a[t]); });
         });
     }
     /**
@@ -266,17 +276,9 @@ struct Lines {
         EF_UNROLL
         for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
         small_dft<T, R1, 1>(a);
-        using V = decltype(fetch(0, 0));
-        constexpr int chunk = fetch_chunk<V, R1>();
-        EF_UNROLL
-        for (int m0 = 0; m0 < R1; m0 += chunk) {
-            V f[chunk];
-            EF_UNROLL
-            for (int c = 0; c < chunk; ++c) f[c] = fetch(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)));
-            EF_UNROLL
-            for (int c = 0; c < chunk; ++c)
-                a[m0 + c] = apply(row(line, t + R2 * (m0 + c)), col(line, t + R2 * (m0 + c)), f[c], a[m0 + c]);
-        }
+        fetched<R1>(
+            line, [&](int m) { return t + R2 * m; }, fetch,
+            [&](int m, int r, int c, const auto& f) { a[m] = apply(r, c, f, a[m]); });
     }
     /// The job mapping of the hooked row stages: t fastest over lanes (see inverse_a_mid_forward_a).
     EF_HD static EF_INLINE void hooked_job(int J, int& line, int& t) {
