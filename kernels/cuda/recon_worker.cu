@@ -23,6 +23,7 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "kernels/cuda/lto/load_slot.hpp"
+#include "kernels/cuda/peer_sum.cuh"
 #include "kernels/recon/engine_worker.hpp"
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/recon_backends.hpp"
@@ -131,6 +132,7 @@ using Comm = void*;        // ncclComm_t
 struct UniqueId {
     char internal[128];
 };
+constexpr int kInt8 = 0;
 constexpr int kFloat64 = 8;
 constexpr int kSum = 0;
 
@@ -139,6 +141,7 @@ struct Api {
     Result (*get_unique_id)(UniqueId*) = nullptr;
     Result (*comm_init_rank)(Comm*, int, UniqueId, int) = nullptr;
     Result (*all_reduce)(const void*, void*, size_t, int, int, Comm, cudaStream_t) = nullptr;
+    Result (*all_gather)(const void*, void*, size_t, int, Comm, cudaStream_t) = nullptr;  // optional
     Result (*comm_destroy)(Comm) = nullptr;
     Result (*group_start)() = nullptr;  // optional: without them, two sums are two launches
     Result (*group_end)() = nullptr;
@@ -164,6 +167,8 @@ Api& api() {
         x.comm_init_rank = reinterpret_cast<Result (*)(Comm*, int, UniqueId, int)>(dlsym(x.lib, "ncclCommInitRank"));
         x.all_reduce = reinterpret_cast<Result (*)(const void*, void*, size_t, int, int, Comm, cudaStream_t)>(
             dlsym(x.lib, "ncclAllReduce"));
+        x.all_gather = reinterpret_cast<Result (*)(const void*, void*, size_t, int, Comm, cudaStream_t)>(
+            dlsym(x.lib, "ncclAllGather"));
         x.comm_destroy = reinterpret_cast<Result (*)(Comm)>(dlsym(x.lib, "ncclCommDestroy"));
         x.group_start = reinterpret_cast<Result (*)()>(dlsym(x.lib, "ncclGroupStart"));
         x.group_end = reinterpret_cast<Result (*)()>(dlsym(x.lib, "ncclGroupEnd"));
@@ -510,6 +515,9 @@ class CudaBackend {
         for (cudaEvent_t e : stamps_) cudaEventDestroy(e);
         for (cudaEvent_t e : stage_ev_)
             if (e) cudaEventDestroy(e);
+        for (cudaEvent_t e : queued_)
+            if (e) cudaEventDestroy(e);
+        if (copy_stream_) cudaStreamDestroy(copy_stream_);
         for (cudaEvent_t e : ev_)
             if (e) cudaEventDestroy(e);
         cudaStreamDestroy(stream_);
@@ -760,17 +768,28 @@ class CudaBackend {
     /**
      * Copies `bytes` to device memory without waiting: through one of kStageSlots page-locked
      * blocks, reused once the copy that last used it has run (so the host can prepare batches
-     * ahead of the device, kStageSlots - 1 at most).
+     * ahead of the device, kStageSlots - 1 at most), on a copy stream, so that the copy runs
+     * beside the work already queued. It waits for the work queued before the previous call
+     * only, and the work queued after this call waits for it: `dst` must not be read by work
+     * queued after the previous call (the engine alternates two staging areas).
      */
     void upload_staged(void* dst, const void* src, std::size_t bytes) {
         if (!bytes) return;
-        const unsigned s = stage_next_++ % kStageSlots;
+        if (!copy_stream_) {
+            EF_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+            for (cudaEvent_t& e : queued_) EF_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        }
+        const unsigned s = stage_next_ % kStageSlots;
         if (!stage_ev_[s]) EF_CUDA_CHECK(cudaEventCreateWithFlags(&stage_ev_[s], cudaEventDisableTiming));
         else EF_CUDA_CHECK(cudaEventSynchronize(stage_ev_[s]));
         if (stage_pin_[s].size() < bytes) stage_pin_[s].resize(bytes);
         std::memcpy(stage_pin_[s].data(), src, bytes);
-        EF_CUDA_CHECK(cudaMemcpyAsync(dst, stage_pin_[s].data(), bytes, cudaMemcpyHostToDevice, stream_));
-        EF_CUDA_CHECK(cudaEventRecord(stage_ev_[s], stream_));
+        if (stage_next_) EF_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, queued_[(stage_next_ - 1) % 2], 0));
+        EF_CUDA_CHECK(cudaEventRecord(queued_[stage_next_ % 2], stream_));
+        EF_CUDA_CHECK(cudaMemcpyAsync(dst, stage_pin_[s].data(), bytes, cudaMemcpyHostToDevice, copy_stream_));
+        EF_CUDA_CHECK(cudaEventRecord(stage_ev_[s], copy_stream_));
+        EF_CUDA_CHECK(cudaStreamWaitEvent(stream_, stage_ev_[s], 0));
+        ++stage_next_;
     }
     /// Deferred steps (PtychoEngine::begin_deferred) unless EF_RECON_DEFERRED=0.
     bool defer_steps() const { return defer_; }
@@ -836,12 +855,51 @@ class CudaBackend {
             comm_ = nullptr;
             return false;
         }
+        ranks_ = ranks;
+        rank_ = rank;
         return true;
+    }
+    /**
+     * After device_sum_init(), on every rank alike: sums of `grad` (the start of its allocation,
+     * `count` doubles) by direct loads between the GPUs (peer::Sum) instead of NCCL, where every
+     * rank can open the others' memory; device_sum_method() says whether they are used.
+     */
+    bool peer_sum_init(double* grad, std::int64_t count) {
+        nccl::Api& a = nccl::api();
+        if (!comm_ || !a.all_gather) {
+            peer_why_ = "this NCCL has no ncclAllGather to exchange the memory handles";
+            return false;
+        }
+        DeviceBuffer<unsigned char> dev;
+        auto gather = [&](const void* mine, void* all, std::size_t bytes) {
+            dev.resize(bytes * static_cast<size_t>(ranks_));
+            EF_CUDA_CHECK(cudaMemcpyAsync(dev.data() + bytes * static_cast<size_t>(rank_), mine, bytes,
+                                          cudaMemcpyHostToDevice, stream_));
+            const nccl::Result r = a.all_gather(dev.data() + bytes * static_cast<size_t>(rank_), dev.data(), bytes,
+                                                nccl::kInt8, comm_, stream_);
+            if (r != 0) throw runtime_error("ncclAllGather of the peer-sum handles failed: " + nccl::describe(r));
+            download(static_cast<unsigned char*>(all), dev.data(), bytes * static_cast<size_t>(ranks_));
+        };
+        EF_CUDA_CHECK(cudaSetDevice(device_));
+        peer_why_.clear();
+        return peer_.init(grad, count, ranks_, rank_, gather, peer_why_);
+    }
+    std::string device_sum_method() const {
+        if (!comm_) return {};
+        if (peer_.active()) return "peer";
+        return peer_why_.empty() ? "nccl" : "nccl: " + peer_why_;
     }
     /// In-place sum over ranks of `count` doubles in device memory (and of `extra_count` more at
     /// `extra`, in the same NCCL group), started on this worker's stream (the update that follows
     /// is ordered after it; synchronize() waits for it).
     void device_sum(double* data, std::size_t count, double* extra = nullptr, std::size_t extra_count = 0) {
+        const auto n = static_cast<std::int64_t>(count), extra_n = static_cast<std::int64_t>(extra ? extra_count : 0);
+        if (data == peer_.data() && peer_.fits(n, extra_n)) {
+            mark("peer sum");
+            peer_.run(n, extra, extra_n, stream_);
+            EF_CUDA_CHECK(cudaGetLastError());
+            return;
+        }
         mark("nccl allreduce");
         nccl::Api& a = nccl::api();
         const bool group = extra_count && a.group_start;
@@ -992,6 +1050,9 @@ class CudaBackend {
     std::string name_;
     cudaStream_t stream_ = nullptr;
     nccl::Comm comm_ = nullptr;
+    int ranks_ = 1, rank_ = 0;  // of comm_
+    peer::Sum peer_;            // sums by direct loads (peer_sum_init)
+    std::string peer_why_;      // why not, when asked for
     std::map<std::int64_t, cufftHandle> plans_;
     DeviceBuffer<unsigned char> work_;
     DeviceBuffer<Sum2> partial_;
@@ -1017,6 +1078,8 @@ class CudaBackend {
     PinnedBuffer<unsigned char> stage_pin_[kStageSlots];
     cudaEvent_t stage_ev_[kStageSlots] = {};
     unsigned stage_next_ = 0;
+    cudaStream_t copy_stream_ = nullptr;  // upload_staged()'s copies
+    cudaEvent_t queued_[2] = {};          // the work queued before each of the last two calls
     std::vector<std::pair<std::string, double>> phase_ms_;
 };
 

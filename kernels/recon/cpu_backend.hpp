@@ -233,6 +233,8 @@ class CpuBackend {
         why = "CPU worker";
         return false;
     }
+    bool peer_sum_init(double*, std::int64_t) { return false; }
+    std::string device_sum_method() const { return {}; }
     void device_sum(double*, std::size_t, double* = nullptr, std::size_t = 0) {}
 
    private:

@@ -293,7 +293,8 @@ class PtychoEngine {
     /// The loss and its factor of batch `index` (of `pixels` pattern pixels) on the device, then update().
     void update_deferred(const UpdateSpec& u, double pixels, std::int64_t index) {
         double* scale = scale_.data() + index;
-        be_.for_each(1, LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale});
+        be_.mark("loss factor");
+        be_.for_each(LossScale::kLanes, LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale});
         update(u, scale);
     }
     /// Waits for the device: each deferred batch's loss and loss factor, and the position
@@ -368,6 +369,7 @@ class PtychoEngine {
             if (!device_only_) be_.upload(grad_.data(), host_grad_.data(), gradient_size(u.probe));
         const T inf = std::numeric_limits<T>::infinity();
         if (u.object) {
+            be_.mark("object step");
             const T lo = o_.amplitude_phase ? static_cast<T>(o_.amplitude_min) : -inf;
             const T hi = o_.amplitude_phase ? static_cast<T>(o_.amplitude_max) : inf;
             be_.for_each(on, ObjectStep<T>{
@@ -378,6 +380,7 @@ class PtychoEngine {
                                  ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}});
         }
         if (u.probe) {
+            be_.mark("probe step");
             T* probe = reinterpret_cast<T*>(probe_.data());
             const AdamCoefficients<T> a = coefficients(u, u.lr_probe, u.t_probe);
             if (o_.subpixel) {  // the summed spectrum back to real space, once, on every rank alike
@@ -614,15 +617,18 @@ class PtychoEngine {
         const size_t o_pat = place(b, sizeof(std::int64_t)), o_start = place(start.size(), sizeof(int));
         const size_t o_items = place(items.size(), sizeof(int));
         if (stage_host_.size() < bytes) stage_host_.resize(bytes);
-        if (stage_dev_.size() < bytes) stage_dev_.resize(bytes);
+        // Two staging areas in turn: the copy of this batch's may run while the last batch's
+        // work reads the other (Backend::upload_staged).
+        Buffer<unsigned char>& stage_dev = stage_dev_[stage_turn_++ % 2];
+        if (stage_dev.size() < bytes) stage_dev.resize(bytes);
         unsigned char* h = stage_host_.data();
         std::memcpy(h + o_crop, crop.data(), crop.size() * sizeof(int));
         std::memcpy(h + o_shift, shift.data(), shift.size() * sizeof(T));
         std::memcpy(h + o_pat, batch.pattern_of.data(), b * sizeof(std::int64_t));
         std::memcpy(h + o_start, start.data(), start.size() * sizeof(int));
         std::memcpy(h + o_items, items.data(), items.size() * sizeof(int));
-        be_.upload_staged(stage_dev_.data(), h, bytes);  // through page-locked memory on the GPU; no wait
-        unsigned char* dv = stage_dev_.data();
+        be_.upload_staged(stage_dev.data(), h, bytes);  // through page-locked memory on the GPU; no wait
+        unsigned char* dv = stage_dev.data();
         crop_.p = reinterpret_cast<int*>(dv + o_crop);
         shift_.p = reinterpret_cast<T*>(dv + o_shift);
         pattern_of_.p = reinterpret_cast<std::int64_t*>(dv + o_pat);
@@ -681,7 +687,9 @@ class PtychoEngine {
         stage_batch(batch);
         ensure_workspace(b);
         if (shifted) {
+            be_.mark("probe spectrum");
             ensure_probe_spectrum();
+            be_.mark("ramps");
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
         }
         const int G = window_groups(b);
@@ -797,7 +805,8 @@ class PtychoEngine {
         U* data() const { return p; }
     };
     std::vector<unsigned char> stage_host_;
-    Buffer<unsigned char> stage_dev_;
+    Buffer<unsigned char> stage_dev_[2];
+    unsigned stage_turn_ = 0;
     Staged<int> crop_, row_start_, row_items_;
     Staged<T> shift_;
     Buffer<C> ramp_;  // b x (h + w) Fourier shift factors

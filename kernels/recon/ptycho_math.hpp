@@ -276,28 +276,41 @@ struct SumInGroupOrder {
 };
 
 /**
- * The loss and its factor c of one batch on the device (one element): the per-position terms of
- * the whole batch, in global batch order, summed in that order as the host does, so the factor
- * has the same bits as ptycho_loss_scale() of the host's sums.
+ * The loss and its factor c of one batch on the device: the per-position terms of the whole
+ * batch, in global batch order, summed in that order as the host does, so the factor has the
+ * same bits as ptycho_loss_scale() of the host's sums. Runs as kLanes elements: on the GPU one
+ * warp loads the terms together (a few round trips to memory, not one per term) and hands them
+ * to lane 0 in order, which adds them; on the host element 0 does it all.
  */
 struct LossScale {
+    static constexpr int kLanes = 32;
     LossKind loss;
     const Sum2* terms;  ///< count positions
     std::int64_t count;
     double pixels;
     double* loss_out;
     double* scale_out;
-    EF_HD void operator()(std::int64_t) const {
-        // One thread: the loads go out 8 at a time (independent), the adds stay in order.
-        constexpr int kAhead = 8;
-        Sum2 s, next[kAhead];
-        std::int64_t i = 0;
-        for (; i + kAhead <= count; i += kAhead) {
-            for (int k = 0; k < kAhead; ++k) next[k] = terms[i + k];
-            for (int k = 0; k < kAhead; ++k) s += next[k];
+    EF_HD void operator()(std::int64_t lane) const {
+        Sum2 s;
+#ifdef __CUDA_ARCH__
+        constexpr int kRound = 8;  // terms per lane and round
+        for (std::int64_t base = 0; base < count; base += kRound * kLanes) {
+            Sum2 mine[kRound];
+            for (int k = 0; k < kRound; ++k) {
+                const std::int64_t i = base + k * kLanes + lane;
+                if (i < count) mine[k] = terms[i];
+            }
+            for (int k = 0; k < kRound; ++k)
+                for (int l = 0; l < kLanes; ++l) {
+                    if (base + k * kLanes + l >= count) break;  // the same for every lane
+                    const Sum2 t{__shfl_sync(0xffffffffu, mine[k].a, l), __shfl_sync(0xffffffffu, mine[k].b, l)};
+                    s += t;
+                }
         }
-        for (; i < count; ++i) s += terms[i];
-        ptycho_loss_scale(loss, s.a, s.b, pixels, *loss_out, *scale_out);
+#else
+        for (std::int64_t i = 0; i < count && lane == 0; ++i) s += terms[i];
+#endif
+        if (lane == 0) ptycho_loss_scale(loss, s.a, s.b, pixels, *loss_out, *scale_out);
     }
 };
 

@@ -220,8 +220,10 @@ fi
 fi
 for g in 2 4 8; do
     [ "$g" -le "$NGPU" ] || continue
-    step "ensemblefit, $g GPUs (NCCL sums)"
+    step "ensemblefit, $g GPUs (sums: run.allreduce = auto, peer where possible)"
     EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --output.file bench_$g.h5; check
+    step "ensemblefit, $g GPUs, NCCL sums (run.allreduce = nccl)"
+    EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --run.allreduce nccl --output.file nccl_$g.h5; check
     if [ "$g" -eq 4 ]; then
         step "ensemblefit, $g GPUs (NCCL sums), per-batch steps (EF_RECON_DEFERRED=0)"
         EF_RECON_COMM_TRACE=1 EF_RECON_DEFERRED=0 $MPI -np $g ensemblefit reconstruct bench.ini \
@@ -248,6 +250,10 @@ for f in sorted(glob.glob("perbatch_*.h5")):
 for f in sorted(glob.glob("bench_*.h5")):
     if f != "bench_1.h5":
         print(f"{f[6:-3]} GPUs vs 1 GPU (deferred): " + diff(h5py.File(f, "r"), h5py.File("bench_1.h5", "r")))
+for f in sorted(glob.glob("nccl_*.h5")):
+    g = f[5:-3]
+    print(f"{g} GPUs, default sums vs NCCL sums: " + diff(h5py.File(f"bench_{g}.h5", "r"), h5py.File(f, "r")))
+    print(f"{g} GPUs, NCCL sums vs 1 GPU: " + diff(h5py.File(f, "r"), h5py.File("bench_1.h5", "r")))
 PY
 check
 step "summary"
@@ -282,6 +288,8 @@ one_gpu = None
 for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WINDOW=0)"),
                    ("perbatch_1.h5", "per-batch steps (EF_RECON_DEFERRED=0)"),
                    ("perbatch_4.h5", "per-batch steps (EF_RECON_DEFERRED=0), 4 GPUs"),
+                   ("nccl_2.h5", "NCCL sums (run.allreduce = nccl), 2 GPUs"),
+                   ("nccl_4.h5", "NCCL sums (run.allreduce = nccl), 4 GPUs"),
                    ("weak_4.h5", "batch 1024 on 4 GPUs (256 per GPU per step; efficiency vs 1 GPU at batch 256)")):
     if not os.path.exists(f):
         continue
@@ -295,6 +303,9 @@ for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WIND
     if f.startswith("weak"):
         if base:
             r["throughput_efficiency_vs_1_gpu_batch_256"] = base / (g * s)
+    elif f.startswith("nccl"):
+        if base:
+            r["strong_scaling_efficiency"] = base / (g * s)
     elif g == 1:
         one_gpu = s
     elif one_gpu:  # against the same variant on 1 GPU (perbatch_1 before perbatch_4)

@@ -67,9 +67,10 @@ const KeyInfo kKeys[] = {
     {"run.balance", "throughput", "throughput (shares follow each rank's measured speed) | equal"},
     {"run.fft_planning", "estimate", "estimate | measure: FFTW planner effort (measure can be faster, but "
                                      "its timing-based choice may differ between processes, and so the last bits)"},
-    {"run.allreduce", "auto", "auto | mpi | nccl: how ranks sum gradients; nccl (loaded at run time from "
-                              "libnccl.so.2) sums on the GPUs when every rank is a GPU worker; auto = nccl "
-                              "when possible, else MPI over host buffers"},
+    {"run.allreduce", "auto", "auto | mpi | nccl | peer: how ranks sum gradients; nccl (loaded at run time "
+                              "from libnccl.so.2) sums on the GPUs when every rank is a GPU worker; peer sums "
+                              "by direct loads between the GPUs of one host (CUDA IPC, NCCL starts it); auto = "
+                              "peer when possible, else nccl, else MPI over host buffers"},
     {"output.file", "", "HDF5 result: /object, /probe, /positions, /loss, /timing"},
     {"output.previews", "true", "write PNG previews next to the output (phase, amplitude, probe)"},
     {"output.report_every", "0", "iterations between progress lines (0 = about 20 lines)"},
@@ -222,7 +223,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
     cfg.threads = static_cast<int>(integer("run.threads", 0, 4096));
     cfg.balance = choice("run.balance", {"throughput", "equal"});
     cfg.fft_measure = choice("run.fft_planning", {"estimate", "measure"}) == "measure";
-    cfg.allreduce = choice("run.allreduce", {"auto", "mpi", "nccl"});
+    cfg.allreduce = choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
 
     cfg.output_file = get("output.file");
     if (cfg.output_file.empty()) throw usage_error(path + ": missing required key 'output.file'");

@@ -181,7 +181,9 @@ class Reconstruction {
         }
     }
 
-    /// NCCL sums on the GPUs when every rank is a GPU worker (run.allreduce = auto | nccl).
+    /// Sums on the GPUs when every rank is a GPU worker (run.allreduce = auto | nccl | peer):
+    /// by direct loads between the GPUs where all ranks share a host and CUDA IPC works (peer),
+    /// else NCCL.
     void setup_device_sum() {
         if (ctx_.size() == 1 || cfg_.allreduce == "mpi") return;
         int gpu = worker_->kind() == WorkerKind::gpu ? 1 : 0, all_gpu = 0;
@@ -194,14 +196,30 @@ class Reconstruction {
             EF_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, 0, ctx_.world()));
             id.resize(static_cast<size_t>(len));
             if (len > 0) EF_MPI_CHECK(MPI_Bcast(id.data(), len, MPI_CHAR, 0, ctx_.world()));
-            int mine = len > 0 && worker_->device_sum_init(id, ctx_.size(), ctx_.rank(), why) ? 1 : 0;
+            // Peer sums need every rank on one host (one shared-memory node).
+            MPI_Comm node = MPI_COMM_NULL;
+            EF_MPI_CHECK(MPI_Comm_split_type(ctx_.world(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+            int node_size = 0;
+            EF_MPI_CHECK(MPI_Comm_size(node, &node_size));
+            EF_MPI_CHECK(MPI_Comm_free(&node));
+            const bool peer = (cfg_.allreduce == "auto" || cfg_.allreduce == "peer") && node_size == ctx_.size();
+            if (cfg_.allreduce == "peer" && !peer)
+                throw usage_error(cfg_.where("run.allreduce") + ": peer sums need every rank on one host");
+            int mine = len > 0 && worker_->device_sum_init(id, ctx_.size(), ctx_.rank(), peer, why) ? 1 : 0;
             if (len == 0) why = "NCCL is not available on rank 0 (libnccl.so.2 not found)";
             EF_MPI_CHECK(MPI_Allreduce(&mine, &ok, 1, MPI_INT, MPI_MIN, ctx_.world()));
             if (!ok && mine) why = "NCCL failed to start on another rank";
         }
         device_sum_ = ok == 1;
-        if (!device_sum_ && cfg_.allreduce == "nccl")
-            throw usage_error(cfg_.where("run.allreduce") + ": nccl is not possible here: " + why);
+        if (!device_sum_ && (cfg_.allreduce == "nccl" || cfg_.allreduce == "peer"))
+            throw usage_error(cfg_.where("run.allreduce") + ": " + cfg_.allreduce + " is not possible here: " + why);
+        if (device_sum_) {
+            const std::string method = worker_->device_sum_method();
+            if (cfg_.allreduce == "peer" && method != "peer")
+                throw usage_error(cfg_.where("run.allreduce") + ": peer is not possible here: " +
+                                  method.substr(std::min(method.size(), std::string("nccl: ").size())));
+            if (ctx_.is_root()) std::printf("gradient sums: %s\n", method.c_str());
+        }
         if (!device_sum_ && all_gpu && ctx_.is_root())
             std::fprintf(stderr, "ensemblefit: warning: GPU ranks sum gradients through host memory with MPI (%s)\n",
                          why.c_str());

@@ -178,6 +178,8 @@ expect_error 2 "solver.loss: unknown value 'gauss'" -- "$EF" reconstruct recon.i
 expect_error 2 "positions.correct: position correction needs model.subpixel" -- \
     "$EF" reconstruct recon.ini --positions.correct true --model.subpixel off --output.file x.h5
 expect_error 2 "(no CUDA device|built without CUDA)" -- "$EF" reconstruct recon.ini --run.workers gpu --output.file x.h5
+expect_error 2 "run.allreduce: peer is not possible here: not every rank is a GPU worker" -- \
+    run_np 2 reconstruct recon.ini --run.allreduce peer --output.file x.h5
 $PY -c "import h5py, numpy as np; f = h5py.File('flat.h5', 'w'); f['data'] = np.ones((4, 8)); f['positions'] = np.zeros((4, 2))"
 expect_error 3 "flat.h5: '/data' must be N x H x W" -- "$EF" reconstruct recon.ini --data.file flat.h5 --output.file x.h5
 $PY -c "import h5py, numpy as np; f = h5py.File('nopos.h5', 'w'); f['data'] = np.ones((4, 8, 8), 'f4')"

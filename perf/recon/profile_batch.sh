@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Where a benchmark batch's GPU time goes at the share one GPU of N does (issue 6's scaling):
+# EF_RECON_PHASES=1 on one GPU at batch 256 and at 256 / N, with the mode groups the engine
+# picks and forced ones, then (with nsys on the GPU machine) a kernel trace of the N-GPU run.
+#   source .gpu-run/env.sh && OUT=$OUT bash perf/recon/profile_batch.sh [N]
+set -uo pipefail
+cd "${EF_REPO:-$(dirname "$0")/../..}"
+N=${1:-4}
+OUT=${OUT:-$PWD/perf/recon/out}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/ef-prof.XXXXXX)
+ORIG_LD=${LD_LIBRARY_PATH:-}
+py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
+export NCCL_NVLS_ENABLE=0 EF_SOURCE_DIR=$PWD
+pylibs=$(py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null)
+export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${pylibs}
+share=$(( 256 / N ))
+cat > "$W/bench.ini" <<INI
+[data]
+file = bench.h5
+[model]
+modes = 12
+[object]
+lr_amplitude = 5e-4
+lr_phase = 5e-4
+[probe]
+lr = 1e-3
+[positions]
+correct = true
+lr = 5e-4
+[solver]
+iterations = 3
+batch_size = 256
+[run]
+workers = gpu
+[output]
+previews = false
+report_every = 3
+INI
+cd "$W"
+{
+nvidia-smi -L
+ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
+    --jitter 0.15 --threads "$(nproc)" > /dev/null
+for spec in ${PROFILE_SPECS:-"256:auto" "$share:auto" "$share:1" "$share:4"}; do
+    set -- ${spec/:/ }
+    echo "== 1 GPU, batch $1, mode groups $2"
+    if [ "$2" = auto ]; then unset EF_RECON_WINDOW_GROUPS; else export EF_RECON_WINDOW_GROUPS=$2; fi
+    EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.batch_size "$1" --output.file p.h5 --overwrite 2>&1 \
+        | grep -vE "pmix|dlopen|Perhaps"
+done
+unset EF_RECON_WINDOW_GROUPS
+if [ "$(nvidia-smi -L | wc -l)" -ge "$N" ]; then
+    echo "== $N GPUs, phases per rank"
+    EF_RECON_PEER_TRACE=1 EF_RECON_PHASES=1 EF_RECON_COMM_TRACE=1 mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \
+        --output.file q.h5 --overwrite 2>&1 | grep -vE "pmix|dlopen|Perhaps"
+fi
+NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+echo "nsys: ${NSYS:-none}"
+if [ -n "$NSYS" ] && [ "$(nvidia-smi -L | wc -l)" -ge "$N" ]; then
+    echo "== nsys, $N GPUs"
+    mpirun --bind-to none --oversubscribe -np "$N" "$NSYS" profile -t cuda,nvtx -o "$W/r%q{OMPI_COMM_WORLD_RANK}" \
+        ensemblefit reconstruct bench.ini --output.file n.h5 2>&1 | grep -vE "pmix|dlopen|Perhaps" | tail -15
+    "$NSYS" stats -q --report cuda_gpu_kern_sum --format csv -o "$OUT/kern_r0" "$W/r0.nsys-rep" > /dev/null 2>&1
+    "$NSYS" stats -q --report cuda_gpu_trace --format csv -o "$W/trace_r0" "$W/r0.nsys-rep" > /dev/null 2>&1
+    # the last ~2 batches' kernels, with start times, of rank 0
+    tail -80 "$W"/trace_r0*.csv > "$OUT/trace_r0_tail.csv"
+    ls "$OUT"
+fi
+} 2>&1 | tee "$OUT/profile.log"
+rm -rf "$W"
