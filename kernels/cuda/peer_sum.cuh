@@ -25,18 +25,19 @@ constexpr std::int64_t kExtraCapacity = 1 << 17;  // doubles of loss terms (6553
 /// Everything one launch needs: the peers' buffers as this rank sees them (own ones included).
 struct Args {
     double* data[kMaxRanks];      // each rank's gradient buffer
+    double* sums[kMaxRanks];      // each rank's part of the sum (phase 2 reads these)
     double* extra[kMaxRanks];     // each rank's copy of its loss terms
     unsigned* flags[kMaxRanks];   // each rank's flags: [block][from rank]
     int ranks = 0, rank = 0;
     std::int64_t pairs = 0;       // data elements / 2 (double2)
     std::int64_t extra_count = 0;
     double* extra_local = nullptr;  // this rank's loss terms, summed in place
-    unsigned epoch = 0;             // of this call's first barrier; +1, +2 for the others
+    unsigned epoch = 0;             // of this call's first barrier; +1 for the second
     unsigned long long* trace = nullptr;  // EF_RECON_PEER_TRACE: kTraceSlots sums of nanoseconds
 };
 
 /// Trace slots: barrier 1, sum of this rank's part, barrier 2, copies of the others' parts,
-/// barrier 3, launches.
+/// (unused), launches.
 constexpr int kTraceSlots = 6;
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -83,9 +84,11 @@ __device__ void barrier(const Args& a, unsigned value) {
 /**
  * The sum over ranks of `data` (in place on every rank) and of the loss terms. Phase 1: rank r
  * sums part r of the buffer over all ranks, in rank order (the same bits on every rank and in
- * every run), into its own buffer; phase 2: it copies the other parts' sums from their owners.
- * Block b handles the same indices of every part on every rank, so barriers per block suffice.
- * The loss terms (a few kB, zero where another rank's positions go) are summed whole by block 0.
+ * every run), into its own buffer and its `sums` area; phase 2: it copies the other parts' sums
+ * from their `sums` areas. Block b handles the same indices of every part on every rank, so
+ * barriers per block suffice. The loss terms (a few kB, zero where another rank's positions go)
+ * are summed whole by block 0. No barrier at the end: the next call overwrites what others
+ * read (sums, extra) only after its first barrier, and gradients are only read in phase 1.
  */
 template <int R>
 __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
@@ -103,6 +106,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         // Every load of a round is issued before the first add: remote latency, not the adds,
         // sets the pace.
         double2* out = reinterpret_cast<double2*>(a.data[r]);
+        double2* mine = reinterpret_cast<double2*>(a.sums[r]);
         const std::int64_t lo = r * part, hi = lo + part < a.pairs ? lo + part : a.pairs;
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kUnroll * stride) {
             double2 v[R][kUnroll];
@@ -121,6 +125,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
                     s.y += v[p][u].y;
                 }
                 out[i0 + u * stride] = s;
+                mine[i0 + u * stride - lo] = s;
             }
         }
     }
@@ -136,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
     for (int q = 1; q < R; ++q) {
         const int p = (r + q) % R;  // spread the reads over the links
         const std::int64_t lo = p * part, hi = lo + part < a.pairs ? lo + part : a.pairs;
-        const double2* from = reinterpret_cast<const double2*>(a.data[p]);
+        const double2* from = reinterpret_cast<const double2*>(a.sums[p]) - lo;
         double2* to = reinterpret_cast<double2*>(a.data[r]);
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kInFlight * stride) {
             double2 v[kInFlight];
@@ -149,8 +154,6 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         }
     }
     trace_step(a, 3, last);
-    barrier(a, a.epoch + 2);  // nobody reads this rank's buffers once it goes on
-    trace_step(a, 4, last);
     if (a.trace && blockIdx.x == 0 && threadIdx.x == 0) a.trace[5] += 1;
 }
 
@@ -181,14 +184,17 @@ class Sum {
             why = "peer sums take 2 to " + std::to_string(kMaxRanks) + " GPUs";
             return false;
         }
-        bool ok = cudaMalloc(reinterpret_cast<void**>(&extra_), kExtraCapacity * sizeof(double)) == cudaSuccess &&
+        const std::int64_t part = (count / 2 + ranks - 1) / ranks;  // pairs
+        bool ok = cudaMalloc(reinterpret_cast<void**>(&sums_), static_cast<size_t>(part) * 2 * sizeof(double)) == cudaSuccess &&
+                  cudaMalloc(reinterpret_cast<void**>(&extra_), kExtraCapacity * sizeof(double)) == cudaSuccess &&
                   cudaMalloc(reinterpret_cast<void**>(&flags_), kBlocks * kMaxRanks * sizeof(unsigned)) == cudaSuccess &&
                   cudaMemset(flags_, 0, kBlocks * kMaxRanks * sizeof(unsigned)) == cudaSuccess;
-        cudaIpcMemHandle_t mine[3]{};
-        ok = ok && cudaIpcGetMemHandle(&mine[0], data) == cudaSuccess &&
-             cudaIpcGetMemHandle(&mine[1], extra_) == cudaSuccess && cudaIpcGetMemHandle(&mine[2], flags_) == cudaSuccess;
+        constexpr int kHandles = 4;
+        cudaIpcMemHandle_t mine[kHandles]{};
+        ok = ok && cudaIpcGetMemHandle(&mine[0], data) == cudaSuccess && cudaIpcGetMemHandle(&mine[1], sums_) == cudaSuccess &&
+             cudaIpcGetMemHandle(&mine[2], extra_) == cudaSuccess && cudaIpcGetMemHandle(&mine[3], flags_) == cudaSuccess;
         if (!ok) std::memset(mine, 0, sizeof mine);
-        std::vector<cudaIpcMemHandle_t> all(3 * static_cast<size_t>(ranks));
+        std::vector<cudaIpcMemHandle_t> all(kHandles * static_cast<size_t>(ranks));
         gather(mine, all.data(), sizeof mine);
         Args a;
         a.ranks = ranks;
@@ -197,13 +203,14 @@ class Sum {
         for (int p = 0; p < ranks && ok; ++p) {
             if (p == rank) {
                 a.data[p] = data;
+                a.sums[p] = sums_;
                 a.extra[p] = extra_;
                 a.flags[p] = flags_;
                 continue;
             }
-            void* ptr[3] = {nullptr, nullptr, nullptr};
-            for (int k = 0; k < 3 && ok; ++k) {
-                const cudaError_t e = cudaIpcOpenMemHandle(&ptr[k], all[static_cast<size_t>(3 * p + k)],
+            void* ptr[kHandles] = {};
+            for (int k = 0; k < kHandles && ok; ++k) {
+                const cudaError_t e = cudaIpcOpenMemHandle(&ptr[k], all[static_cast<size_t>(kHandles * p + k)],
                                                            cudaIpcMemLazyEnablePeerAccess);
                 if (e != cudaSuccess) {
                     why = std::string("cudaIpcOpenMemHandle of rank ") + std::to_string(p) + ": " + cudaGetErrorString(e);
@@ -214,8 +221,9 @@ class Sum {
                 }
             }
             a.data[p] = static_cast<double*>(ptr[0]);
-            a.extra[p] = static_cast<double*>(ptr[1]);
-            a.flags[p] = static_cast<unsigned*>(ptr[2]);
+            a.sums[p] = static_cast<double*>(ptr[1]);
+            a.extra[p] = static_cast<double*>(ptr[2]);
+            a.flags[p] = static_cast<unsigned*>(ptr[3]);
         }
         // Every rank must agree, or some would wait in the kernel for ranks that use NCCL.
         const unsigned char me = ok ? 1 : 0;
@@ -251,7 +259,7 @@ class Sum {
         a.extra_local = extra;
         a.extra_count = extra ? extra_count : 0;
         a.epoch = epoch_;
-        epoch_ += 3;
+        epoch_ += 2;
         launch<2>(a, stream);
     }
 
@@ -264,8 +272,8 @@ class Sum {
         const double n = 1e3 * static_cast<double>(t[5]);
         std::fprintf(stderr,
                      "rank %d: peer sums (%llu, block 0, microseconds each): barrier %.1f, own part %.1f, barrier %.1f, "
-                     "other parts %.1f, barrier %.1f\n",
-                     args_.rank, t[5], t[0] / n, t[1] / n, t[2] / n, t[3] / n, t[4] / n);
+                     "other parts %.1f\n",
+                     args_.rank, t[5], t[0] / n, t[1] / n, t[2] / n, t[3] / n);
     }
     template <int R>
     static void launch(const Args& a, cudaStream_t stream) {
@@ -277,9 +285,10 @@ class Sum {
         if (args_.trace) cudaFree(args_.trace);
         for (void* p : opened_) cudaIpcCloseMemHandle(p);
         opened_.clear();
+        if (sums_) cudaFree(sums_);
         if (extra_) cudaFree(extra_);
         if (flags_) cudaFree(flags_);
-        extra_ = nullptr;
+        sums_ = extra_ = nullptr;
         flags_ = nullptr;
         args_ = Args{};
     }
@@ -287,6 +296,7 @@ class Sum {
     Args args_{};
     std::int64_t capacity_ = 0;
     unsigned epoch_ = 1;  // flags start at 0
+    double* sums_ = nullptr;
     double* extra_ = nullptr;
     unsigned* flags_ = nullptr;
     std::vector<void*> opened_;

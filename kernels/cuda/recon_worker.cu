@@ -518,6 +518,9 @@ class CudaBackend {
         for (cudaEvent_t e : queued_)
             if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
+        for (cudaEvent_t e : side_ev_)
+            if (e) cudaEventDestroy(e);
+        if (side_) cudaStreamDestroy(side_);
         for (cudaEvent_t e : ev_)
             if (e) cudaEventDestroy(e);
         cudaStreamDestroy(stream_);
@@ -531,7 +534,7 @@ class CudaBackend {
     void for_each(std::int64_t n, const F& f) {
         if (n <= 0) return;
         const std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, std::int64_t(1) << 30);
-        for_each_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream_>>>(n, f);
+        for_each_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, side_on_ ? side_ : stream_>>>(n, f);
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
@@ -791,6 +794,24 @@ class CudaBackend {
         EF_CUDA_CHECK(cudaStreamWaitEvent(stream_, stage_ev_[s], 0));
         ++stage_next_;
     }
+    /**
+     * for_each() between side_begin() and side_end() runs on a second stream, after the work
+     * queued so far and beside what is queued next; side_join() makes later work wait for it.
+     */
+    void side_begin() {
+        if (!side_) {
+            EF_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+            for (cudaEvent_t& e : side_ev_) EF_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        }
+        EF_CUDA_CHECK(cudaEventRecord(side_ev_[0], stream_));
+        EF_CUDA_CHECK(cudaStreamWaitEvent(side_, side_ev_[0], 0));
+        side_on_ = true;
+    }
+    void side_end() {
+        EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
+        side_on_ = false;
+    }
+    void side_join() { EF_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_ev_[1], 0)); }
     /// Deferred steps (PtychoEngine::begin_deferred) unless EF_RECON_DEFERRED=0.
     bool defer_steps() const { return defer_; }
     /// Time stamp i on the stream (an event, read by stamp_seconds()).
@@ -1079,6 +1100,9 @@ class CudaBackend {
     cudaEvent_t stage_ev_[kStageSlots] = {};
     unsigned stage_next_ = 0;
     cudaStream_t copy_stream_ = nullptr;  // upload_staged()'s copies
+    cudaStream_t side_ = nullptr;         // side_begin() .. side_end()
+    cudaEvent_t side_ev_[2] = {};         // its start and its end
+    bool side_on_ = false;
     cudaEvent_t queued_[2] = {};          // the work queued before each of the last two calls
     std::vector<std::pair<std::string, double>> phase_ms_;
 };

@@ -210,6 +210,9 @@ class CpuBackend {
         if (bytes) std::memcpy(dst, src, bytes);
     }
     void synchronize() {}
+    void side_begin() {}  // one stream of work here: nothing beside it
+    void side_end() {}
+    void side_join() {}
 
     /// Deferred steps (PtychoEngine::begin_deferred): only with EF_RECON_DEFERRED=1 here, which
     /// tests use to check them against the per-batch steps; a CPU step has nothing to overlap.

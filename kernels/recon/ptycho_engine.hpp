@@ -370,6 +370,7 @@ class PtychoEngine {
         const T inf = std::numeric_limits<T>::infinity();
         if (u.object) {
             be_.mark("object step");
+            be_.side_begin();  // beside the probe's step (FFTs of few windows, latency-bound)
             const T lo = o_.amplitude_phase ? static_cast<T>(o_.amplitude_min) : -inf;
             const T hi = o_.amplitude_phase ? static_cast<T>(o_.amplitude_max) : inf;
             be_.for_each(on, ObjectStep<T>{
@@ -378,6 +379,7 @@ class PtychoEngine {
                                  AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
                                                        coefficients(u, u.lr_p1, u.t_object), -inf, inf, scale},
                                  ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}});
+            be_.side_end();
         }
         if (u.probe) {
             be_.mark("probe step");
@@ -395,6 +397,7 @@ class PtychoEngine {
             }
             probe_spec_valid_ = false;
         }
+        if (u.object) be_.side_join();
     }
 
     /**

@@ -300,12 +300,14 @@ struct LossScale {
                 const std::int64_t i = base + k * kLanes + lane;
                 if (i < count) mine[k] = terms[i];
             }
-            for (int k = 0; k < kRound; ++k)
-                for (int l = 0; l < kLanes; ++l) {
-                    if (base + k * kLanes + l >= count) break;  // the same for every lane
+            for (int k = 0; k < kRound; ++k) {
+                if (base + k * kLanes >= count) break;  // the same for every lane
+#pragma unroll
+                for (int l = 0; l < kLanes; ++l) {  // the shuffles need not wait for the adds
                     const Sum2 t{__shfl_sync(0xffffffffu, mine[k].a, l), __shfl_sync(0xffffffffu, mine[k].b, l)};
-                    s += t;
+                    if (base + k * kLanes + l < count) s += t;
                 }
+            }
         }
 #else
         for (std::int64_t i = 0; i < count && lane == 0; ++i) s += terms[i];

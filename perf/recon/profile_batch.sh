@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Where a benchmark batch's GPU time goes at the share one GPU of N does (issue 6's scaling):
 # EF_RECON_PHASES=1 on one GPU at batch 256 and at 256 / N, with the mode groups the engine
-# picks and forced ones, then (with nsys on the GPU machine) a kernel trace of the N-GPU run.
+# picks and forced ones, then the N-GPU run with phases per rank (and EF_RECON_PEER_TRACE).
+# PROFILE_SPECS="256:auto 64:2" picks the one-GPU runs (batch:mode groups).
 #   source .gpu-run/env.sh && OUT=$OUT bash perf/recon/profile_batch.sh [N]
 set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
@@ -55,18 +56,6 @@ if [ "$(nvidia-smi -L | wc -l)" -ge "$N" ]; then
     echo "== $N GPUs, phases per rank"
     EF_RECON_PEER_TRACE=1 EF_RECON_PHASES=1 EF_RECON_COMM_TRACE=1 mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \
         --output.file q.h5 --overwrite 2>&1 | grep -vE "pmix|dlopen|Perhaps"
-fi
-NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-echo "nsys: ${NSYS:-none}"
-if [ -n "$NSYS" ] && [ "$(nvidia-smi -L | wc -l)" -ge "$N" ]; then
-    echo "== nsys, $N GPUs"
-    mpirun --bind-to none --oversubscribe -np "$N" "$NSYS" profile -t cuda,nvtx -o "$W/r%q{OMPI_COMM_WORLD_RANK}" \
-        ensemblefit reconstruct bench.ini --output.file n.h5 2>&1 | grep -vE "pmix|dlopen|Perhaps" | tail -15
-    "$NSYS" stats -q --report cuda_gpu_kern_sum --format csv -o "$OUT/kern_r0" "$W/r0.nsys-rep" > /dev/null 2>&1
-    "$NSYS" stats -q --report cuda_gpu_trace --format csv -o "$W/trace_r0" "$W/r0.nsys-rep" > /dev/null 2>&1
-    # the last ~2 batches' kernels, with start times, of rank 0
-    tail -80 "$W"/trace_r0*.csv > "$OUT/trace_r0_tail.csv"
-    ls "$OUT"
 fi
 } 2>&1 | tee "$OUT/profile.log"
 rm -rf "$W"
