@@ -739,7 +739,8 @@ class PtychoEngine {
         if (probe_grad) {
             be_.mark("probe gradient");
             if (gp_fft)
-                be_.for_each(K * n, ProbeSpectrumFromSlots<T, N>{ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe}});
+                be_.for_each(ProbeSpectrumFromSlots<T, N>::elements(d_),
+                             ProbeSpectrumFromSlots<T, N>{ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe}});
             else
                 be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
