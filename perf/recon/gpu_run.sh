@@ -55,7 +55,8 @@ source "$BUNDLE/env.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export EF_SOURCE_DIR=$SRC PYTHONUNBUFFERED=1
 # cuFFT from the machine's toolkit or PyTorch's wheels; NCCL from PyTorch's wheels.
-pylibs=$(py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null)
+source perf/recon/bench_config.sh
+pylibs=$(nvidia_wheel_libs)
 export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${pylibs}
 NGPU=$(nvidia-smi -L | wc -l)
 NCPU=$(nproc)
@@ -162,28 +163,7 @@ fi
 # ---- the tBL-WSe2-shaped benchmark, the PyTorch peer, multi-GPU scaling ---------------------
 iters=12
 [ "$quick" = quick ] && iters=5
-cat > "$W/bench.ini" <<INI
-[data]
-file = bench.h5
-[model]
-modes = 12
-[object]
-lr_amplitude = 5e-4
-lr_phase = 5e-4
-[probe]
-lr = 1e-3
-[positions]
-correct = true
-lr = 5e-4
-[solver]
-iterations = $iters
-batch_size = 256
-[run]
-workers = gpu
-[output]
-previews = false
-report_every = $iters
-INI
+write_bench_ini "$W/bench.ini" "$iters"
 {
 cd "$W"
 step "simulate the benchmark dataset (16384 patterns 128 x 128, 12 modes, object 592 x 592)"

@@ -14,31 +14,11 @@ W=$(mktemp -d /tmp/ef-prof.XXXXXX)
 ORIG_LD=${LD_LIBRARY_PATH:-}
 py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
 export NCCL_NVLS_ENABLE=0 EF_SOURCE_DIR=$PWD
-pylibs=$(py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null)
+source perf/recon/bench_config.sh
+pylibs=$(nvidia_wheel_libs)
 export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${pylibs}
 share=$(( 256 / N ))
-cat > "$W/bench.ini" <<INI
-[data]
-file = bench.h5
-[model]
-modes = 12
-[object]
-lr_amplitude = 5e-4
-lr_phase = 5e-4
-[probe]
-lr = 1e-3
-[positions]
-correct = true
-lr = 5e-4
-[solver]
-iterations = 3
-batch_size = 256
-[run]
-workers = gpu
-[output]
-previews = false
-report_every = 3
-INI
+write_bench_ini "$W/bench.ini" 3
 cd "$W"
 {
 nvidia-smi -L

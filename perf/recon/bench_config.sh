@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# Shared by perf/recon/gpu_run.sh and perf/recon/profile_batch.sh (sourced, from the repository root).
+
+# write_bench_ini FILE ITERATIONS: the tBL-WSe2-shaped benchmark's config (16384 patterns of
+# bench.h5, 12 modes, batch 256, position correction on, GPU workers, the loss at the end only).
+write_bench_ini() {
+    cat > "$1" <<INI
+[data]
+file = bench.h5
+[model]
+modes = 12
+[object]
+lr_amplitude = 5e-4
+lr_phase = 5e-4
+[probe]
+lr = 1e-3
+[positions]
+correct = true
+lr = 5e-4
+[solver]
+iterations = $2
+batch_size = 256
+[run]
+workers = gpu
+[output]
+previews = false
+report_every = $2
+INI
+}
+
+# nvidia_wheel_libs: the lib folders of PyTorch's nvidia wheels (cuFFT, NCCL), ':'-separated.
+nvidia_wheel_libs() {
+    py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null
+}
