@@ -70,10 +70,11 @@ class EngineWorker final : public ReconWorker {
     void update(const ReconUpdate& u) override { engine_.update(u); }
     void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
     std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
-    bool device_sum_init(const std::vector<char>& id, int ranks, int rank, bool peer, std::string& why) override {
-        if (!be_->device_sum_init(id, ranks, rank, why)) return false;
-        if (peer) be_->peer_sum_init(engine_.device_gradients(), static_cast<std::int64_t>(engine_.gradient_size(true)));
-        return true;
+    bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
+        return be_->device_sum_init(id, ranks, rank, why);
+    }
+    void device_sum_peer() override {
+        be_->peer_sum_init(engine_.device_gradients(), static_cast<std::int64_t>(engine_.gradient_size(true)));
     }
     std::string device_sum_method() const override { return be_->device_sum_method(); }
     void device_sum(bool with_probe) override {

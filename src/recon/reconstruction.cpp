@@ -190,6 +190,7 @@ class Reconstruction {
         EF_MPI_CHECK(MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx_.world()));
         std::string why = "not every rank is a GPU worker";
         int ok = 0;
+        bool peer = false;
         if (all_gpu) {
             std::vector<char> id = ctx_.is_root() ? worker_->device_sum_id() : std::vector<char>();
             int len = static_cast<int>(id.size());
@@ -202,10 +203,10 @@ class Reconstruction {
             int node_size = 0;
             EF_MPI_CHECK(MPI_Comm_size(node, &node_size));
             EF_MPI_CHECK(MPI_Comm_free(&node));
-            const bool peer = (cfg_.allreduce == "auto" || cfg_.allreduce == "peer") && node_size == ctx_.size();
+            peer = (cfg_.allreduce == "auto" || cfg_.allreduce == "peer") && node_size == ctx_.size();
             if (cfg_.allreduce == "peer" && !peer)
                 throw usage_error(cfg_.where("run.allreduce") + ": peer sums need every rank on one host");
-            int mine = len > 0 && worker_->device_sum_init(id, ctx_.size(), ctx_.rank(), peer, why) ? 1 : 0;
+            int mine = len > 0 && worker_->device_sum_init(id, ctx_.size(), ctx_.rank(), why) ? 1 : 0;
             if (len == 0) why = "NCCL is not available on rank 0 (libnccl.so.2 not found)";
             EF_MPI_CHECK(MPI_Allreduce(&mine, &ok, 1, MPI_INT, MPI_MIN, ctx_.world()));
             if (!ok && mine) why = "NCCL failed to start on another rank";
@@ -214,6 +215,7 @@ class Reconstruction {
         if (!device_sum_ && (cfg_.allreduce == "nccl" || cfg_.allreduce == "peer"))
             throw usage_error(cfg_.where("run.allreduce") + ": " + cfg_.allreduce + " is not possible here: " + why);
         if (device_sum_) {
+            if (peer) worker_->device_sum_peer();  // collective: NCCL started on every rank
             const std::string method = worker_->device_sum_method();
             if (cfg_.allreduce == "peer" && method != "peer")
                 throw usage_error(cfg_.where("run.allreduce") + ": peer is not possible here: " +

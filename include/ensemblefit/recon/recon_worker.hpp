@@ -112,13 +112,15 @@ class ReconWorker {
      * build needs no NCCL): rank 0 asks device_sum_id() (empty when NCCL is unavailable),
      * broadcasts it, and every rank calls device_sum_init(); after that device_sum() replaces
      * the host-side MPI_Allreduce of the gradient buffer, which then stays on the device.
-     * A CPU worker has none of this (empty id, init false). With `peer` (all ranks on one
-     * host), init also tries sums by direct loads between the GPUs (CUDA IPC), collectively:
-     * every rank uses them or none; device_sum_method() says which the sums use and why.
+     * A CPU worker has none of this (empty id, init false).
      */
     virtual std::vector<char> device_sum_id() = 0;
-    virtual bool device_sum_init(const std::vector<char>& id, int ranks, int rank, bool peer, std::string& why) = 0;
-    /// "nccl" or "peer", then, where peer sums were asked for and are not used, ": " and why.
+    virtual bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) = 0;
+    /// Once device_sum_init() has succeeded on every rank, on every rank (collective, all ranks
+    /// on one host): sums by direct loads between the GPUs (CUDA IPC) instead of NCCL where
+    /// every rank can open the others' memory; every rank uses them or none.
+    virtual void device_sum_peer() {}
+    /// "nccl" or "peer", then, where peer sums were tried and are not used, ": " and why.
     virtual std::string device_sum_method() const { return {}; }
     /// Starts the sum over ranks of the gradient buffer, in place (after gradients(), before
     /// update(), which is ordered after it); device_sum_wait() returns when it is done, so the
