@@ -37,8 +37,8 @@ struct Args {
 };
 
 /// Trace slots: barrier 1, sum of this rank's part, barrier 2, copies of the others' parts,
-/// (unused), launches.
-constexpr int kTraceSlots = 6;
+/// launches.
+constexpr int kTraceSlots = 5;
 
 __device__ __forceinline__ unsigned long long global_ns() {
     unsigned long long t;
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         }
     }
     trace_step(a, 3, last);
-    if (a.trace && blockIdx.x == 0 && threadIdx.x == 0) a.trace[5] += 1;
+    if (a.trace && blockIdx.x == 0 && threadIdx.x == 0) a.trace[4] += 1;
 }
 
 /**
@@ -268,12 +268,12 @@ class Sum {
     void print_trace() const {
         if (!args_.trace) return;
         unsigned long long t[kTraceSlots] = {};
-        if (cudaMemcpy(t, args_.trace, sizeof t, cudaMemcpyDeviceToHost) != cudaSuccess || !t[5]) return;
-        const double n = 1e3 * static_cast<double>(t[5]);
+        if (cudaMemcpy(t, args_.trace, sizeof t, cudaMemcpyDeviceToHost) != cudaSuccess || !t[4]) return;
+        const double n = 1e3 * static_cast<double>(t[4]);
         std::fprintf(stderr,
                      "rank %d: peer sums (%llu, block 0, microseconds each): barrier %.1f, own part %.1f, barrier %.1f, "
                      "other parts %.1f\n",
-                     args_.rank, t[5], t[0] / n, t[1] / n, t[2] / n, t[3] / n);
+                     args_.rank, t[4], t[0] / n, t[1] / n, t[2] / n, t[3] / n);
     }
     template <int R>
     static void launch(const Args& a, cudaStream_t stream) {

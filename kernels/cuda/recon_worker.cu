@@ -883,12 +883,12 @@ class CudaBackend {
     /**
      * After device_sum_init(), on every rank alike: sums of `grad` (the start of its allocation,
      * `count` doubles) by direct loads between the GPUs (peer::Sum) instead of NCCL, where every
-     * rank can open the others' memory; device_sum_method() says whether they are used.
+     * rank can open the others' memory; false, with why, when they stay with NCCL.
      */
-    bool peer_sum_init(double* grad, std::int64_t count) {
+    bool peer_sum_init(double* grad, std::int64_t count, std::string& why) {
         nccl::Api& a = nccl::api();
         if (!comm_ || !a.all_gather) {
-            peer_why_ = "this NCCL has no ncclAllGather to exchange the memory handles";
+            why = "this NCCL has no ncclAllGather to exchange the memory handles";
             return false;
         }
         DeviceBuffer<unsigned char> dev;
@@ -902,13 +902,7 @@ class CudaBackend {
             download(static_cast<unsigned char*>(all), dev.data(), bytes * static_cast<size_t>(ranks_));
         };
         EF_CUDA_CHECK(cudaSetDevice(device_));
-        peer_why_.clear();
-        return peer_.init(grad, count, ranks_, rank_, gather, peer_why_);
-    }
-    std::string device_sum_method() const {
-        if (!comm_) return {};
-        if (peer_.active()) return "peer";
-        return peer_why_.empty() ? "nccl" : "nccl: " + peer_why_;
+        return peer_.init(grad, count, ranks_, rank_, gather, why);
     }
     /// In-place sum over ranks of `count` doubles in device memory (and of `extra_count` more at
     /// `extra`, in the same NCCL group), started on this worker's stream (the update that follows
@@ -1073,7 +1067,6 @@ class CudaBackend {
     nccl::Comm comm_ = nullptr;
     int ranks_ = 1, rank_ = 0;  // of comm_
     peer::Sum peer_;            // sums by direct loads (peer_sum_init)
-    std::string peer_why_;      // why not, when asked for
     std::map<std::int64_t, cufftHandle> plans_;
     DeviceBuffer<unsigned char> work_;
     DeviceBuffer<Sum2> partial_;

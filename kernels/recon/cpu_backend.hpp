@@ -236,8 +236,10 @@ class CpuBackend {
         why = "CPU worker";
         return false;
     }
-    bool peer_sum_init(double*, std::int64_t) { return false; }
-    std::string device_sum_method() const { return {}; }
+    bool peer_sum_init(double*, std::int64_t, std::string& why) {
+        why = "CPU worker";
+        return false;
+    }
     void device_sum(double*, std::size_t, double* = nullptr, std::size_t = 0) {}
 
    private:

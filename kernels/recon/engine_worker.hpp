@@ -73,10 +73,9 @@ class EngineWorker final : public ReconWorker {
     bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
         return be_->device_sum_init(id, ranks, rank, why);
     }
-    void device_sum_peer() override {
-        be_->peer_sum_init(engine_.device_gradients(), static_cast<std::int64_t>(engine_.gradient_size(true)));
+    bool device_sum_peer(std::string& why) override {
+        return be_->peer_sum_init(engine_.device_gradients(), static_cast<std::int64_t>(engine_.gradient_size(true)), why);
     }
-    std::string device_sum_method() const override { return be_->device_sum_method(); }
     void device_sum(bool with_probe) override {
         std::size_t terms = 0;
         double* t = engine_.deferred() ? engine_.device_terms(terms) : nullptr;

@@ -205,7 +205,7 @@ for g in 2 4 8; do
     step "ensemblefit, $g GPUs, NCCL sums (run.allreduce = nccl)"
     EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --run.allreduce nccl --output.file nccl_$g.h5; check
     if [ "$g" -eq 4 ]; then
-        step "ensemblefit, $g GPUs (NCCL sums), per-batch steps (EF_RECON_DEFERRED=0)"
+        step "ensemblefit, $g GPUs (default sums), per-batch steps (EF_RECON_DEFERRED=0)"
         EF_RECON_COMM_TRACE=1 EF_RECON_DEFERRED=0 $MPI -np $g ensemblefit reconstruct bench.ini \
             --output.file perbatch_$g.h5; check
         # Not the goal's measure (that is batch 256 in all): 256 positions per GPU and step, so

@@ -215,11 +215,11 @@ class Reconstruction {
         if (!device_sum_ && (cfg_.allreduce == "nccl" || cfg_.allreduce == "peer"))
             throw usage_error(cfg_.where("run.allreduce") + ": " + cfg_.allreduce + " is not possible here: " + why);
         if (device_sum_) {
-            if (peer) worker_->device_sum_peer();  // collective: NCCL started on every rank
-            const std::string method = worker_->device_sum_method();
-            if (cfg_.allreduce == "peer" && method != "peer")
-                throw usage_error(cfg_.where("run.allreduce") + ": peer is not possible here: " +
-                                  method.substr(std::min(method.size(), std::string("nccl: ").size())));
+            std::string peer_why;
+            const bool peer_on = peer && worker_->device_sum_peer(peer_why);  // collective: NCCL runs on every rank
+            if (cfg_.allreduce == "peer" && !peer_on)
+                throw usage_error(cfg_.where("run.allreduce") + ": peer is not possible here: " + peer_why);
+            const std::string method = peer_on ? std::string("peer") : peer ? "nccl: " + peer_why : std::string("nccl");
             if (ctx_.is_root()) std::printf("gradient sums: %s\n", method.c_str());
         }
         if (!device_sum_ && all_gpu && ctx_.is_root())

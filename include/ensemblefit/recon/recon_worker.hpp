@@ -118,10 +118,12 @@ class ReconWorker {
     virtual bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) = 0;
     /// Once device_sum_init() has succeeded on every rank, on every rank (collective, all ranks
     /// on one host): sums by direct loads between the GPUs (CUDA IPC) instead of NCCL where
-    /// every rank can open the others' memory; every rank uses them or none.
-    virtual void device_sum_peer() {}
-    /// "nccl" or "peer", then, where peer sums were tried and are not used, ": " and why.
-    virtual std::string device_sum_method() const { return {}; }
+    /// every rank can open the others' memory; every rank uses them or none: false, with why,
+    /// when they stay with NCCL.
+    virtual bool device_sum_peer(std::string& why) {
+        why = "not a GPU worker";
+        return false;
+    }
     /// Starts the sum over ranks of the gradient buffer, in place (after gradients(), before
     /// update(), which is ordered after it); device_sum_wait() returns when it is done, so the
     /// host can gather the loss terms meanwhile.
