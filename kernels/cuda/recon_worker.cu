@@ -324,11 +324,17 @@ __global__ void spectrum_positions_kernel(ProbeGradientSpectrum<T> spec, bool wa
     if (active && want_spec) spec.finish(i, acc);
 }
 
-/// A CUDA thread block of Threads threads as window_fft.hpp's Block: ranks, barriers and a
-/// fixed-order sum.
+/// A CUDA thread block of Threads threads as window_fft.hpp's Block: ranks, barriers, a
+/// fixed-order sum, and the loaded bytes each thread keeps in flight (wfft::stream,
+/// Lines::fetched). 64 and 48 for 128 x 128 windows (1024 threads, 64 registers each):
+/// 1.98 ms per benchmark batch against 2.11 with stream()'s former 32 (two of the backward
+/// pass's 24-byte patch inputs in flight instead of one; H100, perf/RESULTS.md, seventh
+/// session); 96 was no faster and spilled, larger fetches spilled.
 template <int Threads>
 struct CudaBlock {
     static constexpr int kSize = Threads;
+    static constexpr int kStreamBytes = 64;
+    static constexpr int kFetchBytes = 48;
     double* scratch;  ///< 2 x 32 doubles of shared memory
     EF_HD int rank() const {
 #ifdef __CUDA_ARCH__
@@ -601,21 +607,22 @@ class CudaBackend {
         const std::size_t smem = window_smem<N>(sizeof(typename F::Real));
         const bool alt = window_threads_env_ == window_alt_threads<N>();
         if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
-        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
-        else launch_window<F, window_threads<N>()>(f, count, smem, out ? partial_.data() : nullptr);
+        Sum2* partial = out ? partial_.data() : nullptr;
+        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, partial);
+        else launch_window<F, window_threads<N>()>(f, count, smem, partial);
         if (out) finish_groups(count, 1, out, out_on_device);
     }
 
     template <class F, int Threads>
     void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial) {
-        const void* kernel = reinterpret_cast<const void*>(window_kernel<F, Threads>);
+        const auto fn = window_kernel<F, Threads>;
+        const void* kernel = reinterpret_cast<const void*>(fn);
         if (std::find(window_ready_.begin(), window_ready_.end(), kernel) == window_ready_.end()) {
-            EF_CUDA_CHECK(cudaFuncSetAttribute(window_kernel<F, Threads>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem)));
+            EF_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
             window_ready_.push_back(kernel);  // the attribute is per device: this backend's
         }
         const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(count, 65535));
-        window_kernel<F, Threads><<<grid, Threads, smem, stream_>>>(f, count, partial);
+        fn<<<grid, Threads, smem, stream_>>>(f, count, partial);
         EF_CUDA_CHECK(cudaGetLastError());
     }
 

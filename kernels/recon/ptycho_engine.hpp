@@ -571,6 +571,7 @@ class PtychoEngine {
 
     void ensure_probe_spectrum() {
         if (probe_spec_valid_) return;
+        spec_slots_valid_ = false;
         be_.for_each(d_.modes * d_.n(), CopyValue<C>{probe_.data(), probe_spec_.data()});
         be_.fft(probe_spec_.data(), d_.modes, false);
         probe_spec_valid_ = true;
@@ -691,7 +692,12 @@ class PtychoEngine {
         ensure_workspace(b);
         if (shifted) {
             be_.mark("probe spectrum");
-            ensure_probe_spectrum();
+            if (!probe_spec_valid_ || !spec_slots_valid_) {
+                ensure_probe_spectrum();
+                if (spec_slots_.size() < probe_spec_.size()) spec_slots_.resize(probe_spec_.size());
+                be_.for_each(K * n, SpectrumToSlots<T, N>{probe_spec_.data(), spec_slots_.data()});
+                spec_slots_valid_ = true;
+            }
             be_.mark("ramps");
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
         }
@@ -712,7 +718,7 @@ class PtychoEngine {
         Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
         Sum2* const pg_part_out = pos_sink ? pg_part_.data() : pg_part.data();
         be_.mark("window forward");
-        WindowForward<T, N> fwd{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), probe_spec_.data(),
+        WindowForward<T, N> fwd{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), spec_slots_.data(),
                                 ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
                                 pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()};
         fwd.groups = G;
@@ -727,7 +733,7 @@ class PtychoEngine {
         }
         be_.mark("window backward");
         WindowBackward<T, N> bwd{d_, shifted, probe_grad, position_grad && gp_fft, twiddle_.data(),
-                                 probe_.data(), probe_spec_.data(), ramp_.data(), object_.data(),
+                                 probe_.data(), spec_slots_.data(), ramp_.data(), object_.data(),
                                  crop_.data(), factor_.data(), psi_.data(), pshift_.data(),
                                  G > 1 ? patch_part_.data() : patch_grad_.data()};
         bwd.groups = G;
@@ -793,6 +799,7 @@ class PtychoEngine {
     std::int64_t pattern_count_ = 0;
     Buffer<T> p0_, p1_, m0_, v0_, m1_, v1_;
     Buffer<C> object_, probe_, probe_spec_, probe_tmp_;
+    Buffer<C> spec_slots_;  // the window passes' copy of probe_spec_, slot order
     Buffer<T> mp_, vp_;
     Buffer<Cx<double>> mix_;  // mix_probe_modes()
     Buffer<double> grad_;
@@ -829,6 +836,7 @@ class PtychoEngine {
     Buffer<double> losses_;         // each deferred batch's loss
     Buffer<double> scale_;          // each deferred batch's loss factor c
     bool probe_spec_valid_ = false;
+    bool spec_slots_valid_ = false;  // spec_slots_ is probe_spec_ in slot order (window passes)
     bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
     bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes
     bool merged_used_ = false;  // the last batch summed probe spectrum and position terms in one pass

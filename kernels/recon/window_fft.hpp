@@ -142,6 +142,8 @@ void make_twiddles(int n, Cx<T>* out) {
 /// size kSize, so per-thread loops have fixed trip counts and unroll.
 struct SerialBlock {
     static constexpr int kSize = 1;
+    static constexpr int kStreamBytes = 32;  ///< loaded bytes in flight per thread: stream()
+    static constexpr int kFetchBytes = 48;   ///< and the hooked stages' fetches (Lines::fetched)
     EF_HD int rank() const { return 0; }
     EF_HD void sync() const {}
     EF_HD Sum2 sum(Sum2 s) const { return s; }
@@ -158,6 +160,13 @@ EF_HD EF_INLINE void jobs(const Block& blk, const F& f) {
     }
 }
 
+/// The largest power of two <= x (x >= 1).
+constexpr int floor_pow2(int x) {
+    int p = 1;
+    while (2 * p <= x) p *= 2;
+    return p;
+}
+
 /**
  * For this thread's elements e (as jobs<n>): v = load(e) for a few elements at once, then
  * store(e, v) for each. Loads from global memory issue together instead of each waiting for the
@@ -168,7 +177,8 @@ EF_HD EF_INLINE void stream(const Block& blk, const Load& load, const Store& sto
     static_assert(n % Block::kSize == 0, "elements per block a multiple of its size");
     constexpr int per = n / Block::kSize;
     using V = decltype(load(0));
-    constexpr int by_size = sizeof(V) >= 32 ? 1 : static_cast<int>(32 / sizeof(V));  // ~8 registers in flight
+    constexpr int bytes = Block::kStreamBytes;  // loaded values in flight per thread
+    constexpr int by_size = sizeof(V) >= bytes ? 1 : floor_pow2(static_cast<int>(bytes / sizeof(V)));
     constexpr int chunk = per < by_size ? per : by_size;
     static_assert(per % chunk == 0, "whole chunks");
     for (int i0 = 0; i0 < per; i0 += chunk) {
@@ -180,17 +190,11 @@ EF_HD EF_INLINE void stream(const Block& blk, const Load& load, const Store& sto
     }
 }
 
-/// The largest power of two <= x (x >= 1).
-constexpr int floor_pow2(int x) {
-    int p = 1;
-    while (2 * p <= x) p *= 2;
-    return p;
-}
-/// Values of V fetched at once ahead of their use (about 12 registers' worth, a power of two
-/// dividing count): the loads issue together instead of each waiting behind a store.
-template <class V, int Count>
+/// Values of V fetched at once ahead of their use (Bytes' worth, a power of two dividing
+/// count): the loads issue together instead of each waiting behind a store.
+template <class V, int Count, int Bytes>
 constexpr int fetch_chunk() {
-    constexpr int by_size = sizeof(V) >= 48 ? 1 : floor_pow2(static_cast<int>(48 / sizeof(V)));
+    constexpr int by_size = sizeof(V) >= Bytes ? 1 : floor_pow2(static_cast<int>(Bytes / sizeof(V)));
     return Count < by_size ? Count : by_size;
 }
 
@@ -216,12 +220,12 @@ struct Lines {
     EF_HD static EF_INLINE int col(int line, int idx) { return Rows ? idx : line; }
     /**
      * For m in [0, R): use(m, row, col, fetch(row, col)) at the line's element idx(m), the
-     * fetches issued fetch_chunk at a time ahead of their uses (loads in flight together).
+     * fetches issued Bytes' worth at a time ahead of their uses (loads in flight together).
      */
-    template <int R, class Idx, class Fetch, class Use>
+    template <int R, int Bytes, class Idx, class Fetch, class Use>
     EF_HD static EF_INLINE void fetched(int line, const Idx& idx, const Fetch& fetch, const Use& use) {
         using V = decltype(fetch(0, 0));
-        constexpr int chunk = fetch_chunk<V, R>();
+        constexpr int chunk = fetch_chunk<V, R, Bytes>();
         EF_UNROLL
         for (int m0 = 0; m0 < R; m0 += chunk) {
             V f[chunk];
@@ -261,7 +265,7 @@ struct Lines {
             EF_UNROLL
             for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
             small_dft<T, R2, -1>(a);
-            fetched<R2>(
+            fetched<R2, Block::kFetchBytes>(
                 line, [&](int t) { return k1 * R2 + t; }, fetch,
                 [&](int t, int r, int c, const auto& f) { put(r, c, f, a[t]); });
         });
@@ -270,13 +274,13 @@ struct Lines {
      * Inverse stage A of one job's elements (a: R1 values from x), then for each element in
      * natural order a[m] = apply(row, col, fetch(row, col), a[m]), fetches a few at a time.
      */
-    template <class Fetch, class Apply>
+    template <int Bytes, class Fetch, class Apply>
     EF_HD static EF_INLINE void inverse_a_hooked(const Cx<T>* x, int line, int t, Cx<T>* a, const Fetch& fetch,
                                                  const Apply& apply) {
         EF_UNROLL
         for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
         small_dft<T, R1, 1>(a);
-        fetched<R1>(
+        fetched<R1, Bytes>(
             line, [&](int m) { return t + R2 * m; }, fetch,
             [&](int m, int r, int c, const auto& f) { a[m] = apply(r, c, f, a[m]); });
     }
@@ -299,7 +303,7 @@ struct Lines {
             hooked_job(J, line, t);
             Cx<T>* x = win + line * kLine + t * kElem;
             Cx<T> a[R1];
-            inverse_a_hooked(x, line, t, a, fetch, mid);
+            inverse_a_hooked<Block::kFetchBytes>(x, line, t, a, fetch, mid);
             small_dft<T, R1, -1>(a);
             EF_UNROLL
             for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
@@ -312,7 +316,7 @@ struct Lines {
             int line, t;
             hooked_job(J, line, t);
             Cx<T> a[R1];
-            inverse_a_hooked(win + line * kLine + t * kElem, line, t, a, fetch, [&](int r, int c, const auto& f, Cx<T> v) {
+            inverse_a_hooked<Block::kFetchBytes>(win + line * kLine + t * kElem, line, t, a, fetch, [&](int r, int c, const auto& f, Cx<T> v) {
                 put(r, c, f, v);
                 return v;
             });

@@ -63,7 +63,7 @@ struct WindowForward {
     bool subpixel;
     const Cx<T>* twiddles;    ///< N: wfft::make_twiddles
     const Cx<T>* probe;       ///< K x n (without sub-pixel shifts)
-    const Cx<T>* probe_spec;  ///< K x n, F_u of the probe modes, frequency order
+    const Cx<T>* probe_spec;  ///< K x n, F_u of the probe modes, slot order (SpectrumToSlots)
     const Cx<T>* ramp;        ///< b x (h + w)
     const Cx<T>* object;
     const int* crop;
@@ -84,7 +84,6 @@ struct WindowForward {
         const std::int64_t j = mg.j;
         T* inten = groups == 1 ? factor + j * n : inten_part + id * n;
         const T start = mg.g == 0 ? static_cast<T>(kIntensityFloor) : T(0);
-        const LoadShiftedProbe<T> shifted{d, probe_spec, ramp};
         auto obj = [&](int q) { return object_at(d, object, crop, j, q / N, q % N); };
         using Rows = wfft::Lines<T, N, true>;
         using Cols = wfft::Lines<T, N, false>;
@@ -94,8 +93,12 @@ struct WindowForward {
             if (subpixel) {
                 // inverse FFT of the shifted spectrum (computed as the first stage reads it), then
                 // P_jk O_j between the last inverse and the first forward stage, in registers
+                // LoadShiftedProbe::at's value; the spectrum in slot order, so neighbouring lanes
+                // (neighbouring columns) read neighbouring elements
+                const Cx<T>* spec = probe_spec + static_cast<std::int64_t>(k) * n;
                 Cols::inverse_b_load(blk, win, tw, [&](int su, int sv) {
-                    return shifted.at(j, k, L::freq_of_slot(su), L::freq_of_slot(sv));
+                    const Cx<T> w = ramp_at(ramp, d, j, L::freq_of_slot(su), L::freq_of_slot(sv));
+                    return spec[su * N + sv] * w * inv_n;
                 });
                 blk.sync();
                 Cols::inverse_a(blk, win);
@@ -200,7 +203,7 @@ struct WindowBackward {
     bool position_grad;
     const Cx<T>* twiddles;
     const Cx<T>* probe;
-    const Cx<T>* probe_spec;
+    const Cx<T>* probe_spec;  ///< K x n, slot order (SpectrumToSlots)
     const Cx<T>* ramp;
     const Cx<T>* object;
     const int* crop;
@@ -265,8 +268,7 @@ struct WindowBackward {
                     blk, win,
                     [&](int su, int sv) {
                         if (!position_grad) return Pos{};
-                        const int fu = L::freq_of_slot(su), fv = L::freq_of_slot(sv);
-                        return Pos{spec[fu * N + fv], ramp_at(ramp, d, j, fu, fv)};
+                        return Pos{spec[su * N + sv], ramp_at(ramp, d, j, L::freq_of_slot(su), L::freq_of_slot(sv))};
                     },
                     [&](int su, int sv, const Pos& in, Cx<T> z) {
                         if (probe_grad) row[su * N + sv] = z;
@@ -285,6 +287,21 @@ struct WindowBackward {
             blk.sync();
         }
         return blk.sum(pos);
+    }
+};
+
+/// The probe modes' spectra (K x n, frequency order) copied into slot order (wfft::Layout), for
+/// the window passes: their stages visit slots, and read the copy with neighbouring lanes on
+/// neighbouring elements (the frequency-order gather touched a sector per lane).
+template <class T, int N>
+struct SpectrumToSlots {
+    const Cx<T>* spec;
+    Cx<T>* slots;
+    EF_HD void operator()(std::int64_t i) const {
+        constexpr int n = N * N;
+        const std::int64_t k = i / n;
+        const int s = static_cast<int>(i - k * n);
+        slots[i] = spec[k * n + wfft::Layout<N>::freq_of_slot2(s)];
     }
 };
 

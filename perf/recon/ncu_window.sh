@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Where the window-resident passes stall (issue 6): Nsight Compute's throughput, warp-state,
+# scheduler and memory sections for the forward and backward window kernels of one
+# benchmark-shaped batch (gpu_tests "[bench]"), then that batch's time with 1024 and with 512
+# threads per window block (EF_RECON_WINDOW_THREADS). On the GPU machine:
+#   source .gpu-run/env.sh && OUT=$OUT bash perf/recon/ncu_window.sh
+set -uo pipefail
+cd "${EF_REPO:-$(dirname "$0")/../..}"
+OUT=${OUT:-$PWD/perf/recon/out}
+mkdir -p "$OUT"
+ORIG_LD=${LD_LIBRARY_PATH:-}
+py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
+export EF_SOURCE_DIR=$PWD
+source perf/recon/bench_config.sh
+export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:$(nvidia_wheel_libs)
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+{
+nvidia-smi -L
+for threads in 1024 512; do
+    echo "== batch time, $threads threads per window block"
+    EF_RECON_WINDOW_THREADS=$threads gpu_tests "[bench]" 2>&1 | grep -E "recon batch|deferred"
+done
+if [ -n "$NCU" ]; then
+    echo "== ncu, window kernels (${NCU_KERNELS:-window_kernel})"
+    timeout "${NCU_TIMEOUT:-300}" "$NCU" --kernel-name "regex:${NCU_KERNELS:-window_kernel}" --launch-count "${NCU_COUNT:-2}" \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+        --section LaunchStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+        gpu_tests "[bench]" 2>&1 | grep -vE "^gpu: |pmix|dlopen|Perhaps"
+else
+    echo "== no ncu on this machine"
+fi
+} 2>&1 | tee "$OUT/ncu_window.log"
