@@ -393,19 +393,21 @@ constexpr std::size_t window_smem(std::size_t real_bytes) {
     return static_cast<std::size_t>(wfft::Radix<N>::kStored + N) * 2 * real_bytes + 64 * sizeof(double);
 }
 
-/// Block b runs f for positions b, b + gridDim.x, ... with its window in shared memory.
+/// Block b runs f for positions b, b + gridDim.x, ... with its window in shared memory, and
+/// F::kScratch values of scratch there too when `scratch` (else f keeps them in global memory).
 template <class F, int Threads>
-__global__ void __launch_bounds__(Threads) window_kernel(F f, std::int64_t count, Sum2* out) {
+__global__ void __launch_bounds__(Threads) window_kernel(F f, std::int64_t count, Sum2* out, bool scratch) {
     using T = typename F::Real;
     constexpr int N = F::kN;
     extern __shared__ double window_shared[];
     auto* win = reinterpret_cast<Cx<T>*>(window_shared);
     Cx<T>* tw = win + wfft::Radix<N>::kStored;
     const CudaBlock<Threads> blk{reinterpret_cast<double*>(tw + N)};
+    T* const own = scratch ? reinterpret_cast<T*>(reinterpret_cast<double*>(tw + N) + 64) : nullptr;
     for (int i = static_cast<int>(threadIdx.x); i < N; i += static_cast<int>(blockDim.x)) tw[i] = f.twiddles[i];
     __syncthreads();
     for (std::int64_t j = blockIdx.x; j < count; j += gridDim.x) {
-        const Sum2 s = f(blk, j, win, tw);
+        const Sum2 s = f(blk, j, win, tw, own);
         if (out && threadIdx.x == 0) out[j] = s;
     }
 }
@@ -498,6 +500,7 @@ class CudaBackend {
         cudaDeviceProp prop{};
         EF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
         sms_ = prop.multiProcessorCount;
+        smem_optin_ = static_cast<int>(prop.sharedMemPerBlockOptin);
         name_ = prop.name;
 #ifdef EF_HAVE_FFT_LTO
         // Experimental, off by default: on the H200 with cuFFT 12.0.0.61 the LTO callback FFTs of
@@ -509,6 +512,7 @@ class CudaBackend {
         defer_ = !env_off("EF_RECON_DEFERRED");
         if (const char* e = std::getenv("EF_RECON_WINDOW_THREADS")) window_threads_env_ = std::atoi(e);
         merged_ = !env_off("EF_RECON_MERGED");
+        window_scratch_ = !env_off("EF_RECON_WINDOW_SCRATCH");
         load_params_.resize(kLoadSlots * kLoadBytes);
     }
     ~CudaBackend() {
@@ -592,9 +596,7 @@ class CudaBackend {
         if (env_off("EF_RECON_WINDOW") || d.h != d.w || !(d.h == 32 || d.h == 64 || d.h == 128)) return 0;
         const std::size_t need = d.h == 128 ? window_smem<128>(sizeof(T)) : d.h == 64 ? window_smem<64>(sizeof(T))
                                                                                       : window_smem<32>(sizeof(T));
-        int optin = 0;
-        EF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
-        return need <= static_cast<std::size_t>(optin) ? d.h : 0;
+        return need <= static_cast<std::size_t>(smem_optin_) ? d.h : 0;
     }
     /// Window blocks that run at once: one per multiprocessor (a window fills its shared memory).
     int parallel_units() const { return sms_; }
@@ -604,17 +606,20 @@ class CudaBackend {
     void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
         if (count <= 0) return;
         constexpr int N = F::kN;
-        const std::size_t smem = window_smem<N>(sizeof(typename F::Real));
+        std::size_t smem = window_smem<N>(sizeof(typename F::Real));
+        const std::size_t with_scratch = smem + F::kScratch * sizeof(typename F::Real);
+        const bool scratch = F::kScratch > 0 && window_scratch_ && with_scratch <= static_cast<std::size_t>(smem_optin_);
+        if (scratch) smem = with_scratch;
         const bool alt = window_threads_env_ == window_alt_threads<N>();
         if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
         Sum2* partial = out ? partial_.data() : nullptr;
-        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, partial);
-        else launch_window<F, window_threads<N>()>(f, count, smem, partial);
+        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, partial, scratch);
+        else launch_window<F, window_threads<N>()>(f, count, smem, partial, scratch);
         if (out) finish_groups(count, 1, out, out_on_device);
     }
 
     template <class F, int Threads>
-    void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial) {
+    void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial, bool scratch) {
         const auto fn = window_kernel<F, Threads>;
         const void* kernel = reinterpret_cast<const void*>(fn);
         if (std::find(window_ready_.begin(), window_ready_.end(), kernel) == window_ready_.end()) {
@@ -622,7 +627,7 @@ class CudaBackend {
             window_ready_.push_back(kernel);  // the attribute is per device: this backend's
         }
         const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(count, 65535));
-        fn<<<grid, Threads, smem, stream_>>>(f, count, partial);
+        fn<<<grid, Threads, smem, stream_>>>(f, count, partial, scratch);
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
@@ -1069,6 +1074,8 @@ class CudaBackend {
 
     int h_, w_, device_;
     int sms_ = 1;
+    int smem_optin_ = 0;  // shared memory a block may opt in to
+    bool window_scratch_ = true;  // window passes' scratch in shared memory (EF_RECON_WINDOW_SCRATCH=0: off)
     std::string name_;
     cudaStream_t stream_ = nullptr;
     nccl::Comm comm_ = nullptr;

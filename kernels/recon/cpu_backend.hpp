@@ -172,8 +172,8 @@ class CpuBackend {
     }
     /// Blocks the device runs at once (window passes split modes to fill them): none here.
     int parallel_units() const { return 0; }
-    /// f(block, j, window, twiddles) for j in [0, count), a window buffer per thread; out[j]
-    /// gets each result when out is set.
+    /// f(block, j, window, twiddles, scratch) for j in [0, count), a window buffer and
+    /// F::kScratch values of scratch per thread; out[j] gets each result when out is set.
     template <class F>
     void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
         (void)out_on_device;
@@ -181,10 +181,11 @@ class CpuBackend {
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && count > 1)
         {
             AlignedBuffer<Cx<T>> win(static_cast<std::size_t>(wfft::Radix<N>::kStored));
+            AlignedBuffer<typename F::Real> scratch(static_cast<std::size_t>(F::kScratch > 0 ? F::kScratch : 1));
             const wfft::SerialBlock blk;
 #pragma omp for schedule(static)
             for (std::int64_t j = 0; j < count; ++j) {
-                const Sum2 s = f(blk, j, win.data(), f.twiddles);
+                const Sum2 s = f(blk, j, win.data(), f.twiddles, F::kScratch > 0 ? scratch.data() : nullptr);
                 if (out) out[j] = s;
             }
         }

@@ -53,11 +53,17 @@ struct ModeGroup {
  * Returns the position's loss terms (valid on the block's rank 0). With mode groups, block
  * (j, g) accumulates its modes' intensity in `inten_part` and returns nothing; WindowModulus
  * finishes.
+ *
+ * The intensity sum lives in the block's scratch (kScratch values: shared memory on the GPU,
+ * where the device has room beside the window) and goes to global memory once, as the factor
+ * or the group's part; without scratch it is summed in place in global memory, each mode
+ * reading and writing it (same values either way).
  */
 template <class T, int N>
 struct WindowForward {
     using Real = T;
     static constexpr int kN = N;
+    static constexpr int kScratch = N * N;
     PtychoDims d;
     LossKind loss;
     bool subpixel;
@@ -76,13 +82,14 @@ struct WindowForward {
     T* inten_part = nullptr;         ///< b x G x n partial intensities (G > 1)
 
     template <class Block>
-    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw) const {
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw, T* scratch) const {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const T inv_n = T(1) / static_cast<T>(n);
         const ModeGroup mg(id, groups, d.modes);
         const std::int64_t j = mg.j;
-        T* inten = groups == 1 ? factor + j * n : inten_part + id * n;
+        T* const home = groups == 1 ? factor + j * n : inten_part + id * n;  // where the sum ends up
+        T* const inten = scratch ? scratch : home;
         const T start = mg.g == 0 ? static_cast<T>(kIntensityFloor) : T(0);
         auto obj = [&](int q) { return object_at(d, object, crop, j, q / N, q % N); };
         using Rows = wfft::Lines<T, N, true>;
@@ -131,7 +138,10 @@ struct WindowForward {
                 });
             blk.sync();
         }
-        if (groups > 1) return Sum2{};
+        if (groups > 1) {
+            if (scratch) wfft::stream<n>(blk, [&](int s) { return inten[s]; }, [&](int s, T v) { home[s] = v; });
+            return Sum2{};
+        }
         const float* data = patterns + pattern_of[j] * n;
         Sum2 terms;
         wfft::stream<n>(
@@ -139,7 +149,7 @@ struct WindowForward {
             [&](int s, Cx<T> in) {
                 T f;
                 terms += modulus_pixel(loss, in.re, in.im, inv_n, f);
-                inten[s] = f;
+                home[s] = f;
             });
         return blk.sum(terms);
     }
@@ -197,6 +207,7 @@ template <class T, int N>
 struct WindowBackward {
     using Real = T;
     static constexpr int kN = N;
+    static constexpr int kScratch = 0;
     PtychoDims d;
     bool subpixel;
     bool probe_grad;
@@ -214,7 +225,7 @@ struct WindowBackward {
     int groups = 1;
 
     template <class Block>
-    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw) const {
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw, T*) const {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const bool gp_fft = subpixel && (probe_grad || position_grad);
