@@ -207,7 +207,7 @@ template <class T, int N>
 struct WindowBackward {
     using Real = T;
     static constexpr int kN = N;
-    static constexpr int kScratch = 0;
+    static constexpr int kScratch = N * N;  ///< the position's factor, read by every mode
     PtychoDims d;
     bool subpixel;
     bool probe_grad;
@@ -225,13 +225,18 @@ struct WindowBackward {
     int groups = 1;
 
     template <class Block>
-    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw, T*) const {
+    EF_HD Sum2 operator()(const Block& blk, std::int64_t id, Cx<T>* win, const Cx<T>* tw, T* scratch) const {
         using L = wfft::Layout<N>;
         constexpr int n = N * N;
         const bool gp_fft = subpixel && (probe_grad || position_grad);
         const ModeGroup mg(id, groups, d.modes);
         const std::int64_t j = mg.j;
         const T* fac = factor + j * n;
+        if (scratch) {  // read once into the block's scratch instead of once per mode
+            wfft::stream<n>(blk, [&](int s) { return fac[s]; }, [&](int s, T v) { scratch[s] = v; });
+            fac = scratch;
+            blk.sync();
+        }
         Cx<T>* patch = patch_grad + id * n;
         Sum2 pos;
         using Rows = wfft::Lines<T, N, true>;
