@@ -31,11 +31,40 @@
 namespace ef::recon {
 
 /// Complex number as two reals: layout-compatible with fftw_complex, cufftComplex, T[2].
+/// Aligned to its size, as float2 and double2 are: the GPU then moves one in one 8- or 16-byte
+/// access (with 4-byte alignment every global load and store of one was two instructions).
 template <class T>
-struct Cx {
+struct alignas(2 * sizeof(T)) Cx {
     T re;
     T im;
 };
+
+/// Loads and stores of data touched once per pass (far fields, shifted probes, spectra: a
+/// tensor far larger than L2): on the GPU with the evict-first hint (ld/st.global.cs), so they
+/// do not push out of L2 what is read again (object, probe spectrum, per-position sums).
+template <class T>
+EF_HD EF_INLINE Cx<T> load_once(const Cx<T>* p) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) == sizeof(float)) {
+        const float2 v = __ldcs(reinterpret_cast<const float2*>(p));
+        return {v.x, v.y};
+    } else {
+        const double2 v = __ldcs(reinterpret_cast<const double2*>(p));
+        return {v.x, v.y};
+    }
+#else
+    return *p;
+#endif
+}
+template <class T>
+EF_HD EF_INLINE void store_once(Cx<T>* p, Cx<T> v) {
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(T) == sizeof(float)) __stcs(reinterpret_cast<float2*>(p), make_float2(v.re, v.im));
+    else __stcs(reinterpret_cast<double2*>(p), make_double2(v.re, v.im));
+#else
+    *p = v;
+#endif
+}
 
 template <class T>
 EF_HD EF_INLINE Cx<T> operator+(Cx<T> a, Cx<T> b) {
