@@ -326,14 +326,15 @@ __global__ void spectrum_positions_kernel(ProbeGradientSpectrum<T> spec, bool wa
 
 /// A CUDA thread block of Threads threads as window_fft.hpp's Block: ranks, barriers, a
 /// fixed-order sum, and the loaded bytes each thread keeps in flight (wfft::stream,
-/// Lines::fetched). 64 and 48 for 128 x 128 windows (1024 threads, 64 registers each):
-/// 1.98 ms per benchmark batch against 2.11 with stream()'s former 32 (two of the backward
-/// pass's 24-byte patch inputs in flight instead of one; H100, perf/RESULTS.md, seventh
-/// session); 96 was no faster and spilled, larger fetches spilled.
+/// Lines::fetched), for 128 x 128 windows (1024 threads, 64 registers each). stream()'s former
+/// 32 bytes kept one of the backward pass's 24-byte patch inputs in flight per thread; 64 (two)
+/// took one benchmark batch from 2.11 to 1.98 ms (H100, perf/RESULTS.md, seventh session), and
+/// after Cx's alignment and the evict-first hints 48 spilled least and ran 1.53 against 1.55 ms
+/// with 64; 96 and larger fetches spilled more.
 template <int Threads>
 struct CudaBlock {
     static constexpr int kSize = Threads;
-    static constexpr int kStreamBytes = 64;
+    static constexpr int kStreamBytes = 48;
     static constexpr int kFetchBytes = 48;
     double* scratch;  ///< 2 x 32 doubles of shared memory
     EF_HD int rank() const {

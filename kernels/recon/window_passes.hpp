@@ -116,7 +116,7 @@ struct WindowForward {
                 Rows::inverse_a_mid_forward_a(
                     blk, win, tw, [&](int u, int v) { return object_at(d, object, crop, j, u, v); },
                     [&](int u, int v, Cx<T> o, Cx<T> p) {
-                        pj[u * N + v] = p;
+                        store_once(pj + u * N + v, p);
                         return p * o;
                     });
             } else {
@@ -133,7 +133,7 @@ struct WindowForward {
                 blk, win, [&](int su, int sv) { return k == mg.k0 ? start : inten[su * N + sv]; },
                 [&](int su, int sv, T acc, Cx<T> z) {
                     const int s = su * N + sv;
-                    out[s] = z;
+                    store_once(out + s, z);
                     inten[s] = acc + abs2(z) * inv_n;
                 });
             blk.sync();
@@ -253,7 +253,7 @@ struct WindowBackward {
             // G_psi: inverse FFT of the far field times the factor (LoadScaled), read by the first stage
             Cols::inverse_b_load(blk, win, tw, [&](int su, int sv) {
                 const int s = su * N + sv;
-                return row[s] * fac[s];
+                return load_once(row + s) * fac[s];
             });
             blk.sync();
             Cols::inverse_a(blk, win);
@@ -263,7 +263,8 @@ struct WindowBackward {
             const Cx<T>* p = subpixel ? pshift + r * n : probe + static_cast<std::int64_t>(k) * n;
             auto fetch = [&](int u, int v) {
                 const int q = u * N + v;
-                return In{p[q], object_at(d, object, crop, j, u, v), k == mg.k0 ? Cx<T>{T(0), T(0)} : patch[q]};
+                return In{subpixel ? load_once(p + q) : p[q], object_at(d, object, crop, j, u, v),
+                          k == mg.k0 ? Cx<T>{T(0), T(0)} : patch[q]};
             };
             if (gp_fft) {
                 // PatchGradients' sum over modes in order (0 + x is x exactly); G_P = conj(O) G_psi
@@ -287,7 +288,7 @@ struct WindowBackward {
                         return Pos{spec[su * N + sv], ramp_at(ramp, d, j, L::freq_of_slot(su), L::freq_of_slot(sv))};
                     },
                     [&](int su, int sv, const Pos& in, Cx<T> z) {
-                        if (probe_grad) row[su * N + sv] = z;
+                        if (probe_grad) store_once(row + su * N + sv, z);
                         if (position_grad) {
                             const int fu = L::freq_of_slot(su), fv = L::freq_of_slot(sv);
                             pos += PositionGradientTerm<T>::value(z, in.spec, in.w, fft_freq<T>(fu, N), fft_freq<T>(fv, N), n);
