@@ -226,6 +226,15 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                 window->object(a0, a1);
                 plain->object(r0, r1);
                 CHECK(rel_diff(a1, r1) < (dbl ? 1e-9 : 5e-3));
+                // and the same probe
+                const auto pw = window->probe(), pp = plain->probe();
+                std::vector<double> vw, vp;
+                for (size_t i = 0; i < pp.size(); ++i) {
+                    vw.insert(vw.end(), {pw[i].real(), pw[i].imag()});
+                    vp.insert(vp.end(), {pp[i].real(), pp[i].imag()});
+                }
+                CHECK(rel_diff(vw, vp) < (dbl ? 1e-9 : 5e-3));
+                CHECK(rel_diff(vw, std::vector<double>(vw.size(), 0.0)) > 0);
             }
 }
 
