@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <vector>
 
@@ -599,15 +600,19 @@ class PtychoEngine {
             shift[2 * j] = o_.subpixel ? static_cast<T>(sy) : T(0);
             shift[2 * j + 1] = o_.subpixel ? static_cast<T>(sx) : T(0);
         }
-        // CSR: for each object row, the batch positions whose window covers it, ascending.
+        // CSR: for each object row, the batch positions whose window covers it, by the window's
+        // left column (then position): ObjectGradient visits only those covering its pixel.
         std::vector<int> start(static_cast<size_t>(d_.obj_h) + 1, 0);
         for (size_t j = 0; j < b; ++j)
             for (int r = 0; r < d_.h; ++r) ++start[static_cast<size_t>(crop[2 * j] + r) + 1];
         for (size_t y = 0; y < static_cast<size_t>(d_.obj_h); ++y) start[y + 1] += start[y];
         std::vector<int> items(static_cast<size_t>(start.back()));
         std::vector<int> fill(start.begin(), start.end() - 1);
-        for (size_t j = 0; j < b; ++j)
-            for (int r = 0; r < d_.h; ++r) items[static_cast<size_t>(fill[static_cast<size_t>(crop[2 * j] + r)]++)] = static_cast<int>(j);
+        std::vector<int> by_column(b);
+        std::iota(by_column.begin(), by_column.end(), 0);
+        std::stable_sort(by_column.begin(), by_column.end(), [&](int a, int c) { return crop[2 * a + 1] < crop[2 * c + 1]; });
+        for (const int j : by_column)
+            for (int r = 0; r < d_.h; ++r) items[static_cast<size_t>(fill[static_cast<size_t>(crop[2 * j] + r)]++)] = j;
         if (ramp_.size() < b * static_cast<size_t>(d_.h + d_.w)) ramp_.resize(b * static_cast<size_t>(d_.h + d_.w));
         // One staging block (page-locked on the GPU) and one copy: the batch's index arrays are
         // a few hundred kB, so per-copy latency, not bandwidth, is what costs.
