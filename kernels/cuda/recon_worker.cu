@@ -324,6 +324,9 @@ __global__ void spectrum_positions_kernel(ProbeGradientSpectrum<T> spec, bool wa
     if (active && want_spec) spec.finish(i, acc);
 }
 
+/// Shared memory CudaBlock::sum() works in: 2 doubles for each of up to 32 warps.
+inline constexpr int kBlockSumDoubles = 64;
+
 /// A CUDA thread block of Threads threads as window_fft.hpp's Block: ranks, barriers, a
 /// fixed-order sum, and the loaded bytes each thread keeps in flight (wfft::stream,
 /// Lines::fetched), for 128 x 128 windows (1024 threads, 64 registers each). stream()'s former
@@ -336,7 +339,7 @@ struct CudaBlock {
     static constexpr int kSize = Threads;
     static constexpr int kStreamBytes = 48;
     static constexpr int kFetchBytes = 48;
-    double* scratch;  ///< 2 x 32 doubles of shared memory
+    double* scratch;  ///< kBlockSumDoubles of shared memory
     EF_HD int rank() const {
 #ifdef __CUDA_ARCH__
         return static_cast<int>(threadIdx.x);
@@ -391,7 +394,8 @@ constexpr int window_alt_threads() {
 /// Shared memory of a window block: the window, the twiddles, the sum scratch.
 template <int N>
 constexpr std::size_t window_smem(std::size_t real_bytes) {
-    return static_cast<std::size_t>(wfft::Radix<N>::kStored + N) * 2 * real_bytes + 64 * sizeof(double);
+    return static_cast<std::size_t>(wfft::Radix<N>::kStored + N) * 2 * real_bytes +
+           kBlockSumDoubles * sizeof(double);
 }
 
 /// Block b runs f for positions b, b + gridDim.x, ... with its window in shared memory, and
@@ -404,7 +408,7 @@ __global__ void __launch_bounds__(Threads) window_kernel(F f, std::int64_t count
     auto* win = reinterpret_cast<Cx<T>*>(window_shared);
     Cx<T>* tw = win + wfft::Radix<N>::kStored;
     const CudaBlock<Threads> blk{reinterpret_cast<double*>(tw + N)};
-    T* const own = scratch ? reinterpret_cast<T*>(reinterpret_cast<double*>(tw + N) + 64) : nullptr;
+    T* const own = scratch ? reinterpret_cast<T*>(blk.scratch + kBlockSumDoubles) : nullptr;
     for (int i = static_cast<int>(threadIdx.x); i < N; i += static_cast<int>(blockDim.x)) tw[i] = f.twiddles[i];
     __syncthreads();
     for (std::int64_t j = blockIdx.x; j < count; j += gridDim.x) {

@@ -697,8 +697,8 @@ class PtychoEngine {
         ensure_workspace(b);
         if (shifted) {
             be_.mark("probe spectrum");
-            if (!probe_spec_valid_ || !spec_slots_valid_) {
-                ensure_probe_spectrum();
+            ensure_probe_spectrum();  // a new spectrum invalidates the slot-order copy
+            if (!spec_slots_valid_) {
                 if (spec_slots_.size() < probe_spec_.size()) spec_slots_.resize(probe_spec_.size());
                 be_.for_each(K * n, SpectrumToSlots<T, N>{probe_spec_.data(), spec_slots_.data()});
                 spec_slots_valid_ = true;
