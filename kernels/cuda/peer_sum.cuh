@@ -6,6 +6,7 @@
 // its latency (perf/RESULTS.md, sixth session).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,13 @@
 namespace ef::recon::peer {
 
 constexpr int kMaxRanks = 8;
-constexpr int kBlocks = 128;   // fixed on every rank: block b only meets block b of the others
+constexpr int kBlocks = 128;   // at most, the same on every rank: block b only meets block b of the others
+/// Sums that may run at once (on different streams), each with its own flags and epochs: the
+/// reconstruction sums the object's part of its buffer beside the probe's. Their blocks must all
+/// fit on a GPU at once (a block waits at its barriers holding its multiprocessor, and about 100
+/// registers per thread leave room for one block per multiprocessor), so two sums at once take
+/// kBlocks / kChannels blocks each.
+constexpr int kChannels = 2;
 constexpr int kThreads = 512;
 constexpr int kInFlight = 16;  // remote loads per thread and round
 constexpr std::int64_t kExtraCapacity = 1 << 17;  // doubles of loss terms (65536 positions)
@@ -25,15 +32,17 @@ constexpr std::int64_t kExtraCapacity = 1 << 17;  // doubles of loss terms (6553
 /// Everything one launch needs: the peers' buffers as this rank sees them (own ones included).
 struct Args {
     double* data[kMaxRanks];      // each rank's gradient buffer
-    double* sums[kMaxRanks];      // each rank's part of the sum (phase 2 reads these)
+    double* sums[kMaxRanks];      // each rank's part of the sum (phase 2 reads these), same indices as data
     double* extra[kMaxRanks];     // each rank's copy of its loss terms
-    unsigned* flags[kMaxRanks];   // each rank's flags: [block][from rank]
+    unsigned* flags[kMaxRanks];   // each rank's flags: [channel][block][from rank]
     int ranks = 0, rank = 0;
-    std::int64_t pairs = 0;       // data elements / 2 (double2)
+    int channel = 0;
+    std::int64_t begin = 0;       // the range summed, in data elements / 2 (double2): [begin, begin + pairs)
+    std::int64_t pairs = 0;
     std::int64_t extra_count = 0;
     double* extra_local = nullptr;  // this rank's loss terms, summed in place
-    unsigned epoch = 0;             // of this call's first barrier; +1 for the second
-    unsigned long long* trace = nullptr;  // EF_RECON_PEER_TRACE: kTraceSlots sums of nanoseconds
+    unsigned epoch = 0;             // of this call's first barrier (in its channel); +1 for the second
+    unsigned long long* trace = nullptr;  // EF_RECON_PEER_TRACE: kTraceSlots sums of nanoseconds per channel
 };
 
 /// Trace slots: barrier 1, sum of this rank's part, barrier 2, copies of the others' parts,
@@ -49,7 +58,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 __device__ __forceinline__ void trace_step(const Args& a, int k, unsigned long long& last) {
     if (!a.trace || blockIdx.x != 0 || threadIdx.x != 0) return;
     const unsigned long long now = global_ns();
-    a.trace[k] += now - last;
+    a.trace[a.channel * kTraceSlots + k] += now - last;
     last = now;
 }
 
@@ -72,8 +81,9 @@ __device__ void barrier(const Args& a, unsigned value) {
     const int t = static_cast<int>(threadIdx.x);
     if (t < a.ranks) {
         __threadfence_system();
-        store_release(a.flags[t] + blockIdx.x * kMaxRanks + a.rank, value);
-        const unsigned* mine = a.flags[a.rank] + blockIdx.x * kMaxRanks + t;
+        const std::int64_t slot = (static_cast<std::int64_t>(a.channel) * kBlocks + blockIdx.x) * kMaxRanks;
+        store_release(a.flags[t] + slot + a.rank, value);
+        const unsigned* mine = a.flags[a.rank] + slot + t;
         const long long start = clock64();
         while (static_cast<int>(load_acquire(mine) - value) < 0)
             if (clock64() - start > 40'000'000'000LL) __trap();
@@ -82,10 +92,11 @@ __device__ void barrier(const Args& a, unsigned value) {
 }
 
 /**
- * The sum over ranks of `data` (in place on every rank) and of the loss terms. Phase 1: rank r
- * sums part r of the buffer over all ranks, in rank order (the same bits on every rank and in
- * every run), into its own buffer and its `sums` area; phase 2: it copies the other parts' sums
- * from their `sums` areas. Block b handles the same indices of every part on every rank, so
+ * The sum over ranks of a range of `data` (in place on every rank) and of the loss terms. Phase
+ * 1: rank r sums part r of the range over all ranks, in rank order (the same bits on every rank
+ * and in every run), into its own buffer and its `sums` area; phase 2: it copies the other
+ * parts' sums from their `sums` areas. Sums of disjoint ranges may run at once in different
+ * channels. Block b handles the same indices of every part on every rank, so
  * barriers per block suffice. The loss terms (a few kB, zero where another rank's positions go)
  * are summed whole by block 0. No barrier at the end: the next call overwrites what others
  * read (sums, extra) only after its first barrier, and gradients are only read in phase 1.
@@ -96,8 +107,9 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
     const int r = a.rank;
     unsigned long long last = a.trace ? global_ns() : 0;
     const std::int64_t part = (a.pairs + R - 1) / R;
+    const std::int64_t end = a.begin + a.pairs;
     const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-    constexpr std::int64_t stride = static_cast<std::int64_t>(kBlocks) * kThreads;
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
     if (blockIdx.x == 0)
         for (std::int64_t i = threadIdx.x; i < a.extra_count; i += kThreads) a.extra[r][i] = a.extra_local[i];
     barrier(a, a.epoch);
@@ -107,7 +119,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         // sets the pace.
         double2* out = reinterpret_cast<double2*>(a.data[r]);
         double2* mine = reinterpret_cast<double2*>(a.sums[r]);
-        const std::int64_t lo = r * part, hi = lo + part < a.pairs ? lo + part : a.pairs;
+        const std::int64_t lo = a.begin + r * part, hi = lo + part < end ? lo + part : end;
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kUnroll * stride) {
             double2 v[R][kUnroll];
 #pragma unroll
@@ -125,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
                     s.y += v[p][u].y;
                 }
                 out[i0 + u * stride] = s;
-                mine[i0 + u * stride - lo] = s;
+                mine[i0 + u * stride] = s;
             }
         }
     }
@@ -140,8 +152,8 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
     trace_step(a, 2, last);
     for (int q = 1; q < R; ++q) {
         const int p = (r + q) % R;  // spread the reads over the links
-        const std::int64_t lo = p * part, hi = lo + part < a.pairs ? lo + part : a.pairs;
-        const double2* from = reinterpret_cast<const double2*>(a.sums[p]) - lo;
+        const std::int64_t lo = a.begin + p * part, hi = lo + part < end ? lo + part : end;
+        const double2* from = reinterpret_cast<const double2*>(a.sums[p]);
         double2* to = reinterpret_cast<double2*>(a.data[r]);
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kInFlight * stride) {
             double2 v[kInFlight];
@@ -154,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         }
     }
     trace_step(a, 3, last);
-    if (a.trace && blockIdx.x == 0 && threadIdx.x == 0) a.trace[4] += 1;
+    if (a.trace && blockIdx.x == 0 && threadIdx.x == 0) a.trace[a.channel * kTraceSlots + 4] += 1;
 }
 
 /**
@@ -184,11 +196,11 @@ class Sum {
             why = "peer sums take 2 to " + std::to_string(kMaxRanks) + " GPUs";
             return false;
         }
-        const std::int64_t part = (count / 2 + ranks - 1) / ranks;  // pairs
-        bool ok = cudaMalloc(reinterpret_cast<void**>(&sums_), static_cast<size_t>(part) * 2 * sizeof(double)) == cudaSuccess &&
+        constexpr size_t flag_bytes = kChannels * kBlocks * kMaxRanks * sizeof(unsigned);
+        bool ok = cudaMalloc(reinterpret_cast<void**>(&sums_), static_cast<size_t>(count / 2) * 2 * sizeof(double)) == cudaSuccess &&
                   cudaMalloc(reinterpret_cast<void**>(&extra_), kExtraCapacity * sizeof(double)) == cudaSuccess &&
-                  cudaMalloc(reinterpret_cast<void**>(&flags_), kBlocks * kMaxRanks * sizeof(unsigned)) == cudaSuccess &&
-                  cudaMemset(flags_, 0, kBlocks * kMaxRanks * sizeof(unsigned)) == cudaSuccess;
+                  cudaMalloc(reinterpret_cast<void**>(&flags_), flag_bytes) == cudaSuccess &&
+                  cudaMemset(flags_, 0, flag_bytes) == cudaSuccess;
         constexpr int kHandles = 4;
         cudaIpcMemHandle_t mine[kHandles]{};
         ok = ok && cudaIpcGetMemHandle(&mine[0], data) == cudaSuccess && cudaIpcGetMemHandle(&mine[1], sums_) == cudaSuccess &&
@@ -225,61 +237,85 @@ class Sum {
             a.extra[p] = static_cast<double*>(ptr[2]);
             a.flags[p] = static_cast<unsigned*>(ptr[3]);
         }
-        // Every rank must agree, or some would wait in the kernel for ranks that use NCCL.
-        const unsigned char me = ok ? 1 : 0;
-        std::vector<unsigned char> votes(static_cast<size_t>(ranks));
-        gather(&me, votes.data(), 1);
-        for (int p = 0; p < ranks; ++p)
+        // Every rank must agree, or some would wait in the kernel for ranks that use NCCL. The
+        // votes carry each GPU's multiprocessors: the grids are sized by the fewest.
+        int device = 0, sms = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms < 1)
+            sms = 1;
+        const std::int32_t me = ok ? sms : 0;
+        std::vector<std::int32_t> votes(static_cast<size_t>(ranks));
+        gather(&me, votes.data(), sizeof me);
+        int fewest = sms;
+        for (int p = 0; p < ranks; ++p) {
+            fewest = std::min(fewest, static_cast<int>(votes[static_cast<size_t>(p)]));
             if (!votes[static_cast<size_t>(p)] && ok) {
                 ok = false;
                 why = "rank " + std::to_string(p) + " cannot open the other GPUs' memory (CUDA IPC)";
             }
+        }
         if (!ok) {
             release();
             return false;
         }
         if (const char* e = std::getenv("EF_RECON_PEER_TRACE"); e && e[0] == '1' &&
-            cudaMalloc(reinterpret_cast<void**>(&a.trace), kTraceSlots * sizeof(unsigned long long)) == cudaSuccess)
-            cudaMemset(a.trace, 0, kTraceSlots * sizeof(unsigned long long));
+            cudaMalloc(reinterpret_cast<void**>(&a.trace), kChannels * kTraceSlots * sizeof(unsigned long long)) == cudaSuccess)
+            cudaMemset(a.trace, 0, kChannels * kTraceSlots * sizeof(unsigned long long));
         args_ = a;
         capacity_ = count;
+        blocks_ = std::min(kBlocks, fewest);
+        split_blocks_ = std::min(kBlocks, fewest) / kChannels;
         return true;
     }
+    /// Blocks of a sum alone, and of each of two sums at once (all of them fit on the GPU with
+    /// the fewest multiprocessors; every rank has the same numbers).
+    int blocks() const { return blocks_; }
+    int split_blocks() const { return split_blocks_; }
 
-    /// Whether run() takes `count` doubles of the buffer and `extra_count` loss terms (else the
-    /// caller sums with NCCL: every rank decides alike).
-    bool fits(std::int64_t count, std::int64_t extra_count) const {
-        return active() && count <= capacity_ && count % 2 == 0 && extra_count <= kExtraCapacity;
+    /// Whether run() takes `count` doubles of the buffer from `begin` and `extra_count` loss
+    /// terms (else the caller sums with NCCL: every rank decides alike).
+    bool fits(std::int64_t begin, std::int64_t count, std::int64_t extra_count) const {
+        return active() && begin >= 0 && begin + count <= capacity_ && begin % 2 == 0 && count % 2 == 0 &&
+               extra_count <= kExtraCapacity;
     }
-    /// Starts the sum of `count` doubles of the buffer given to init() and `extra_count` loss
-    /// terms at `extra` over the ranks, in place, on `stream` (the caller checks the launch).
-    void run(std::int64_t count, double* extra, std::int64_t extra_count, cudaStream_t stream) {
+    /// Starts the sum of `count` doubles of the buffer given to init(), from `begin`, and of
+    /// `extra_count` loss terms at `extra` over the ranks, in place, on `stream` (the caller
+    /// checks the launch). Every rank makes the same calls in the same order per channel; calls
+    /// in different channels must sum disjoint ranges, and only one may carry loss terms.
+    void run(int channel, std::int64_t begin, std::int64_t count, double* extra, std::int64_t extra_count,
+             cudaStream_t stream, int blocks) {
         Args a = args_;
+        a.channel = channel;
+        a.begin = begin / 2;
         a.pairs = count / 2;
         a.extra_local = extra;
         a.extra_count = extra ? extra_count : 0;
-        a.epoch = epoch_;
-        epoch_ += 2;
-        launch<2>(a, stream);
+        a.epoch = epoch_[channel];
+        epoch_[channel] += 2;
+        launch<2>(a, stream, blocks);
     }
 
    private:
     /// EF_RECON_PEER_TRACE=1: where block 0 of this rank spent each sum, on average.
     void print_trace() const {
         if (!args_.trace) return;
-        unsigned long long t[kTraceSlots] = {};
-        if (cudaMemcpy(t, args_.trace, sizeof t, cudaMemcpyDeviceToHost) != cudaSuccess || !t[4]) return;
-        const double n = 1e3 * static_cast<double>(t[4]);
-        std::fprintf(stderr,
-                     "rank %d: peer sums (%llu, block 0, microseconds each): barrier %.1f, own part %.1f, barrier %.1f, "
-                     "other parts %.1f\n",
-                     args_.rank, t[4], t[0] / n, t[1] / n, t[2] / n, t[3] / n);
+        unsigned long long all[kChannels * kTraceSlots] = {};
+        if (cudaMemcpy(all, args_.trace, sizeof all, cudaMemcpyDeviceToHost) != cudaSuccess) return;
+        for (int c = 0; c < kChannels; ++c) {
+            const unsigned long long* t = all + c * kTraceSlots;
+            if (!t[4]) continue;
+            const double n = 1e3 * static_cast<double>(t[4]);
+            std::fprintf(stderr,
+                         "rank %d: peer sums, channel %d (%llu, block 0, microseconds each): barrier %.1f, own part %.1f, "
+                         "barrier %.1f, other parts %.1f\n",
+                         args_.rank, c, t[4], t[0] / n, t[1] / n, t[2] / n, t[3] / n);
+        }
     }
     template <int R>
-    static void launch(const Args& a, cudaStream_t stream) {
+    static void launch(const Args& a, cudaStream_t stream, int blocks) {
         if constexpr (R < kMaxRanks)
-            if (a.ranks != R) return launch<R + 1>(a, stream);
-        sum_kernel<R><<<kBlocks, kThreads, 0, stream>>>(a);
+            if (a.ranks != R) return launch<R + 1>(a, stream, blocks);
+        sum_kernel<R><<<blocks, kThreads, 0, stream>>>(a);
     }
     void release() {
         if (args_.trace) cudaFree(args_.trace);
@@ -295,7 +331,8 @@ class Sum {
 
     Args args_{};
     std::int64_t capacity_ = 0;
-    unsigned epoch_ = 1;  // flags start at 0
+    int blocks_ = kBlocks, split_blocks_ = kBlocks / kChannels;
+    unsigned epoch_[kChannels] = {1, 1};  // flags start at 0
     double* sums_ = nullptr;
     double* extra_ = nullptr;
     unsigned* flags_ = nullptr;

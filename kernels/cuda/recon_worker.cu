@@ -549,7 +549,7 @@ class CudaBackend {
     void for_each(std::int64_t n, const F& f) {
         if (n <= 0) return;
         const std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, std::int64_t(1) << 30);
-        for_each_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, side_on_ ? side_ : stream_>>>(n, f);
+        for_each_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, current()>>>(n, f);
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
@@ -558,7 +558,7 @@ class CudaBackend {
         if (rows <= 0 || cols <= 0) return;
         const dim3 grid(static_cast<unsigned>((cols + kBlock - 1) / kBlock),
                         static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
-        for_each_rows_kernel<<<grid, kBlock, 0, stream_>>>(rows, cols, f);
+        for_each_rows_kernel<<<grid, kBlock, 0, current()>>>(rows, cols, f);
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
@@ -812,21 +812,28 @@ class CudaBackend {
         ++stage_next_;
     }
     /**
-     * for_each() between side_begin() and side_end() runs on a second stream, after the work
-     * queued so far and beside what is queued next; side_join() makes later work wait for it.
+     * for_each() and for_each_rows() between side_begin() and side_end() run on a second stream,
+     * after the side's earlier work and (with `after_main`) after the work queued so far, beside
+     * what is queued next; side_join() makes later work wait for it.
      */
-    void side_begin() {
-        if (!side_) {
-            EF_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
-            for (cudaEvent_t& e : side_ev_) EF_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    void side_begin(bool after_main = true) {
+        ensure_side();
+        if (after_main) {
+            EF_CUDA_CHECK(cudaEventRecord(side_ev_[0], stream_));
+            EF_CUDA_CHECK(cudaStreamWaitEvent(side_, side_ev_[0], 0));
         }
-        EF_CUDA_CHECK(cudaEventRecord(side_ev_[0], stream_));
-        EF_CUDA_CHECK(cudaStreamWaitEvent(side_, side_ev_[0], 0));
         side_on_ = true;
     }
     void side_end() {
         EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
         side_on_ = false;
+    }
+    /// The stream launches go to: the side stream between side_begin() and side_end().
+    cudaStream_t current() const { return side_on_ ? side_ : stream_; }
+    void ensure_side() {
+        if (side_) return;
+        EF_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+        for (cudaEvent_t& e : side_ev_) EF_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
     void side_join() { EF_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_ev_[1], 0)); }
     /// Deferred steps (PtychoEngine::begin_deferred) unless EF_RECON_DEFERRED=0.
@@ -851,6 +858,7 @@ class CudaBackend {
     /// Waits for the stream; hands over pending reduction results and times the marked phases.
     void synchronize() {
         if (phases_ && !marks_.empty()) mark("");
+        if (side_) EF_CUDA_CHECK(cudaStreamSynchronize(side_));
         EF_CUDA_CHECK(cudaStreamSynchronize(stream_));
         for (size_t i = 0; i < pending_.size(); ++i)
             std::copy(host_sums_[i].data(), host_sums_[i].data() + pending_[i].second, pending_[i].first);
@@ -921,14 +929,34 @@ class CudaBackend {
         EF_CUDA_CHECK(cudaSetDevice(device_));
         return peer_.init(grad, count, ranks_, rank_, gather, why);
     }
-    /// In-place sum over ranks of `count` doubles in device memory (and of `extra_count` more at
-    /// `extra`, in the same NCCL group), started on this worker's stream (the update that follows
-    /// is ordered after it; synchronize() waits for it).
-    void device_sum(double* data, std::size_t count, double* extra = nullptr, std::size_t extra_count = 0) {
+    /**
+     * In-place sum over ranks of `count` doubles in device memory (and of `extra_count` more at
+     * `extra`, in the same NCCL group), started on this worker's stream (the update that follows
+     * is ordered after it; synchronize() waits for it). With peer sums and `split` > 0, the
+     * first `split` doubles (the object's part, made on the side stream) are summed on the side
+     * stream, beside the rest and the loss terms on this one; side_join() waits for them.
+     */
+    void device_sum(double* data, std::size_t count, double* extra = nullptr, std::size_t extra_count = 0,
+                    std::size_t split = 0) {
         const auto n = static_cast<std::int64_t>(count), extra_n = static_cast<std::int64_t>(extra ? extra_count : 0);
-        if (data == peer_.data() && peer_.fits(n, extra_n)) {
+        const bool peer = data == peer_.data() && peer_.fits(0, n, extra_n);
+        const auto at = static_cast<std::int64_t>(peer && split > 0 && split < count && peer_.split_blocks() >= 16 &&
+                                                          peer_.fits(static_cast<std::int64_t>(split), n - static_cast<std::int64_t>(split), 0)
+                                                      ? split
+                                                      : 0);
+        if (split > 0 && at == 0) {  // the side stream's part, then all of it here
+            ensure_side();
+            EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
+            side_join();
+        }
+        if (peer) {
             mark("peer sum");
-            peer_.run(n, extra, extra_n, stream_);
+            if (at > 0) {
+                peer_.run(0, 0, at, nullptr, 0, side_, peer_.split_blocks());
+                EF_CUDA_CHECK(cudaGetLastError());
+                EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
+            }
+            peer_.run(1, at, n - at, extra, extra_n, stream_, at > 0 ? peer_.split_blocks() : peer_.blocks());
             EF_CUDA_CHECK(cudaGetLastError());
             return;
         }
@@ -1112,7 +1140,7 @@ class CudaBackend {
     cudaEvent_t stage_ev_[kStageSlots] = {};
     unsigned stage_next_ = 0;
     cudaStream_t copy_stream_ = nullptr;  // upload_staged()'s copies
-    cudaStream_t side_ = nullptr;         // side_begin() .. side_end()
+    cudaStream_t side_ = nullptr;         // side_begin() .. side_end(), the split sum's object part
     cudaEvent_t side_ev_[2] = {};         // its start and its end
     bool side_on_ = false;
     cudaEvent_t queued_[2] = {};          // the work queued before each of the last two calls

@@ -211,7 +211,7 @@ class CpuBackend {
         if (bytes) std::memcpy(dst, src, bytes);
     }
     void synchronize() {}
-    void side_begin() {}  // one stream of work here: nothing beside it
+    void side_begin(bool = true) {}  // one stream of work here: nothing beside it
     void side_end() {}
     void side_join() {}
 
@@ -241,7 +241,7 @@ class CpuBackend {
         why = "CPU worker";
         return false;
     }
-    void device_sum(double*, std::size_t, double* = nullptr, std::size_t = 0) {}
+    void device_sum(double*, std::size_t, double* = nullptr, std::size_t = 0, std::size_t = 0) {}
 
    private:
     int threads_;

@@ -148,7 +148,7 @@ class PtychoEngine {
         for (size_t i = 0; i < probe.size(); ++i)
             tmp[i] = {static_cast<T>(probe[i].real()), static_cast<T>(probe[i].imag())};
         be_.upload(probe_.data(), tmp.data(), tmp.size());
-        probe_spec_valid_ = false;
+        probe_spec_valid_ = probe_spec_has_probe_ = false;
     }
     std::vector<std::complex<double>> probe() {
         std::vector<C> tmp(probe_.size());
@@ -177,6 +177,7 @@ class PtychoEngine {
         const std::int64_t K = d_.modes;
         BatchTerms out;
         if (position_grad) out.position_grad.assign(static_cast<size_t>(2 * b), 0.0);
+        side_gather_ = false;
         std::int64_t on = d_.obj_n();
         if (b == 0) {
             be_.for_each(probe_grad ? 2 * on + 2 * K * n : 2 * on, FillValue<double>{grad_.data(), 0.0});
@@ -262,6 +263,8 @@ class PtychoEngine {
         if (scale_.size() < static_cast<size_t>(batches)) scale_.resize(static_cast<size_t>(batches));
         if (terms_.size() < static_cast<size_t>(max_positions)) terms_.resize(static_cast<size_t>(max_positions));
         if (pos_grads_.size() < static_cast<size_t>(own_positions)) pos_grads_.resize(static_cast<size_t>(own_positions));
+        // Zero where other ranks' positions go; LossScale zeroes what it reads, batch after batch.
+        be_.for_each(static_cast<std::int64_t>(terms_.size()), FillValue<Sum2>{terms_.data(), Sum2{}});
         pos_used_ = 0;
         deferred_ = true;
     }
@@ -277,15 +280,23 @@ class PtychoEngine {
         const std::int64_t b = static_cast<std::int64_t>(batch.pattern_of.size());
         if (position_grad && pos_used_ + b > static_cast<std::int64_t>(pos_grads_.size()))
             throw std::logic_error("deferred steps: more positions than begin_deferred() made room for");
-        be_.for_each(total, FillValue<Sum2>{terms_.data(), Sum2{}});
         terms_count_ = total;
         sink_ = terms_.data() + offset;
         pos_sink_ = position_grad ? pos_grads_.data() + pos_used_ : nullptr;
-        if (position_grad) be_.for_each(b, FillValue<Sum2>{pos_sink_, Sum2{}});  // zero where none are computed
+        // Position gradients come with sub-pixel shifts only (for every position): else zeros.
+        if (position_grad && !o_.subpixel) be_.for_each(b, FillValue<Sum2>{pos_sink_, Sum2{}});
         gradients(batch, probe_grad, position_grad);
+        if (!side_gather_) {  // the object's part made on the main stream: the side waits for it
+            be_.side_begin();
+            be_.side_end();
+        }
         sink_ = pos_sink_ = nullptr;
         if (position_grad) pos_used_ += b;
     }
+    /// Doubles at the start of the gradient buffer (the object's part) that gradients_deferred()
+    /// leaves ready on the side stream, where the sum over ranks may sum them (0: all of it on
+    /// the main stream). The same on every rank: it depends on deferred steps only.
+    std::size_t sum_split() const { return deferred_ ? static_cast<size_t>(2 * d_.obj_n()) : 0; }
     /// The batch's loss-term array (2 doubles per position), for the sum over ranks.
     double* device_terms(std::size_t& count) {
         count = static_cast<size_t>(2 * terms_count_);
@@ -295,7 +306,8 @@ class PtychoEngine {
     void update_deferred(const UpdateSpec& u, double pixels, std::int64_t index) {
         double* scale = scale_.data() + index;
         be_.mark("loss factor");
-        be_.for_each(LossScale::kLanes, LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale});
+        be_.for_each(LossScale::kLanes,
+                     LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale, terms_.data()});
         update(u, scale);
     }
     /// Waits for the device: each deferred batch's loss and loss factor, and the position
@@ -390,15 +402,17 @@ class PtychoEngine {
                 be_.for_each(kn2 / 2, SpectrumToWorking<T>{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on),
                                                            probe_tmp_.data()});
                 be_.fft(probe_tmp_.data(), d_.modes, true);
+                // The new probe also into probe_spec_, where the next spectrum is taken in place.
                 be_.for_each(kn2, AdamUpdate<T, T>{probe, mp_.data(), vp_.data(), reinterpret_cast<const T*>(probe_tmp_.data()),
-                                                   a, -inf, inf, scale});
+                                                   a, -inf, inf, scale, reinterpret_cast<T*>(probe_spec_.data())});
+                probe_spec_has_probe_ = true;
             } else {
                 be_.for_each(kn2, AdamUpdate<T, double>{probe, mp_.data(), vp_.data(), grad_.data() + 2 * on, a, -inf, inf,
                                                         scale});
             }
             probe_spec_valid_ = false;
         }
-        if (u.object) be_.side_join();
+        if (u.object || deferred_) be_.side_join();
     }
 
     /**
@@ -429,7 +443,7 @@ class PtychoEngine {
         be_.upload_staged(mix_.data(), m.data(), m.size() * sizeof(Cx<double>));
         be_.for_each(kn, CopyValue<C>{probe_.data(), probe_tmp_.data()});
         be_.for_each(kn, MixModes<T>{mix_.data(), d_.modes, d_.n(), probe_tmp_.data(), probe_.data()});
-        probe_spec_valid_ = false;
+        probe_spec_valid_ = probe_spec_has_probe_ = false;
     }
 
     /// The complex object, for the caller (and the simulator).
@@ -573,7 +587,8 @@ class PtychoEngine {
     void ensure_probe_spectrum() {
         if (probe_spec_valid_) return;
         spec_slots_valid_ = false;
-        be_.for_each(d_.modes * d_.n(), CopyValue<C>{probe_.data(), probe_spec_.data()});
+        if (!probe_spec_has_probe_) be_.for_each(d_.modes * d_.n(), CopyValue<C>{probe_.data(), probe_spec_.data()});
+        probe_spec_has_probe_ = false;
         be_.fft(probe_spec_.data(), d_.modes, false);
         probe_spec_valid_ = true;
     }
@@ -647,12 +662,15 @@ class PtychoEngine {
 
     /// The object gather from the patch gradients, then the gradient buffer to where the
     /// caller sums it (both sequences end so).
-    void object_gradient_and_finish(bool probe_grad) {
+    void object_gradient() {
         const std::int64_t on = d_.obj_n();
-        be_.mark("object gradient");
+        if (!side_gather_) be_.mark("object gradient");  // phases are marked on the main stream
         be_.for_each_rows(d_.obj_h, d_.obj_w,
                           ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
                                             patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+    }
+    void object_gradient_and_finish(bool probe_grad) {
+        object_gradient();
         be_.mark("finish");
         finish_gradients(probe_grad);
     }
@@ -743,10 +761,19 @@ class PtychoEngine {
                                  G > 1 ? patch_part_.data() : patch_grad_.data()};
         bwd.groups = G;
         be_.window_pass(bwd, b * G, !want_pg ? nullptr : G > 1 ? pg_part_out : pg_out, pos_sink != nullptr);
+        // Deferred steps: the mode groups' sums and the object gather on the side stream, beside
+        // the probe-gradient spectrum (and, with peer sums, the object's part of the sum beside
+        // the probe's: sum_split()).
+        side_gather_ = deferred_;
+        if (side_gather_) be_.side_begin();
         if (want_pg && G > 1 && pos_sink)  // the groups' position terms, in group order, on the device
             be_.for_each(b, SumInGroupOrder{G, pg_part_.data(), pos_sink});
         if (G > 1) be_.for_each_rows(b, static_cast<int>(n), SumModeGroups<T>{static_cast<int>(n), G, patch_part_.data(), patch_grad_.data()});
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
+        if (side_gather_) {
+            object_gradient();
+            be_.side_end();
+        }
         if (probe_grad) {
             be_.mark("probe gradient");
             if (gp_fft)
@@ -755,7 +782,8 @@ class PtychoEngine {
             else
                 be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
-        object_gradient_and_finish(probe_grad);
+        if (side_gather_) finish_gradients(probe_grad);
+        else object_gradient_and_finish(probe_grad);
         for (size_t j = 0; j < pg.size(); ++j)  // the groups' position terms, in group order
             for (int g = 0; g < G && G > 1; ++g) pg[j] += pg_part[j * static_cast<size_t>(G) + static_cast<size_t>(g)];
         if (!sink) collect_terms(per, pg, out);
@@ -831,6 +859,7 @@ class PtychoEngine {
     bool device_only_ = false;
     // deferred steps
     bool deferred_ = false;
+    bool side_gather_ = false;  // the last gradients' object gather ran on the side stream
     Sum2* sink_ = nullptr;          // where gradients() puts the per-position loss terms (device)
     Sum2* pos_sink_ = nullptr;      // and the position gradients
     Buffer<Sum2> pos_grads_;        // the iteration's position gradients, batch after batch
@@ -841,6 +870,7 @@ class PtychoEngine {
     Buffer<double> losses_;         // each deferred batch's loss
     Buffer<double> scale_;          // each deferred batch's loss factor c
     bool probe_spec_valid_ = false;
+    bool probe_spec_has_probe_ = false;  // probe_spec_ holds a copy of probe_ (the Adam step wrote it)
     bool spec_slots_valid_ = false;  // spec_slots_ is probe_spec_ in slot order (window passes)
     bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
     bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes

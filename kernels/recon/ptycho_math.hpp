@@ -319,6 +319,7 @@ struct LossScale {
     double pixels;
     double* loss_out;
     double* scale_out;
+    Sum2* clear = nullptr;  ///< when set (the terms), zeroed as read: ready for the next batch's terms
     EF_HD void operator()(std::int64_t lane) const {
         Sum2 s;
 #ifdef __CUDA_ARCH__
@@ -327,7 +328,10 @@ struct LossScale {
             Sum2 mine[kRound];
             for (int k = 0; k < kRound; ++k) {
                 const std::int64_t i = base + k * kLanes + lane;
-                if (i < count) mine[k] = terms[i];
+                if (i < count) {
+                    mine[k] = terms[i];
+                    if (clear) clear[i] = Sum2{};
+                }
             }
             for (int k = 0; k < kRound; ++k) {
                 if (base + k * kLanes >= count) break;  // the same for every lane
@@ -339,7 +343,10 @@ struct LossScale {
             }
         }
 #else
-        for (std::int64_t i = 0; i < count && lane == 0; ++i) s += terms[i];
+        for (std::int64_t i = 0; i < count && lane == 0; ++i) {
+            s += terms[i];
+            if (clear) clear[i] = Sum2{};
+        }
 #endif
         if (lane == 0) ptycho_loss_scale(loss, s.a, s.b, pixels, *loss_out, *scale_out);
     }
@@ -671,12 +678,14 @@ struct AdamUpdate {
     T lo;
     T hi;
     const double* scale = nullptr;  ///< when set, the loss factor c in device memory replaces a.grad_scale
+    T* copy = nullptr;              ///< when set, gets the new theta too
     EF_HD void operator()(std::int64_t i) const {
         AdamCoefficients<T> c = a;
         if (scale) c.grad_scale = static_cast<T>(*scale);
         adam_step(theta[i], m[i], v[i], static_cast<T>(g[i]), c);
         if (theta[i] < lo) theta[i] = lo;
         if (theta[i] > hi) theta[i] = hi;
+        if (copy) copy[i] = theta[i];
     }
 };
 

@@ -284,9 +284,14 @@ TEST_CASE("recon: deferred steps = per-batch steps, bit for bit (GPU)", "[gpu][r
 }
 
 /// Per-batch against deferred steps on the benchmark's batch (probe and position gradients):
-/// host time per batch.
+/// host time per batch. EF_RECON_BENCH_BATCH and EF_RECON_BENCH_REPS change the batch size
+/// (default 256) and the timed repetitions (32), for profiles of one GPU's share of a batch.
 static void bench_deferred() {
-    const Setup s = make_setup(128, 12, 256, 592);
+    const char* eb = std::getenv("EF_RECON_BENCH_BATCH");
+    const char* er = std::getenv("EF_RECON_BENCH_REPS");
+    const int batch = eb && std::atoi(eb) > 0 ? std::atoi(eb) : 256;
+    const int reps = er && std::atoi(er) > 0 ? std::atoi(er) : 32;
+    const Setup s = make_setup(128, 12, batch, 592);
     auto gpu = make(s, WorkerKind::gpu);
     gpu->keep_gradients_on_device(true);
     const int n = 128 * 128;
@@ -294,13 +299,12 @@ static void bench_deferred() {
     run_steps(*gpu, s.batch, s.batch, 3, false, n, &pos);  // warm-up: plans, allocations
     run_steps(*gpu, s.batch, s.batch, 3, true, n, &pos);
     for (const bool deferred : {false, true}) {
-        const int reps = 32;
         const auto t0 = std::chrono::steady_clock::now();
         run_steps(*gpu, s.batch, s.batch, reps, deferred, n, &pos);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-        std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients, Adam), %s steps: "
+        std::printf("  recon batch %d x 12 x 128^2 (sub-pixel, probe and position gradients, Adam), %s steps: "
                     "%.3f ms per batch\n",
-                    deferred ? "deferred" : "per-batch", 1e3 * secs);
+                    batch, deferred ? "deferred" : "per-batch", 1e3 * secs);
     }
 }
 
@@ -345,5 +349,8 @@ TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time"
     bench_batch(0);
     bench_batch(1);
     bench_batch(2);
+}
+
+TEST_CASE("recon: deferred steps on a benchmark-shaped batch (host time per batch)", "[gpu][recon][bench]") {
     bench_deferred();
 }
