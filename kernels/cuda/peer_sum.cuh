@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ef::recon::peer {
@@ -41,6 +42,7 @@ struct Args {
     std::int64_t pairs = 0;
     std::int64_t extra_count = 0;
     double* extra_local = nullptr;  // this rank's loss terms, summed in place
+    bool narrow = false;            // the sums rounded to float, and moved as floats in phase 2
     unsigned epoch = 0;             // of this call's first barrier (in its channel); +1 for the second
     unsigned long long* trace = nullptr;  // EF_RECON_PEER_TRACE: kTraceSlots sums of nanoseconds per channel
 };
@@ -97,11 +99,13 @@ __device__ void barrier(const Args& a, unsigned value) {
  * and in every run), into its own buffer and its `sums` area; phase 2: it copies the other
  * parts' sums from their `sums` areas. Sums of disjoint ranges may run at once in different
  * channels. Block b handles the same indices of every part on every rank, so
- * barriers per block suffice. The loss terms (a few kB, zero where another rank's positions go)
- * are summed whole by block 0. No barrier at the end: the next call overwrites what others
+ * barriers per block suffice. With Narrow (for callers that round the summed gradients to
+ * float anyway), each part's sum is rounded to float where it is made and moved as floats:
+ * every rank then holds the same rounded values, and phase 2 moves half the bytes. The loss
+ * terms (a few kB, zero where another rank's positions go) are summed whole by block 0, in double. No barrier at the end: the next call overwrites what others
  * read (sums, extra) only after its first barrier, and gradients are only read in phase 1.
  */
-template <int R>
+template <int R, bool Narrow>
 __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
     constexpr int kUnroll = kInFlight / R > 0 ? kInFlight / R : 1;
     const int r = a.rank;
@@ -119,6 +123,7 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
         // sets the pace.
         double2* out = reinterpret_cast<double2*>(a.data[r]);
         double2* mine = reinterpret_cast<double2*>(a.sums[r]);
+        float2* mine_narrow = reinterpret_cast<float2*>(a.sums[r]);
         const std::int64_t lo = a.begin + r * part, hi = lo + part < end ? lo + part : end;
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kUnroll * stride) {
             double2 v[R][kUnroll];
@@ -136,8 +141,14 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
                     s.x += v[p][u].x;
                     s.y += v[p][u].y;
                 }
-                out[i0 + u * stride] = s;
-                mine[i0 + u * stride] = s;
+                if constexpr (Narrow) {
+                    const float2 f = make_float2(static_cast<float>(s.x), static_cast<float>(s.y));
+                    out[i0 + u * stride] = make_double2(f.x, f.y);
+                    mine_narrow[i0 + u * stride] = f;
+                } else {
+                    out[i0 + u * stride] = s;
+                    mine[i0 + u * stride] = s;
+                }
             }
         }
     }
@@ -153,16 +164,17 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
     for (int q = 1; q < R; ++q) {
         const int p = (r + q) % R;  // spread the reads over the links
         const std::int64_t lo = a.begin + p * part, hi = lo + part < end ? lo + part : end;
-        const double2* from = reinterpret_cast<const double2*>(a.sums[p]);
+        using Moved = std::conditional_t<Narrow, float2, double2>;
+        const Moved* from = reinterpret_cast<const Moved*>(a.sums[p]);
         double2* to = reinterpret_cast<double2*>(a.data[r]);
         for (std::int64_t i0 = lo + first; i0 < hi; i0 += kInFlight * stride) {
-            double2 v[kInFlight];
+            Moved v[kInFlight];
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u)
                 if (i0 + u * stride < hi) v[u] = __ldcg(from + i0 + u * stride);
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u)
-                if (i0 + u * stride < hi) to[i0 + u * stride] = v[u];
+                if (i0 + u * stride < hi) to[i0 + u * stride] = make_double2(v[u].x, v[u].y);
         }
     }
     trace_step(a, 3, last);
@@ -283,8 +295,9 @@ class Sum {
     /// checks the launch). Every rank makes the same calls in the same order per channel; calls
     /// in different channels must sum disjoint ranges, and only one may carry loss terms.
     void run(int channel, std::int64_t begin, std::int64_t count, double* extra, std::int64_t extra_count,
-             cudaStream_t stream, int blocks) {
+             cudaStream_t stream, int blocks, bool narrow = false) {
         Args a = args_;
+        a.narrow = narrow;
         a.channel = channel;
         a.begin = begin / 2;
         a.pairs = count / 2;
@@ -315,7 +328,8 @@ class Sum {
     static void launch(const Args& a, cudaStream_t stream, int blocks) {
         if constexpr (R < kMaxRanks)
             if (a.ranks != R) return launch<R + 1>(a, stream, blocks);
-        sum_kernel<R><<<blocks, kThreads, 0, stream>>>(a);
+        if (a.narrow) sum_kernel<R, true><<<blocks, kThreads, 0, stream>>>(a);
+        else sum_kernel<R, false><<<blocks, kThreads, 0, stream>>>(a);
     }
     void release() {
         if (args_.trace) cudaFree(args_.trace);

@@ -938,6 +938,9 @@ class CudaBackend {
      */
     void device_sum(double* data, std::size_t count, double* extra = nullptr, std::size_t extra_count = 0,
                     std::size_t split = 0) {
+        // Every use of the summed gradients rounds them to T first (the Adam steps, the probe
+        // spectrum's inverse FFT): for float, peer sums may round them where they are made.
+        constexpr bool kNarrow = sizeof(T) == sizeof(float);
         const auto n = static_cast<std::int64_t>(count), extra_n = static_cast<std::int64_t>(extra ? extra_count : 0);
         const bool peer = data == peer_.data() && peer_.fits(0, n, extra_n);
         const auto at = static_cast<std::int64_t>(peer && split > 0 && split < count && peer_.split_blocks() >= 16 &&
@@ -952,11 +955,11 @@ class CudaBackend {
         if (peer) {
             mark("peer sum");
             if (at > 0) {
-                peer_.run(0, 0, at, nullptr, 0, side_, peer_.split_blocks());
+                peer_.run(0, 0, at, nullptr, 0, side_, peer_.split_blocks(), kNarrow);
                 EF_CUDA_CHECK(cudaGetLastError());
                 EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
             }
-            peer_.run(1, at, n - at, extra, extra_n, stream_, at > 0 ? peer_.split_blocks() : peer_.blocks());
+            peer_.run(1, at, n - at, extra, extra_n, stream_, at > 0 ? peer_.split_blocks() : peer_.blocks(), kNarrow);
             EF_CUDA_CHECK(cudaGetLastError());
             return;
         }
