@@ -5,6 +5,10 @@
 # benchmark-shaped batch (gpu_tests "[bench]"), then that batch's time with 1024 and with 512
 # threads per window block (EF_RECON_WINDOW_THREADS). On the GPU machine:
 #   source .gpu-run/env.sh && OUT=$OUT bash perf/recon/ncu_window.sh
+# With the argument `kernels`: instead, the time, grid and block of every kernel of one deferred
+# benchmark-shaped step (base clocks, caches flushed: proportions, not run times) at each batch
+# size of BATCHES (64: the share of one GPU of four at batch 256), into
+# $OUT/ncu_kernels_b<B>.csv (the step's kernels are its last ~25 rows).
 set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
 OUT=${OUT:-$PWD/perf/recon/out}
@@ -15,6 +19,15 @@ export EF_SOURCE_DIR=$PWD
 source perf/recon/bench_config.sh
 export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:$(nvidia_wheel_libs)
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+if [ "${1:-}" = kernels ]; then
+    [ -n "$NCU" ] || { echo "no ncu on this machine"; exit 1; }
+    for b in ${BATCHES:-64}; do
+        EF_RECON_BENCH_BATCH=$b EF_RECON_BENCH_REPS=1 timeout "${NCU_TIMEOUT:-300}" "$NCU" \
+            --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv --print-units base \
+            gpu_tests "recon: deferred steps on a benchmark-shaped batch*" > "$OUT/ncu_kernels_b$b.csv" 2> "$OUT/ncu_kernels_b$b.err"
+    done
+    exit 0
+fi
 {
 nvidia-smi -L
 for threads in 1024 512; do
