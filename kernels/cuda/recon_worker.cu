@@ -943,10 +943,10 @@ class CudaBackend {
         constexpr bool kNarrow = sizeof(T) == sizeof(float);
         const auto n = static_cast<std::int64_t>(count), extra_n = static_cast<std::int64_t>(extra ? extra_count : 0);
         const bool peer = data == peer_.data() && peer_.fits(0, n, extra_n);
-        const auto at = static_cast<std::int64_t>(peer && split > 0 && split < count && peer_.split_blocks() >= 16 &&
-                                                          peer_.fits(static_cast<std::int64_t>(split), n - static_cast<std::int64_t>(split), 0)
-                                                      ? split
-                                                      : 0);
+        // Two sums at once where the object's part is on the side stream (every rank decides alike).
+        const auto part = static_cast<std::int64_t>(split);
+        const bool two = peer && part > 0 && part < n && peer_.split_blocks() >= 16 && peer_.fits(part, n - part, 0);
+        const std::int64_t at = two ? part : 0;
         if (split > 0 && at == 0) {  // the side stream's part, then all of it here
             ensure_side();
             EF_CUDA_CHECK(cudaEventRecord(side_ev_[1], side_));
