@@ -306,9 +306,8 @@ class PtychoEngine {
     void update_deferred(const UpdateSpec& u, double pixels, std::int64_t index) {
         double* scale = scale_.data() + index;
         be_.mark("loss factor");
-        be_.for_each(LossScale::kLanes,
-                     LossScale{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale, terms_.data()});
-        update(u, scale);
+        const LossScale ls{o_.loss, terms_.data(), terms_count_, pixels, losses_.data() + index, scale, terms_.data()};
+        update(u, scale, &ls);
     }
     /// Waits for the device: each deferred batch's loss and loss factor, and the position
     /// gradients (2 per position, y then x, batch after batch).
@@ -374,13 +373,24 @@ class PtychoEngine {
     }
 
     /// Adam on the object and/or probe from the host gradient buffer; `scale`: the loss factor
-    /// in device memory instead of u.grad_scale (deferred steps).
-    void update(const UpdateSpec& u, const double* scale = nullptr) {
+    /// in device memory instead of u.grad_scale (deferred steps), made first by `loss_scale`
+    /// when given.
+    void update(const UpdateSpec& u, const double* scale = nullptr, const LossScale* loss_scale = nullptr) {
         const std::int64_t on = d_.obj_n();
         const std::int64_t kn2 = 2 * d_.modes * d_.n();
         if constexpr (!Backend::kHostMemory)
             if (!device_only_) be_.upload(grad_.data(), host_grad_.data(), gradient_size(u.probe));
         const T inf = std::numeric_limits<T>::infinity();
+        // The summed probe spectrum back to real space, once, on every rank alike (sub-pixel shifts)
+        const SpectrumToWorking<T> to_working{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on), probe_tmp_.data()};
+        const bool spectrum = u.probe && o_.subpixel;
+        if (loss_scale) {  // in the same launch as the spectrum's copy (a launch less on the probe's chain)
+            if (spectrum)
+                be_.for_each(LossScale::kLanes + kn2 / 2,
+                             BothPasses<LossScale, SpectrumToWorking<T>>{*loss_scale, LossScale::kLanes, to_working});
+            else
+                be_.for_each(LossScale::kLanes, *loss_scale);
+        }
         if (u.object) {
             be_.mark("object step");
             be_.side_begin();  // beside the probe's step (FFTs of few windows, latency-bound)
@@ -398,9 +408,8 @@ class PtychoEngine {
             be_.mark("probe step");
             T* probe = reinterpret_cast<T*>(probe_.data());
             const AdamCoefficients<T> a = coefficients(u, u.lr_probe, u.t_probe);
-            if (o_.subpixel) {  // the summed spectrum back to real space, once, on every rank alike
-                be_.for_each(kn2 / 2, SpectrumToWorking<T>{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on),
-                                                           probe_tmp_.data()});
+            if (o_.subpixel) {
+                if (!loss_scale) be_.for_each(kn2 / 2, to_working);
                 be_.fft(probe_tmp_.data(), d_.modes, true);
                 // The new probe also into probe_spec_, where the next spectrum is taken in place.
                 be_.for_each(kn2, AdamUpdate<T, T>{probe, mp_.data(), vp_.data(), reinterpret_cast<const T*>(probe_tmp_.data()),
@@ -411,6 +420,9 @@ class PtychoEngine {
                                                         scale});
             }
             probe_spec_valid_ = false;
+            // Deferred steps: the next batch's spectrum now, while the object's chain (its part
+            // of the sum, its step) runs on the side stream.
+            if (deferred_ && o_.subpixel && window_n_) ensure_spectrum_slots();
         }
         if (u.object || deferred_) be_.side_join();
     }
@@ -593,6 +605,19 @@ class PtychoEngine {
         probe_spec_valid_ = true;
     }
 
+    /// The probe spectrum and its slot-order copy for the window passes (a new spectrum
+    /// invalidates the copy).
+    void ensure_spectrum_slots() {
+        ensure_probe_spectrum();
+        if (spec_slots_valid_) return;
+        const std::int64_t kn = d_.modes * d_.n();
+        if (spec_slots_.size() < probe_spec_.size()) spec_slots_.resize(probe_spec_.size());
+        if (window_n_ == 128) be_.for_each(kn, SpectrumToSlots<T, 128>{probe_spec_.data(), spec_slots_.data()});
+        else if (window_n_ == 64) be_.for_each(kn, SpectrumToSlots<T, 64>{probe_spec_.data(), spec_slots_.data()});
+        else be_.for_each(kn, SpectrumToSlots<T, 32>{probe_spec_.data(), spec_slots_.data()});
+        spec_slots_valid_ = true;
+    }
+
     void ensure_workspace(std::int64_t b) {
         const size_t need = static_cast<size_t>(b * d_.modes * d_.n());
         if (psi_.size() < need) {
@@ -715,12 +740,7 @@ class PtychoEngine {
         ensure_workspace(b);
         if (shifted) {
             be_.mark("probe spectrum");
-            ensure_probe_spectrum();  // a new spectrum invalidates the slot-order copy
-            if (!spec_slots_valid_) {
-                if (spec_slots_.size() < probe_spec_.size()) spec_slots_.resize(probe_spec_.size());
-                be_.for_each(K * n, SpectrumToSlots<T, N>{probe_spec_.data(), spec_slots_.data()});
-                spec_slots_valid_ = true;
-            }
+            ensure_spectrum_slots();
             be_.mark("ramps");
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
         }

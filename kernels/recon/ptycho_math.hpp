@@ -762,6 +762,19 @@ struct FillValue {
     EF_HD void operator()(std::int64_t i) const { dst[i] = v; }
 };
 
+/// Two independent element-wise passes in one launch: a's elements [0, na), then b's. (Where a
+/// is LossScale, its kLanes lanes are then the first warp of the launch.)
+template <class A, class B>
+struct BothPasses {
+    A a;
+    std::int64_t na;
+    B b;
+    EF_HD void operator()(std::int64_t i) const {
+        if (i < na) a(i);
+        else b(i - na);
+    }
+};
+
 /// dst[i] = src[i].
 template <class U>
 struct CopyValue {
