@@ -2,6 +2,7 @@
 // The CUDA reconstruction worker: PtychoEngine over CudaBackend. Only memory, launches,
 // reductions and cuFFT plans are here; every formula is a functor of kernels/recon/ptycho_math.hpp,
 // the same code the CPU worker runs.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <cufftXt.h>
@@ -334,9 +335,11 @@ inline constexpr int kBlockSumDoubles = 64;
 /// took one benchmark batch from 2.11 to 1.98 ms (H100, perf/RESULTS.md, seventh session), and
 /// after Cx's alignment and the evict-first hints 48 spilled least and ran 1.53 against 1.55 ms
 /// with 64; 96 and larger fetches spilled more.
-template <int Threads>
+template <int Threads, bool Clusters = false>
 struct CudaBlock {
     static constexpr int kSize = Threads;
+    /// Launched in thread-block clusters (compute capability 9.0): cluster_sync() and peer().
+    static constexpr bool kClusters = Clusters;
     static constexpr int kStreamBytes = 48;
     static constexpr int kFetchBytes = 48;
     double* scratch;  ///< kBlockSumDoubles of shared memory
@@ -378,6 +381,25 @@ struct CudaBlock {
         return s;
 #endif
     }
+    /// Barrier of the cluster's blocks; their shared-memory writes before it are visible to
+    /// the others after it.
+    EF_HD void cluster_sync() const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        cooperative_groups::this_cluster().sync();
+#elif defined(__CUDA_ARCH__)
+        __trap();  // clusters are launched only where the device has them
+#endif
+    }
+    /// `p` (this block's shared memory) in the shared memory of the cluster's block `rank`.
+    template <class U>
+    EF_HD const U* peer(const U* p, int rank) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        return cooperative_groups::this_cluster().map_shared_rank(const_cast<U*>(p), static_cast<unsigned>(rank));
+#else
+        (void)rank;
+        return p;
+#endif
+    }
 };
 
 /// Threads per window block: every thread has a job in every FFT stage. For 128 x 128, 1024
@@ -400,14 +422,14 @@ constexpr std::size_t window_smem(std::size_t real_bytes) {
 
 /// Block b runs f for positions b, b + gridDim.x, ... with its window in shared memory, and
 /// F::kScratch values of scratch there too when `scratch` (else f keeps them in global memory).
-template <class F, int Threads>
+template <class F, int Threads, bool Clusters = false>
 __global__ void __launch_bounds__(Threads) window_kernel(F f, std::int64_t count, Sum2* out, bool scratch) {
     using T = typename F::Real;
     constexpr int N = F::kN;
     extern __shared__ double window_shared[];
     auto* win = reinterpret_cast<Cx<T>*>(window_shared);
     Cx<T>* tw = win + wfft::Radix<N>::kStored;
-    const CudaBlock<Threads> blk{reinterpret_cast<double*>(tw + N)};
+    const CudaBlock<Threads, Clusters> blk{reinterpret_cast<double*>(tw + N)};
     T* const own = scratch ? reinterpret_cast<T*>(blk.scratch + kBlockSumDoubles) : nullptr;
     for (int i = static_cast<int>(threadIdx.x); i < N; i += static_cast<int>(blockDim.x)) tw[i] = f.twiddles[i];
     __syncthreads();
@@ -607,32 +629,112 @@ class CudaBackend {
     int parallel_units() const { return sms_; }
     /// One block per position (grid-stride past 65535), results to `out` at the next synchronize()
     /// (or in stream order, with `out_on_device`).
+    /// With `clusters` = G > 1 (window_clusters() said yes), the blocks run in clusters of G
+    /// consecutive ones and `out` gets the sum of each cluster's results, in block order.
     template <class F>
-    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
+    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false, int clusters = 1) {
         if (count <= 0) return;
+        const WindowLaunch wl = window_launch<F>();
+        if (clusters > 1 && (!wl.scratch || count % clusters))
+            throw std::logic_error("window pass: clusters need the scratch in shared memory and whole clusters");
+        if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
+        Sum2* partial = out ? partial_.data() : nullptr;
+        constexpr int N = F::kN;
+        if (wl.alt) launch_window<F, window_alt_threads<N>()>(f, count, wl.smem, partial, wl.scratch, clusters);
+        else launch_window<F, window_threads<N>()>(f, count, wl.smem, partial, wl.scratch, clusters);
+        if (out) finish_groups(count / clusters, clusters, out, out_on_device);
+    }
+    /**
+     * Whether F's pass can run its mode groups (G of them: 2 or 4) as thread-block clusters,
+     * the G blocks of a position sharing their shared memory (WindowForward then adds the
+     * groups' intensities itself: no WindowModulus pass). Needs compute capability 9.0, the
+     * scratch in shared memory and room for a cluster; EF_RECON_WINDOW_CLUSTERS=0 turns it off.
+     */
+    template <class F>
+    bool window_clusters(int groups) {
+        if ((groups != 2 && groups != 4) || env_off("EF_RECON_WINDOW_CLUSTERS")) return false;
+        const WindowLaunch wl = window_launch<F>();
+        if (!wl.scratch) return false;
+        constexpr int N = F::kN;
+        return wl.alt ? cluster_room<F, window_alt_threads<N>()>(groups, wl.smem)
+                      : cluster_room<F, window_threads<N>()>(groups, wl.smem);
+    }
+
+   private:
+    struct WindowLaunch {
+        std::size_t smem;
+        bool scratch;  ///< F::kScratch values in shared memory
+        bool alt;      ///< the alternative thread count (EF_RECON_WINDOW_THREADS)
+    };
+    template <class F>
+    WindowLaunch window_launch() const {
         constexpr int N = F::kN;
         std::size_t smem = window_smem<N>(sizeof(typename F::Real));
         const std::size_t with_scratch = smem + F::kScratch * sizeof(typename F::Real);
         const bool scratch = F::kScratch > 0 && window_scratch_ && with_scratch <= static_cast<std::size_t>(smem_optin_);
-        if (scratch) smem = with_scratch;
-        const bool alt = window_threads_env_ == window_alt_threads<N>();
-        if (out && partial_.size() < static_cast<size_t>(count)) partial_.resize(static_cast<size_t>(count));
-        Sum2* partial = out ? partial_.data() : nullptr;
-        if (alt) launch_window<F, window_alt_threads<N>()>(f, count, smem, partial, scratch);
-        else launch_window<F, window_threads<N>()>(f, count, smem, partial, scratch);
-        if (out) finish_groups(count, 1, out, out_on_device);
+        return {scratch ? with_scratch : smem, scratch, window_threads_env_ == window_alt_threads<N>()};
     }
-
-    template <class F, int Threads>
-    void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial, bool scratch) {
-        const auto fn = window_kernel<F, Threads>;
+    /// The kernel with its shared memory size set (once per kernel: the attribute is per device).
+    template <class F, int Threads, bool Clusters>
+    auto window_fn(std::size_t smem) {
+        const auto fn = window_kernel<F, Threads, Clusters>;
         const void* kernel = reinterpret_cast<const void*>(fn);
         if (std::find(window_ready_.begin(), window_ready_.end(), kernel) == window_ready_.end()) {
             EF_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-            window_ready_.push_back(kernel);  // the attribute is per device: this backend's
+            window_ready_.push_back(kernel);
         }
-        const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(count, 65535));
-        fn<<<grid, Threads, smem, stream_>>>(f, count, partial, scratch);
+        return fn;
+    }
+    static cudaLaunchConfig_t cluster_config(unsigned grid, int threads, std::size_t smem, cudaStream_t stream,
+                                             cudaLaunchAttribute& attr, int clusters) {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(static_cast<unsigned>(threads));
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = static_cast<unsigned>(clusters);
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        return cfg;
+    }
+    /// Whether clusters of `groups` window blocks fit the device (cached per kernel and size).
+    template <class F, int Threads>
+    bool cluster_room(int groups, std::size_t smem) {
+        const auto fn = window_fn<F, Threads, true>(smem);
+        const auto key = std::make_pair(reinterpret_cast<const void*>(fn), groups);
+        const auto it = cluster_room_.find(key);
+        if (it != cluster_room_.end()) return it->second > 0;
+        int major = 0;
+        EF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
+        int fit = 0;
+        if (major >= 9) {
+            cudaLaunchAttribute attr{};
+            const cudaLaunchConfig_t cfg = cluster_config(static_cast<unsigned>(groups * sms_), Threads, smem, stream_, attr, groups);
+            if (cudaOccupancyMaxActiveClusters(&fit, fn, &cfg) != cudaSuccess) {
+                cudaGetLastError();
+                fit = 0;
+            }
+        }
+        cluster_room_[key] = fit;
+        return fit > 0;
+    }
+
+   public:
+    template <class F, int Threads>
+    void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial, bool scratch, int clusters) {
+        // whole clusters: block g of a cluster is mode group g of every position it takes
+        const auto grid = static_cast<unsigned>(std::min<std::int64_t>(count, 65535 - 65535 % std::max(clusters, 1)));
+        if (clusters > 1) {
+            const auto fn = window_fn<F, Threads, true>(smem);
+            cudaLaunchAttribute attr{};
+            const cudaLaunchConfig_t cfg = cluster_config(grid, Threads, smem, stream_, attr, clusters);
+            EF_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, f, count, partial, scratch));
+        } else {
+            window_fn<F, Threads, false>(smem)<<<grid, Threads, smem, stream_>>>(f, count, partial, scratch);
+        }
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
@@ -1133,6 +1235,7 @@ class CudaBackend {
     bool phases_ = false;
     bool merged_ = true;
     std::vector<const void*> window_ready_;  // window kernels given their shared memory size
+    std::map<std::pair<const void*, int>, int> cluster_room_;  // window_clusters(): clusters that fit
     int window_threads_env_ = 0;             // EF_RECON_WINDOW_THREADS, read once
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;

@@ -174,9 +174,15 @@ class CpuBackend {
     int parallel_units() const { return 0; }
     /// f(block, j, window, twiddles, scratch) for j in [0, count), a window buffer and
     /// F::kScratch values of scratch per thread; out[j] gets each result when out is set.
+    /// No clusters of blocks here (window_clusters() says no).
     template <class F>
-    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false) {
+    bool window_clusters(int) const {
+        return false;
+    }
+    template <class F>
+    void window_pass(const F& f, std::int64_t count, Sum2* out, bool out_on_device = false, int clusters = 1) {
         (void)out_on_device;
+        if (clusters != 1) throw std::logic_error("window pass: no clusters on the CPU");
         constexpr int N = F::kN;
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && count > 1)
         {

@@ -766,8 +766,11 @@ class PtychoEngine {
                                 pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()};
         fwd.groups = G;
         fwd.inten_part = inten_part_.data();
-        be_.window_pass(fwd, b * G, G > 1 ? nullptr : per_out, sink != nullptr);
-        if (G > 1) {
+        // The position's groups as a cluster of blocks (GPU): the forward pass adds their
+        // intensities itself, and the loss terms come per group, added in group order.
+        const bool clusters = G > 1 && be_.template window_clusters<WindowForward<T, N>>(G);
+        be_.window_pass(fwd, b * G, G == 1 || clusters ? per_out : nullptr, sink != nullptr, clusters ? G : 1);
+        if (G > 1 && !clusters) {
             be_.mark("window modulus");
             be_.reduce_groups(b, n,
                               WindowModulus<T, N>{o_.loss, G, inten_part_.data(), patterns_.data(), pattern_of_.data(),

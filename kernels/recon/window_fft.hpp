@@ -142,6 +142,7 @@ void make_twiddles(int n, Cx<T>* out) {
 /// size kSize, so per-thread loops have fixed trip counts and unroll.
 struct SerialBlock {
     static constexpr int kSize = 1;
+    static constexpr bool kClusters = false;  ///< blocks in clusters (cluster_sync, peer): GPU only
     static constexpr int kStreamBytes = 32;  ///< loaded bytes in flight per thread: stream()
     static constexpr int kFetchBytes = 48;   ///< and the hooked stages' fetches (Lines::fetched)
     EF_HD int rank() const { return 0; }

@@ -34,7 +34,9 @@ EF_HD EF_INLINE Cx<T> object_at(const PtychoDims& d, const Cx<T>* object, const 
  * Modes of a position can be split over `groups` blocks (G dividing K): block id = j G + g
  * takes modes [g K / G, (g + 1) K / G), so a small batch (a rank's share on several GPUs) still
  * fills the device. Per-group partial sums go to b x G x n buffers and are added in group order
- * afterwards (WindowModulus, SumModeGroups); with G = 1 each block finishes its position.
+ * afterwards (WindowModulus, SumModeGroups); with G = 1 each block finishes its position. When
+ * the G blocks of a position run as a thread-block cluster (Block::kClusters), WindowForward adds
+ * the intensities in the cluster instead (modulus_in_cluster).
  */
 struct ModeGroup {
     std::int64_t j;  ///< batch position
@@ -139,8 +141,13 @@ struct WindowForward {
             blk.sync();
         }
         if (groups > 1) {
-            if (scratch) wfft::stream<n>(blk, [&](int s) { return inten[s]; }, [&](int s, T v) { home[s] = v; });
-            return Sum2{};
+            if constexpr (Block::kClusters) {  // launched as clusters of the position's groups
+                if (groups == 2) return modulus_in_cluster<2>(blk, mg, inten);
+                return modulus_in_cluster<4>(blk, mg, inten);
+            } else {
+                if (scratch) wfft::stream<n>(blk, [&](int s) { return inten[s]; }, [&](int s, T v) { home[s] = v; });
+                return Sum2{};
+            }
         }
         const float* data = patterns + pattern_of[j] * n;
         Sum2 terms;
@@ -152,6 +159,42 @@ struct WindowForward {
                 home[s] = f;
             });
         return blk.sum(terms);
+    }
+
+    /**
+     * With mode groups launched as a cluster of G blocks (block g of the cluster is group g, its
+     * intensity in its shared memory, `inten`): WindowModulus inside the pass. Block g takes
+     * slots [g n / G, (g + 1) n / G), adds the groups' partial intensities in group order (read
+     * from the others' shared memory, the same sum as WindowModulus's) and writes the factor;
+     * returns its slots' loss terms (the caller adds the groups' terms in group order).
+     */
+    template <int G, class Block>
+    EF_HD Sum2 modulus_in_cluster(const Block& blk, const ModeGroup& mg, const T* inten) const {
+        constexpr int n = N * N;
+        constexpr int slice = n / G;
+        const T inv_n = T(1) / static_cast<T>(n);
+        blk.cluster_sync();  // every group's partial intensity is complete
+        const T* part[G];
+        for (int h = 0; h < G; ++h) part[h] = blk.peer(inten, h);
+        const int s0 = mg.g * slice;
+        const float* data = patterns + pattern_of[mg.j] * n + s0;
+        T* const out = factor + mg.j * n + s0;
+        Sum2 terms;
+        wfft::stream<slice>(
+            blk,
+            [&](int s) {
+                T in = part[0][s0 + s];
+                for (int h = 1; h < G; ++h) in += part[h][s0 + s];
+                return Cx<T>{in, static_cast<T>(data[s])};
+            },
+            [&](int s, Cx<T> in) {
+                T f;
+                terms += modulus_pixel(loss, in.re, in.im, inv_n, f);
+                out[s] = f;
+            });
+        const Sum2 t = blk.sum(terms);
+        blk.cluster_sync();  // the others have read this block's intensity: it may be reused
+        return t;
     }
 };
 

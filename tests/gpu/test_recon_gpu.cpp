@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <ensemblefit/recon/recon_worker.hpp>
@@ -184,6 +185,30 @@ TEST_CASE("recon: window-resident passes = cuFFT passes (GPU) = CPU worker", "[g
                 CHECK(dpc < 1e-4);
             }
         }
+}
+
+TEST_CASE("recon: mode groups as thread-block clusters = mode groups apart (GPU)", "[gpu][recon]") {
+    // A position's mode groups in one cluster add their intensities in the forward pass (shared
+    // memory of the cluster) instead of a WindowModulus pass: the same sums in the same order,
+    // so the same factor and gradients, bit for bit; only the loss terms are added in another
+    // order. 2 groups of 6 modes (a quarter of the benchmark's batch) and 4 groups of 1 mode.
+    for (const auto& [sh, groups] : {std::pair{Shape{128, 12, 64, 592}, "2"}, std::pair{Shape{64, 4, 48, 160}, "4"}}) {
+        const Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
+        setenv("EF_RECON_WINDOW_GROUPS", groups, 1);
+        auto clustered = make(s, WorkerKind::gpu);
+        setenv("EF_RECON_WINDOW_CLUSTERS", "0", 1);
+        auto apart = make(s, WorkerKind::gpu);
+        unsetenv("EF_RECON_WINDOW_CLUSTERS");
+        unsetenv("EF_RECON_WINDOW_GROUPS");
+        ReconBatchTerms tc, ta;
+        const auto gc = gradients(*clustered, s.batch, tc), ga = gradients(*apart, s.batch, ta);
+        std::printf("  recon %d x %d x %d^2, %s groups, clusters vs apart: gradients identical %d, loss rel diff %.2e\n",
+                    sh.b, sh.modes, sh.dp, groups, gc == ga, std::abs(tc.loss_a / ta.loss_a - 1));
+        CHECK(gc == ga);
+        CHECK(tc.position_grad == ta.position_grad);
+        CHECK(tc.loss_a == Approx(ta.loss_a).epsilon(1e-12));
+        CHECK(tc.loss_b == Approx(ta.loss_b).epsilon(1e-12));
+    }
 }
 
 TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][recon]") {
