@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Shared by perf/recon/gpu_run.sh and perf/recon/profile_batch.sh (sourced, from the repository root).
+# Shared by the scripts of perf/recon/ (sourced, from the repository root).
 
 # write_bench_ini FILE ITERATIONS: the tBL-WSe2-shaped benchmark's config (16384 patterns of
 # bench.h5, 12 modes, batch 256, position correction on, GPU workers, the loss at the end only).
@@ -31,4 +31,14 @@ INI
 # nvidia_wheel_libs: the lib folders of PyTorch's nvidia wheels (cuFFT, NCCL), ':'-separated.
 nvidia_wheel_libs() {
     py -c "import glob, os, site; print(':'.join(sorted(set(os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '*', 'lib', 'lib*.so*'))))))" 2>/dev/null
+}
+
+# gpu_machine_env: for the GPU machine's scripts, after the bundle's env.sh: py() runs Python
+# (PyTorch, h5py) with the libraries loaded so far, the programs find cuFFT in the machine's
+# toolkit or PyTorch's wheels and NCCL in the wheels, and NVLink multicast stays off.
+gpu_machine_env() {
+    ORIG_LD=${LD_LIBRARY_PATH:-}
+    py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
+    export NCCL_NVLS_ENABLE=0 EF_SOURCE_DIR=$PWD
+    export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64:$(nvidia_wheel_libs)
 }

@@ -13,11 +13,8 @@ set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
 OUT=${OUT:-$PWD/perf/recon/out}
 mkdir -p "$OUT"
-ORIG_LD=${LD_LIBRARY_PATH:-}
-py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
-export EF_SOURCE_DIR=$PWD
 source perf/recon/bench_config.sh
-export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:$(nvidia_wheel_libs)
+gpu_machine_env
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 if [ "${1:-}" = kernels ]; then
     [ -n "$NCU" ] || { echo "no ncu on this machine"; exit 1; }

@@ -11,12 +11,8 @@ N=${1:-4}
 OUT=${OUT:-$PWD/perf/recon/out}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/ef-prof.XXXXXX)
-ORIG_LD=${LD_LIBRARY_PATH:-}
-py() { LD_LIBRARY_PATH="$ORIG_LD" python3 "$@"; }
-export NCCL_NVLS_ENABLE=0 EF_SOURCE_DIR=$PWD
 source perf/recon/bench_config.sh
-pylibs=$(nvidia_wheel_libs)
-export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:${pylibs}
+gpu_machine_env
 share=$(( 256 / N ))
 write_bench_ini "$W/bench.ini" 3
 cd "$W"
