@@ -340,7 +340,6 @@ void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock
     Impl& d = *impl_;
     const auto t_start = std::chrono::steady_clock::now();
     stats_ = Stats{};
-    const FitConfig& cfg = d.pb.config;
     const int n = d.pb.data.n;
     const int P = d.pb.num_params();
     const LmScratchLayout layout(n, P);
