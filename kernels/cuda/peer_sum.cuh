@@ -276,13 +276,12 @@ class Sum {
         args_ = a;
         capacity_ = count;
         blocks_ = std::min(kBlocks, fewest);
-        split_blocks_ = std::min(kBlocks, fewest) / kChannels;
         return true;
     }
     /// Blocks of a sum alone, and of each of two sums at once (all of them fit on the GPU with
     /// the fewest multiprocessors; every rank has the same numbers).
     int blocks() const { return blocks_; }
-    int split_blocks() const { return split_blocks_; }
+    int split_blocks() const { return blocks_ / kChannels; }
 
     /// Whether run() takes `count` doubles of the buffer from `begin` and `extra_count` loss
     /// terms (else the caller sums with NCCL: every rank decides alike).
@@ -345,7 +344,7 @@ class Sum {
 
     Args args_{};
     std::int64_t capacity_ = 0;
-    int blocks_ = kBlocks, split_blocks_ = kBlocks / kChannels;
+    int blocks_ = kBlocks;
     unsigned epoch_[kChannels] = {1, 1};  // flags start at 0
     double* sums_ = nullptr;
     double* extra_ = nullptr;

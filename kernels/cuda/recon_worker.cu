@@ -540,6 +540,7 @@ class CudaBackend {
         if (const char* e = std::getenv("EF_RECON_WINDOW_THREADS")) window_threads_env_ = std::atoi(e);
         merged_ = !env_off("EF_RECON_MERGED");
         window_scratch_ = !env_off("EF_RECON_WINDOW_SCRATCH");
+        window_clusters_ = !env_off("EF_RECON_WINDOW_CLUSTERS");
         load_params_.resize(kLoadSlots * kLoadBytes);
     }
     ~CudaBackend() {
@@ -652,7 +653,7 @@ class CudaBackend {
      */
     template <class F>
     bool window_clusters(int groups) {
-        if ((groups != 2 && groups != 4) || env_off("EF_RECON_WINDOW_CLUSTERS")) return false;
+        if ((groups != 2 && groups != 4) || !window_clusters_) return false;
         const WindowLaunch wl = window_launch<F>();
         if (!wl.scratch) return false;
         constexpr int N = F::kN;
@@ -722,7 +723,6 @@ class CudaBackend {
         return fit > 0;
     }
 
-   public:
     template <class F, int Threads>
     void launch_window(const F& f, std::int64_t count, std::size_t smem, Sum2* partial, bool scratch, int clusters) {
         // whole clusters: block g of a cluster is mode group g of every position it takes
@@ -738,6 +738,7 @@ class CudaBackend {
         EF_CUDA_CHECK(cudaGetLastError());
     }
 
+   public:
     /// Sums partial[g * parts + p] over p (ascending) per group on the device, copies the sums
     /// into pinned memory and hands them to `out` at the next synchronize(): no wait here.
     /// With `out_on_device`, the sums go straight to `out` in device memory.
@@ -1236,6 +1237,7 @@ class CudaBackend {
     bool merged_ = true;
     std::vector<const void*> window_ready_;  // window kernels given their shared memory size
     std::map<std::pair<const void*, int>, int> cluster_room_;  // window_clusters(): clusters that fit
+    bool window_clusters_ = true;  // EF_RECON_WINDOW_CLUSTERS, read once
     int window_threads_env_ = 0;             // EF_RECON_WINDOW_THREADS, read once
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;

@@ -79,8 +79,7 @@ class EngineWorker final : public ReconWorker {
     void device_sum(bool with_probe) override {
         std::size_t terms = 0;
         double* t = engine_.deferred() ? engine_.device_terms(terms) : nullptr;
-        be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe), t, terms,
-                        engine_.deferred() ? engine_.sum_split() : 0);
+        be_->device_sum(engine_.device_gradients(), engine_.gradient_size(with_probe), t, terms, engine_.sum_split());
     }
     void device_sum_wait() override { be_->synchronize(); }
 
