@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Variants of the N-GPU benchmark side by side in one run (issue 6's scaling): the
-# tBL-WSe2-shaped benchmark on 1 GPU and, for each variant, on N GPUs, in rounds (variants
-# interleaved, so drift of the machine falls on all of them alike). A variant is NAME or
-# NAME:VAR=VALUE[,VAR=VALUE...] (environment for that run only).
+# tBL-WSe2-shaped benchmark, for each variant, on 1 GPU at batch 256, on 1 GPU at one GPU's share
+# of it (batch 256 / N: the N-GPU step without the sum over GPUs, SHARE=1) and on N GPUs, in rounds
+# (variants interleaved, so drift of the machine falls on all of them alike). A variant is NAME or
+# NAME:VAR=VALUE[,VAR=VALUE...] (environment for that variant's runs only).
 #   source .gpu-run/env.sh && OUT=$OUT VARIANTS="base late:EF_RECON_LATE_OBJECT_SUM=1" \
-#       bash perf/recon/ab_scaling.sh [N] [ROUNDS]
-# Prints seconds per iteration and efficiency (against the round's 1-GPU run) per variant and
-# round; $OUT/ab.log.
+#       SHARE=1 bash perf/recon/ab_scaling.sh [N] [ROUNDS]
+# Prints seconds per iteration and efficiency (against the variant's 1-GPU run of the round) per
+# variant and round; with SHARE=1 also the bound on the efficiency with a free sum over GPUs
+# (1 GPU at batch 256 against 1 GPU at 256 / N, per iteration: the same positions in N times
+# the steps) and what the sum costs per step; $OUT/ab.log.
 set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
 N=${1:-4}
@@ -25,19 +28,33 @@ spi() { py -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['/timing'].at
 nvidia-smi -L
 ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
     --jitter 0.15 --threads "$(nproc)" > /dev/null
+share=$((256 / N))
 for round in $(seq "$ROUNDS"); do
-    ensemblefit reconstruct bench.ini --output.file one.h5 --overwrite > /dev/null 2>&1
-    one=$(spi one.h5)
-    echo "round $round: 1 GPU $one s/iter"
     for v in ${VARIANTS:-base}; do
         name=${v%%:*}
         envs=()
         [ "$name" != "$v" ] && IFS=, read -r -a envs <<< "${v#*:}"
+        env "${envs[@]}" ensemblefit reconstruct bench.ini --output.file one.h5 --overwrite > one.log 2>&1 \
+            || { echo "!! $name failed on 1 GPU"; tail -5 one.log; continue; }
+        one=$(spi one.h5)
+        if [ "${SHARE:-0}" = 1 ]; then
+            env "${envs[@]}" ensemblefit reconstruct bench.ini --solver.batch_size "$share" --output.file share.h5 \
+                --overwrite > share.log 2>&1 || { echo "!! $name failed at batch $share"; tail -5 share.log; continue; }
+            part=$(spi share.h5)
+        fi
         env "${envs[@]}" mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \
             --output.file "v_$name.h5" --overwrite > "v_$name.log" 2>&1 || { echo "!! $name failed"; tail -5 "v_$name.log"; continue; }
         s=$(spi "v_$name.h5")
-        py -c "import sys; s, one = float(sys.argv[2]), float(sys.argv[3]); print(f'round {sys.argv[1]}: {sys.argv[4]:<12} {s:.4f} s/iter, {100 * one / ($N * s):.1f} %')" \
-            "$round" "$s" "$one" "$name"
+        # steps per iteration: 16384 / 256 on N GPUs (each GPU 256 / N positions a step), 16384 / share alone
+        py -c "
+import sys
+r, name, n, one, s, part = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+line = f'round {r}: {name:<12} 1 GPU {one:.4f}, {n} GPUs {s:.4f} s/iter, {100 * one / (n * s):.1f} %'
+if part:
+    part = float(part)
+    line += (f'; 1 GPU at batch {256 // n} {part:.4f} s/iter: bound with a free sum {100 * one / part:.1f} %, '
+             f'step {1e6 * part / (16384 / (256 // n)):.0f} us alone, {1e6 * s / 64:.0f} us on {n} GPUs')
+print(line)" "$round" "$name" "$N" "$one" "$s" "${part:-}"
     done
 done
 # each variant's reconstruction against the first's: the same bits?
