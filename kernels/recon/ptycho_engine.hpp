@@ -799,13 +799,9 @@ class PtychoEngine {
         }
         if (probe_grad) {
             be_.mark("probe gradient");
-            const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
-            if (gp_fft && spectrum_runs_ == 4)
-                be_.for_each(ProbeSpectrumFromSlots<T, N, 4>::elements(d_), ProbeSpectrumFromSlots<T, N, 4>{spec});
-            else if (gp_fft && spectrum_runs_ == 2)
-                be_.for_each(ProbeSpectrumFromSlots<T, N, 2>::elements(d_), ProbeSpectrumFromSlots<T, N, 2>{spec});
-            else if (gp_fft)
-                be_.for_each(ProbeSpectrumFromSlots<T, N, 1>::elements(d_), ProbeSpectrumFromSlots<T, N, 1>{spec});
+            if (gp_fft)
+                be_.for_each(ProbeSpectrumFromSlots<T, N>::elements(d_),
+                             ProbeSpectrumFromSlots<T, N>{ProbeGradientSpectrum<T>{d_, b, ramp_.data(), psi_.data(), grad_probe}});
             else
                 be_.for_each(K * n, ProbeGradientDirect<T>{d_, b, psi_.data(), grad_probe});
         }
@@ -825,14 +821,6 @@ class PtychoEngine {
      * and 128 take 1 group, b = 64 (a quarter of 256) 2 groups of 6 modes (one wave), b = 20 all
      * 12. EF_RECON_WINDOW_GROUPS=G forces G where it divides K (tests).
      */
-    /// EF_RECON_SPECTRUM_RUNS (1, 2 or 4) or the default, 2 (perf/RESULTS.md, tenth session).
-    static int spectrum_runs_setting() {
-        if (const char* e = std::getenv("EF_RECON_SPECTRUM_RUNS")) {
-            const int r = std::atoi(e);
-            if (r == 1 || r == 2 || r == 4) return r;
-        }
-        return 2;
-    }
     int window_groups(std::int64_t b) const {
         const int K = d_.modes;
         if (const char* e = std::getenv("EF_RECON_WINDOW_GROUPS")) {
@@ -877,7 +865,6 @@ class PtychoEngine {
     Buffer<T> inten_part_;  // window passes with mode groups: b x G x n partial intensities
     Buffer<C> patch_part_;  // and patch gradients
     int window_n_ = 0;              // window size of the window-resident passes, 0 when off
-    int spectrum_runs_ = spectrum_runs_setting();  // ProbeSpectrumFromSlots' runs per slot pair
     /// A typed place in the staging block.
     template <class U>
     struct Staged {

@@ -367,41 +367,30 @@ struct SpectrumToSlots {
 
 /**
  * ProbeGradientSpectrum over spectra in slot order: for i = (k, s), position j's
- * conj(ramp_j) F_u G_P_jk summed in double, written at frequency f(s) of mode k.
- * A slot pair i = 2t, 2t + 1 per sum (one 16-byte load of both per position: 207 -> 178 us per
- * batch of 256 on an H200; four slots per thread were slower, 383 us: perf/RESULTS.md, sixth
- * session). With Parts > 1 the positions of a pair are split into Parts runs of consecutive
- * positions, each summed in batch order by its own thread (Parts times the loads in flight:
- * the sum waited on memory latency with 98304 threads), and the runs' sums are added in a fixed
- * tree, ((r0 + r1) + (r2 + r3)): the result depends on the batch and Parts only, never on timing.
- * Element e: warp w = e / 32, lane l; run h = l / (32 / Parts) and pair t = w (32 / Parts) + l mod
- * (32 / Parts), so a run's loads are still 128 bytes or more of consecutive memory. On the host
- * the element of run 0 does all of a pair's runs (the others return), in the same tree.
+ * conj(ramp_j) F_u G_P_jk summed in batch order in double, written at frequency f(s) of mode k.
+ * Element t does the slot pair i = 2t, 2t + 1 (elements() = K n / 2 of them): one 16-byte load of
+ * both per position and two independent sums, twice the bytes in flight of one slot per thread,
+ * which waited on memory (207 -> 178 us per batch of 256 on an H200); each sum's terms and order
+ * are unchanged. Four slots per thread were slower (383 us; perf/RESULTS.md, sixth session).
  */
-template <class T, int N, int Parts = 1>
+template <class T, int N>
 struct ProbeSpectrumFromSlots {
-    static_assert(Parts == 1 || Parts == 2 || Parts == 4, "runs per pair: 1, 2 or 4");
-    static constexpr int kLanesPerRun = 32 / Parts;
     ProbeGradientSpectrum<T> spec;
     struct alignas(2 * sizeof(Cx<T>)) Pair {
         Cx<T> v[2];
     };
-    struct Acc {
-        Cx<double> a0{0.0, 0.0}, a1{0.0, 0.0};
-        EF_HD void add(const Acc& o) {
-            a0.re += o.a0.re;
-            a0.im += o.a0.im;
-            a1.re += o.a1.re;
-            a1.im += o.a1.im;
-        }
-    };
-    /// K n / 2 slot pairs, Parts elements each (a multiple of 32: whole warps on the GPU).
-    static std::int64_t elements(const PtychoDims& d) { return static_cast<std::int64_t>(d.modes) * N * N / 2 * Parts; }
-    /// Positions [lo, hi) of pair t, in batch order.
-    EF_HD Acc run(std::int64_t t, int fu0, int fv0, int fu1, int fv1, std::int64_t lo, std::int64_t hi) const {
-        const std::int64_t kn_pairs = static_cast<std::int64_t>(spec.d.modes) * N * N / 2;
-        Acc acc;
-        for (std::int64_t j = lo; j < hi; ++j) {
+    static std::int64_t elements(const PtychoDims& d) { return static_cast<std::int64_t>(d.modes) * N * N / 2; }
+    EF_HD void operator()(std::int64_t t) const {
+        using L = wfft::Layout<N>;
+        constexpr int n = N * N;
+        const std::int64_t i = 2 * t;  // n is even: both slots are mode k's
+        const int k = static_cast<int>(i / n);
+        const int s = static_cast<int>(i - static_cast<std::int64_t>(k) * n);
+        const int f0 = L::freq_of_slot2(s), f1 = L::freq_of_slot2(s + 1);
+        const int fu0 = f0 / N, fv0 = f0 % N, fu1 = f1 / N, fv1 = f1 % N;
+        const std::int64_t kn_pairs = static_cast<std::int64_t>(spec.d.modes) * n / 2;
+        Cx<double> acc0{0.0, 0.0}, acc1{0.0, 0.0};
+        for (std::int64_t j = 0; j < spec.batch; ++j) {
 #ifdef __CUDA_ARCH__
             const Pair p = reinterpret_cast<const Pair*>(spec.psi)[j * kn_pairs + t];  // device memory: 256-byte aligned
 #else
@@ -409,48 +398,13 @@ struct ProbeSpectrumFromSlots {
 #endif
             const Cx<T> z0 = conj_mul(ramp_at(spec.ramp, spec.d, j, fu0, fv0), p.v[0]);
             const Cx<T> z1 = conj_mul(ramp_at(spec.ramp, spec.d, j, fu1, fv1), p.v[1]);
-            acc.a0.re += static_cast<double>(z0.re);
-            acc.a0.im += static_cast<double>(z0.im);
-            acc.a1.re += static_cast<double>(z1.re);
-            acc.a1.im += static_cast<double>(z1.im);
+            acc0.re += static_cast<double>(z0.re);
+            acc0.im += static_cast<double>(z0.im);
+            acc1.re += static_cast<double>(z1.re);
+            acc1.im += static_cast<double>(z1.im);
         }
-        return acc;
-    }
-    EF_HD std::int64_t run_begin(int h) const { return spec.batch * h / Parts; }
-    EF_HD void operator()(std::int64_t e) const {
-        using L = wfft::Layout<N>;
-        constexpr int n = N * N;
-        const int lane = static_cast<int>(e % 32), h = lane / kLanesPerRun;
-        const std::int64_t t = e / 32 * kLanesPerRun + lane % kLanesPerRun;
-        const std::int64_t i = 2 * t;  // n is even: both slots are mode k's
-        const int k = static_cast<int>(i / n);
-        const int s = static_cast<int>(i - static_cast<std::int64_t>(k) * n);
-        const int f0 = L::freq_of_slot2(s), f1 = L::freq_of_slot2(s + 1);
-        const int fu0 = f0 / N, fv0 = f0 % N, fu1 = f1 / N, fv1 = f1 % N;
-#ifdef __CUDA_ARCH__
-        Acc acc = run(t, fu0, fv0, fu1, fv1, run_begin(h), run_begin(h + 1));
-        // ((r0 + r1) + (r2 + r3)): lane l takes lane l + kLanesPerRun's sum, then (Parts 4)
-        // lane l takes lane l + 2 kLanesPerRun's.
-        for (int step = 1; step < Parts; step *= 2) {
-            Acc o;
-            const int off = step * kLanesPerRun;
-            o.a0.re = __shfl_down_sync(0xffffffffu, acc.a0.re, off);
-            o.a0.im = __shfl_down_sync(0xffffffffu, acc.a0.im, off);
-            o.a1.re = __shfl_down_sync(0xffffffffu, acc.a1.re, off);
-            o.a1.im = __shfl_down_sync(0xffffffffu, acc.a1.im, off);
-            if (h % (2 * step) == 0) acc.add(o);
-        }
-#else
-        if (h != 0) return;
-        Acc r[Parts];
-        for (int q = 0; q < Parts; ++q) r[q] = run(t, fu0, fv0, fu1, fv1, run_begin(q), run_begin(q + 1));
-        for (int step = 1; step < Parts; step *= 2)
-            for (int q = 0; q + step < Parts; q += 2 * step) r[q].add(r[q + step]);
-        Acc acc = r[0];
-#endif
-        if (h != 0) return;
-        spec.finish(static_cast<std::int64_t>(k) * n + f0, acc.a0);
-        spec.finish(static_cast<std::int64_t>(k) * n + f1, acc.a1);
+        spec.finish(static_cast<std::int64_t>(k) * n + f0, acc0);
+        spec.finish(static_cast<std::int64_t>(k) * n + f1, acc1);
     }
 };
 

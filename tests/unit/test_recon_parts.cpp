@@ -196,52 +196,6 @@ TEST_CASE("window positions split into crop and sub-pixel shift, clamped to the 
     CHECK(shift == Approx(1.2));
 }
 
-TEST_CASE("probe-gradient spectrum split into runs of positions = the sum in batch order", "[recon]") {
-    // ProbeSpectrumFromSlots with 1, 2 and 4 runs per slot pair (the GPU's threads per pair),
-    // against the double sum of conj(ramp_j) psi_j in batch order, for batches that do and do
-    // not divide into the runs.
-    constexpr int N = 32;  // the smallest window-resident size
-    const PtychoDims d{N, N, 2, 40, 40};
-    const std::int64_t kn = d.modes * d.n();
-    std::mt19937 rng(7);
-    std::normal_distribution<float> g(0.0f, 1.0f);
-    for (const std::int64_t b : {1, 6, 7}) {
-        std::vector<Cx<float>> psi(static_cast<size_t>(b * kn)), ramp(static_cast<size_t>(b * (d.h + d.w)));
-        for (auto& z : psi) z = {g(rng), g(rng)};
-        for (auto& z : ramp) {
-            const float a = g(rng);
-            z = {std::cos(a), std::sin(a)};
-        }
-        // reference: element (k, f) of the spectrum from slot s with f = freq_of_slot2(s)
-        std::vector<std::complex<double>> want(static_cast<size_t>(kn));
-        for (int k = 0; k < d.modes; ++k)
-            for (int s = 0; s < N * N; ++s) {
-                const int f = wfft::Layout<N>::freq_of_slot2(s);
-                std::complex<double> acc = 0;
-                for (std::int64_t j = 0; j < b; ++j) {
-                    const Cx<float> z = conj_mul(ramp_at(ramp.data(), d, j, f / N, f % N), psi[static_cast<size_t>(j * kn + k * N * N + s)]);
-                    acc += std::complex<double>(z.re, z.im);
-                }
-                want[static_cast<size_t>(k * N * N + f)] = acc / static_cast<double>(d.n());
-            }
-        auto run = [&](auto tag) {
-            using F = decltype(tag);
-            std::vector<Cx<double>> out(static_cast<size_t>(kn), Cx<double>{-1.0, -1.0});
-            const F f{ProbeGradientSpectrum<float>{d, b, ramp.data(), psi.data(), out.data()}};
-            for (std::int64_t e = 0; e < F::elements(d); ++e) f(e);
-            double worst = 0;
-            for (size_t i = 0; i < out.size(); ++i)
-                worst = std::max(worst, std::abs(std::complex<double>(out[i].re, out[i].im) - want[i]) / std::abs(want[i]));
-            return worst;
-        };
-        INFO("batch " << b);
-        CHECK(run(ProbeSpectrumFromSlots<float, N, 1>{}) == 0.0);  // one run: the same adds in the same order
-        CHECK(run(ProbeSpectrumFromSlots<float, N, 2>{}) < 1e-13);
-        CHECK(run(ProbeSpectrumFromSlots<float, N, 4>{}) < 1e-13);
-        CHECK(ProbeSpectrumFromSlots<float, N, 4>::elements(d) == 4 * ProbeSpectrumFromSlots<float, N, 1>::elements(d));
-    }
-}
-
 TEST_CASE("phase error removes offset and ramp", "[recon]") {
     const int H = 40, W = 50;
     std::mt19937_64 rng(9);
