@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: MIT
 # Variants of the N-GPU benchmark side by side in one run (issue 6's scaling): the
 # tBL-WSe2-shaped benchmark, for each variant, on 1 GPU at batch 256, on 1 GPU at one GPU's share
-# of it (batch 256 / N: the N-GPU step without the sum over GPUs, SHARE=1) and on N GPUs, in rounds
+# of it on M GPUs (SHARE=M: batch 256 / M, the M-GPU step without the sum over GPUs) and on N
+# GPUs, in rounds
 # (variants interleaved, so drift of the machine falls on all of them alike). A variant is NAME or
 # NAME:VAR=VALUE[,VAR=VALUE...] (environment for that variant's runs only).
 #   source .gpu-run/env.sh && OUT=$OUT VARIANTS="base late:EF_RECON_LATE_OBJECT_SUM=1" \
-#       SHARE=1 bash perf/recon/ab_scaling.sh [N] [ROUNDS]
+#       SHARE=4 bash perf/recon/ab_scaling.sh [N] [ROUNDS]
 # Prints seconds per iteration and efficiency (against the variant's 1-GPU run of the round) per
-# variant and round; with SHARE=1 also the bound on the efficiency with a free sum over GPUs
-# (1 GPU at batch 256 against 1 GPU at 256 / N, per iteration: the same positions in N times
-# the steps) and what the sum costs per step; $OUT/ab.log.
+# variant and round; with SHARE=M also the bound on M GPUs' efficiency with a free sum over GPUs
+# (1 GPU at batch 256 against 1 GPU at 256 / M, per iteration: the same positions in M times the
+# steps) and the step's time alone; $OUT/ab.log.
 set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
 N=${1:-4}
@@ -28,7 +29,7 @@ spi() { py -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['/timing'].at
 nvidia-smi -L
 ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
     --jitter 0.15 --threads "$(nproc)" > /dev/null
-share=$((256 / N))
+share=$((256 / ${SHARE:-1}))
 for round in $(seq "$ROUNDS"); do
     for v in ${VARIANTS:-base}; do
         name=${v%%:*}
@@ -37,7 +38,7 @@ for round in $(seq "$ROUNDS"); do
         env "${envs[@]}" ensemblefit reconstruct bench.ini --output.file one.h5 --overwrite > one.log 2>&1 \
             || { echo "!! $name failed on 1 GPU"; tail -5 one.log; continue; }
         one=$(spi one.h5)
-        if [ "${SHARE:-0}" = 1 ]; then
+        if [ "${SHARE:-0}" -gt 0 ]; then
             env "${envs[@]}" ensemblefit reconstruct bench.ini --solver.batch_size "$share" --output.file share.h5 \
                 --overwrite > share.log 2>&1 || { echo "!! $name failed at batch $share"; tail -5 share.log; continue; }
             part=$(spi share.h5)
@@ -45,16 +46,17 @@ for round in $(seq "$ROUNDS"); do
         env "${envs[@]}" mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \
             --output.file "v_$name.h5" --overwrite > "v_$name.log" 2>&1 || { echo "!! $name failed"; tail -5 "v_$name.log"; continue; }
         s=$(spi "v_$name.h5")
-        # steps per iteration: 16384 / 256 on N GPUs (each GPU 256 / N positions a step), 16384 / share alone
+        # steps per iteration: 16384 / 256 on N GPUs, 16384 / share alone
         py -c "
 import sys
-r, name, n, one, s, part = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+r, name, n, one, s, part, m = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], int(sys.argv[7])
 line = f'round {r}: {name:<12} 1 GPU {one:.4f}, {n} GPUs {s:.4f} s/iter, {100 * one / (n * s):.1f} %'
 if part:
     part = float(part)
-    line += (f'; 1 GPU at batch {256 // n} {part:.4f} s/iter: bound with a free sum {100 * one / part:.1f} %, '
-             f'step {1e6 * part / (16384 / (256 // n)):.0f} us alone, {1e6 * s / 64:.0f} us on {n} GPUs')
-print(line)" "$round" "$name" "$N" "$one" "$s" "${part:-}"
+    line += (f'; 1 GPU at batch {256 // m} {part:.4f} s/iter: {m} GPUs with a free sum {100 * one / part:.1f} %; '
+             f'step {1e6 * one / 64:.0f} us at 256, {1e6 * part / (16384 / (256 // m)):.0f} us at {256 // m}, '
+             f'{1e6 * s / 64:.0f} us on {n} GPUs')
+print(line)" "$round" "$name" "$N" "$one" "$s" "${part:-}" "${SHARE:-1}"
     done
 done
 # each variant's reconstruction against the first's: the same bits?
