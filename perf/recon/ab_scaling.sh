@@ -3,9 +3,8 @@
 # Variants of the N-GPU benchmark side by side in one run (issue 6's scaling): the
 # tBL-WSe2-shaped benchmark, for each variant, on 1 GPU at batch 256, on 1 GPU at one GPU's share
 # of it on M GPUs (SHARE=M: batch 256 / M, the M-GPU step without the sum over GPUs) and on N
-# GPUs, in rounds
-# (variants interleaved, so drift of the machine falls on all of them alike). A variant is NAME or
-# NAME:VAR=VALUE[,VAR=VALUE...] (environment for that variant's runs only).
+# GPUs, in rounds (variants interleaved, so drift of the machine falls on all of them alike). A
+# variant is NAME or NAME:VAR=VALUE[,VAR=VALUE...] (environment for that variant's runs only).
 #   source .gpu-run/env.sh && OUT=$OUT VARIANTS="base late:EF_RECON_LATE_OBJECT_SUM=1" \
 #       SHARE=4 bash perf/recon/ab_scaling.sh [N] [ROUNDS]
 # Prints seconds per iteration and efficiency (against the variant's 1-GPU run of the round) per
