@@ -13,7 +13,7 @@
 #   SOLVERS="qr normal" ...                    # also the Gram (normal-equations) path
 #   CPU_REPLICAS=N, SKIP_TESTS=1, COMPILE=1    # fewer CPU replicas, no GPU tests, torch.compile peer
 #
-# .gpu-run comes from `../shared/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit
+# .gpu-run comes from `tools/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit
 # build-gpu/tests/gpu_tests` (sm_90 build; see perf/recon/gpu_run.sh prepare for the size trims).
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -15,7 +15,7 @@
 # seconds per iteration and speed-up, parallel efficiency). About 5 minutes on one H100.
 #
 # The GPU machine has no MPI, HDF5, FFTW or Boost: `prepare` bundles them with the programs
-# (../shared/gpu/bundle-runtime.sh). cuFFT (286 MB) is too large to carry: the bundle drops it
+# (tools/gpu/bundle-runtime.sh). cuFFT (286 MB) is too large to carry: the bundle drops it
 # and `run` takes the GPU machine's own (CUDA 13 toolkit, else PyTorch's wheels). NCCL for
 # multi-GPU sums is loaded at run time from PyTorch's wheels. NVLink multicast stays off.
 set -uo pipefail
@@ -35,7 +35,7 @@ if [ "$mode" = prepare ]; then
     fi
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" > /dev/null
     cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests
-    ../shared/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
+    tools/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
     rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*
     echo "bundle: $(du -sh "$BUNDLE" | cut -f1) (cuFFT left out: the GPU machine has its own)"
     echo "then, on the GPU machine: bash perf/recon/gpu_run.sh run   (carry $BUNDLE)"
