@@ -2,9 +2,10 @@
 """Generate ensemblefit inputs for the 27 NIST StRD nonlinear regression problems.
 
 Usage:
-    /usr/bin/python3 generate.py [NIST_DIR] [--out DIR] [--check]
+    /usr/bin/python3 generate.py NIST_DIR [--out DIR] [--check]
 
-NIST_DIR defaults to ../../../shared/data/nist relative to this script; DIR defaults to the
+NIST_DIR holds NIST's .dat files, one per problem, as published at
+https://www.itl.nist.gov/div898/strd/nls/nls_main.shtml; DIR defaults to the
 folder of this script. For each problem NAME it writes NAME.csv, NAME.start1.ini,
 NAME.start2.ini, and certified.csv for all problems.
 
@@ -344,9 +345,8 @@ def check(probs):
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("nist_dir", nargs="?",
-                    default=os.path.normpath(os.path.join(here, "..", "..", "..", "shared",
-                                                          "data", "nist")))
+    ap.add_argument("nist_dir",
+                    help="folder of NIST's .dat files (https://www.itl.nist.gov/div898/strd/nls/)")
     ap.add_argument("--out", default=here, help="output folder (default: this script's)")
     ap.add_argument("--check", action="store_true",
                     help="check RSS at the certified values instead of writing files")

@@ -17,14 +17,14 @@
 # CPUs than there are cores, SlurmdParameters=config_overrides), SLURM_LOCAL_MEM_MB (default 80%
 # of MemTotal), SLURM_LOCAL_NODENAME (default hostname -s).
 #
-# Adapted from the project notes' tested recipe: Debian's policy-rc.d keeps the packages'
-# postinst from starting services, so the daemons are started here in the foreground (-D) under
-# setsid, which makes $! their own PID. Without DependencyParameters=kill_invalid_depend a job
-# whose afterok can never be met stays PENDING (DependencyNeverSatisfied) forever.
+# Debian's policy-rc.d keeps the packages' postinst from starting services, so the daemons are
+# started here in the foreground (-D) under setsid, which makes $! their own PID. Without
+# DependencyParameters=kill_invalid_depend a job whose afterok can never be met stays PENDING
+# (DependencyNeverSatisfied) forever.
 set -euo pipefail
 
 CONF=/etc/slurm/slurm.conf
-MARKER="# single-node test cluster written by"   # ours and the notes' slurm-local-setup.sh
+MARKER="# single-node test cluster written by"   # this script's, or an earlier setup script's
 STATE=/run/slurm-local                         # PID files of the daemons started here
 LOGDIR=/var/log/slurm
 NODE=${SLURM_LOCAL_NODENAME:-$(hostname -s)}
