@@ -2,8 +2,7 @@
 // `ensemblefit export dis-table`: the dis-mellin theory table, data, parameters and replica data
 // of a config, for peers outside the framework (perf/peers/dis_numpy.py fits exactly the same
 // replicas from it).
-#include <sys/stat.h>
-
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <variant>
@@ -18,6 +17,8 @@
 #include "src/cli/commands.hpp"
 #include "src/io/h5.hpp"
 #include "src/model/compiled_model.hpp"
+#include "src/run/output_guard.hpp"
+#include "src/run/run_args.hpp"
 
 namespace ef {
 namespace {
@@ -42,68 +43,12 @@ void export_help() {
         "R defaults to the config's [fit] replicas; config keys can be overridden as for `fit`.\n");
 }
 
-int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext& ctx) {
-    std::string config_path, out;
-    long long replicas = -1;
-    bool overwrite = false;
-    std::vector<std::string> overrides;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](const std::string& name) -> std::string {
-            if (i + 1 >= args.size()) throw usage_error("export dis-table: " + name + " expects a value");
-            return args[++i];
-        };
-        if (a == "-h" || a == "--help") {
-            if (ctx.is_root()) export_help();
-            return 0;
-        } else if (a == "--out") {
-            out = value(a);
-        } else if (a.rfind("--out=", 0) == 0) {
-            out = a.substr(6);
-        } else if (a == "--replicas") {
-            const std::string v = value(a);
-            try {
-                size_t used = 0;
-                replicas = std::stoll(v, &used);
-                if (used != v.size()) throw std::invalid_argument(v);
-            } catch (const std::exception&) {
-                throw usage_error("export dis-table: --replicas expects an integer, got '" + v + "'");
-            }
-        } else if (a == "--overwrite") {
-            overwrite = true;
-        } else if (a.rfind("--", 0) == 0 && a.find('.') != std::string::npos) {
-            const auto eq = a.find('=');
-            if (eq != std::string::npos) overrides.push_back(a);
-            else overrides.push_back(a + "=" + value(a));
-        } else if (a.rfind("-", 0) == 0) {
-            throw usage_error("export dis-table: unknown option '" + a + "'");
-        } else if (config_path.empty()) {
-            config_path = a;
-        } else {
-            throw usage_error("export dis-table: unexpected argument '" + a + "' (one config file only)");
-        }
-    }
-    if (config_path.empty()) throw usage_error("export dis-table: no config file given");
-    if (out.empty()) throw usage_error("export dis-table: --out TABLE.h5 is required");
-    struct stat st {};
-    if (stat(out.c_str(), &st) == 0 && !overwrite)
-        throw usage_error("export dis-table: '" + out + "' exists; pass --overwrite to replace it");
-
-    FitConfig cfg = load_fit_config(config_path, overrides);
-    if (cfg.model_name != "dis-mellin")
-        throw usage_error(cfg.where("model.name") + ": export dis-table needs model dis-mellin, got '" +
-                          cfg.model_name + "'");
-    if (replicas < 0) replicas = cfg.replicas;
-    DataTable data = load_data(cfg);
-    const FitProblem pb = make_fit_problem(cfg, data);  // params in model order, bounds checked
-    if (!ctx.is_root()) return 0;
-
+/// The table, nodes and data: what a peer needs to evaluate the model.
+void write_table(h5::File& f, const FitProblem& pb) {
     const DisMellinModel& m = std::get<DisMellinModel>(pb.model->view);
     const int n = pb.data.n;
     const int nodes = m.num_nodes;
     const std::size_t row = static_cast<std::size_t>(2 * dis_mellin::kNumBasis * nodes);
-
-    h5::File f = h5::File::create(out);
     f.write("/nodes", std::vector<double>(m.nodes, m.nodes + 2 * nodes), 2);
     f.write("/table", std::vector<double>(m.table, m.table + static_cast<std::size_t>(n) * row), row);
     f.set_attr("/table", "layout",
@@ -112,8 +57,9 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
     f.set_attr("/data/x", "columns", pb.data.x_names);
     f.write("/data/y", pb.data.y);
     f.write("/data/sigma", pb.data.sigma);
+}
 
-    const int P = pb.num_params();
+void write_params(h5::File& f, const FitProblem& pb) {
     std::vector<double> start, lower, upper;
     std::vector<std::int64_t> fixed;
     for (const auto& p : pb.config.params) {
@@ -127,7 +73,11 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
     f.write("/params/upper", upper);
     f.write("/params/fixed", fixed);
     f.set_attr("/params", "names", pb.config.param_names());
+}
 
+/// Replicas 0..R as the fit draws them (Philox keyed by seed and replica).
+void write_replicas(h5::File& f, const FitProblem& pb, long long replicas) {
+    const int n = pb.data.n;
     const bool bootstrap = pb.config.resample == ResampleMethod::bootstrap;
     const std::uint64_t rows = static_cast<std::uint64_t>(replicas) + 1;
     f.create_double("/replicas/y", rows, static_cast<std::uint64_t>(n), 0.0);
@@ -142,7 +92,10 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
         f.write_rows("/replicas/weight", r, 1, w.data());
     }
     f.write("/replicas/index", index);
+}
 
+void write_settings(h5::File& f, const FitProblem& pb) {
+    const bool bootstrap = pb.config.resample == ResampleMethod::bootstrap;
     f.set_attr("/", "config", pb.config.config_file);
     f.set_attr("/", "canonical_config", pb.config.canonical_text());
     f.set_attr("/", "data_checksum", static_cast<std::int64_t>(pb.data.checksum));
@@ -152,7 +105,7 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
     f.set_attr("/", "ftol", pb.config.ftol);
     f.set_attr("/", "xtol", pb.config.xtol);
     f.set_attr("/", "gtol", pb.config.gtol);
-    f.set_attr("/", "num_params", static_cast<std::int64_t>(P));
+    f.set_attr("/", "num_params", static_cast<std::int64_t>(pb.num_params()));
     f.set_attr("/", "flops_per_point", pb.model_flops_per_point());
     f.set_attr("/", "flops_per_evaluation", pb.model_flops());
     f.set_attr("/", "flops_per_iteration", pb.flops_per_iteration());
@@ -160,9 +113,48 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
     f.set_attr("/", "flops_dual_pass_k8", pb.model->flops_dual_pass[1]);
     f.set_attr("/", "flops_dual_pass_k16", pb.model->flops_dual_pass[2]);
     f.set_attr("/", "model", pb.describe_model());
+}
+
+int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext& ctx) {
+    RunArgs run;
+    std::string out;
+    long long replicas = -1;
+    const std::vector<ArgOption> options = {
+        {"--out", true, [&](const std::string& v) { out = v; }},
+        {"--replicas", true,
+         [&](const std::string& v) {
+             const double r = parse_number_arg("export dis-table: --replicas", v);
+             if (r < 0 || r > 1e9 || r != std::floor(r))
+                 throw usage_error("export dis-table: --replicas expects a whole number in 0..1e9, got '" + v + "'");
+             replicas = static_cast<long long>(r);
+         }},
+    };
+    if (!parse_run_args("export dis-table", args, false, options, run)) {
+        if (ctx.is_root()) export_help();
+        return 0;
+    }
+    if (out.empty()) throw usage_error("export dis-table: --out TABLE.h5 is required");
+    if (file_exists(out) && !run.overwrite)
+        throw usage_error("export dis-table: '" + out + "' exists; pass --overwrite to replace it");
+
+    FitConfig cfg = load_fit_config(run.config_path, run.overrides);
+    if (cfg.model_name != "dis-mellin")
+        throw usage_error(cfg.where("model.name") + ": export dis-table needs model dis-mellin, got '" +
+                          cfg.model_name + "'");
+    if (replicas < 0) replicas = cfg.replicas;
+    DataTable data = load_data(cfg);
+    const FitProblem pb = make_fit_problem(cfg, data);  // params in model order, bounds checked
+    if (!ctx.is_root() || run.dry_run) return 0;
+
+    h5::File f = h5::File::create(out);
+    write_table(f, pb);
+    write_params(f, pb);
+    write_replicas(f, pb, replicas);
+    write_settings(f, pb);
     f.close();
     std::printf("wrote %s: %d points, %d contour nodes, %d parameters, replicas 0..%lld (%s, seed %llu)\n",
-                out.c_str(), n, nodes, P, replicas, bootstrap ? "bootstrap" : "smear",
+                out.c_str(), pb.data.n, std::get<DisMellinModel>(pb.model->view).num_nodes, pb.num_params(), replicas,
+                pb.config.resample == ResampleMethod::bootstrap ? "bootstrap" : "smear",
                 static_cast<unsigned long long>(pb.config.seed));
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <ensemblefit/fit/ensemble_run.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/run_args.hpp"
 
 namespace po = boost::program_options;
 
@@ -58,51 +59,25 @@ void fit_help() {
 
 int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
     FitRunOptions opt;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](const std::string& name) -> std::string {
-            if (i + 1 >= args.size()) throw usage_error(name + ": expects a value");
-            return args[++i];
-        };
-        if (a == "-h" || a == "--help") {
-            if (ctx.is_root()) fit_help();
-            return 0;
-        } else if (a == "--shard") {
-            opt.shard = value(a);
-        } else if (a.rfind("--shard=", 0) == 0) {
-            opt.shard = a.substr(8);
-        } else if (a == "--resume") {
-            opt.resume = true;
-        } else if (a == "--overwrite") {
-            opt.overwrite = true;
-        } else if (a == "--dry-run") {
-            opt.dry_run = true;
-        } else if (a == "--workers" || a == "--policy") {
-            // Short forms of --run.workers and --sched.policy.
-            opt.overrides.push_back((a == "--workers" ? "--run.workers=" : "--sched.policy=") + value(a));
-        } else if (a == "--baseline") {
-            opt.baseline = value(a);
-        } else if (a == "--debug.slowdown") {
-            opt.slowdown = value(a);
-        } else if (a.rfind("--debug.slowdown=", 0) == 0) {
-            opt.slowdown = a.substr(17);
-        } else if (a == "--progress-interval") {
-            opt.progress_interval = std::stod(value(a));
-        } else if (a.rfind("--", 0) == 0 && a.find('.') != std::string::npos) {
-            // --section.key VALUE or --section.key=VALUE: a config override.
-            const auto eq = a.find('=');
-            if (eq != std::string::npos) opt.overrides.push_back(a);
-            else opt.overrides.push_back(a + "=" + value(a));
-        } else if (a.rfind("-", 0) == 0) {
-            throw usage_error("fit: unknown option '" + a + "' (see ensemblefit fit --help)");
-        } else if (opt.config_path.empty()) {
-            opt.config_path = a;
-        } else {
-            throw usage_error("fit: unexpected argument '" + a + "' (one config file only)");
-        }
+    auto config_key = [&](const std::string& key) {
+        return [&opt, key](const std::string& v) { opt.overrides.push_back("--" + key + "=" + v); };
+    };
+    const std::vector<ArgOption> options = {
+        {"--shard", true, [&](const std::string& v) { opt.shard = v; }},
+        {"--workers", true, config_key("run.workers")},  // short forms of config keys
+        {"--policy", true, config_key("sched.policy")},
+        {"--baseline", true, [&](const std::string& v) { opt.baseline = v; }},
+        {"--debug.slowdown", true, [&](const std::string& v) { opt.slowdown = v; }},
+        {"--progress-interval", true,
+         [&](const std::string& v) {
+             opt.progress_interval = parse_number_arg("--progress-interval", v);
+             if (!(opt.progress_interval >= 0)) throw usage_error("--progress-interval: expected seconds >= 0");
+         }},
+    };
+    if (!parse_run_args("fit", args, true, options, opt)) {
+        if (ctx.is_root()) fit_help();
+        return 0;
     }
-    if (opt.config_path.empty()) throw usage_error("fit: no config file given (see ensemblefit fit --help)");
-    if (opt.resume && opt.overwrite) throw usage_error("fit: --resume and --overwrite exclude each other");
     run_fit(opt, ctx);
     return 0;
 }

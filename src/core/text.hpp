@@ -12,4 +12,9 @@ inline std::string trim(const std::string& s) {
     return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+/// `s` padded with blanks to `width` columns (at least one blank after it): table cells.
+inline std::string pad(const std::string& s, size_t width) {
+    return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
 }  // namespace ef

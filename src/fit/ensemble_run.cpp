@@ -1,22 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <ensemblefit/fit/ensemble_run.hpp>
 
-#include <sys/prctl.h>
-#include <unistd.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <atomic>
-#include <deque>
-#include <mutex>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
-#include <chrono>
 #include <thread>
 
 #include <ensemblefit/core/config.hpp>
@@ -25,27 +16,24 @@
 #include <ensemblefit/io/data_table.hpp>
 #include <ensemblefit/report/ensemble_summary.hpp>
 #include <ensemblefit/report/progress_line.hpp>
-#include <ensemblefit/report/timing_report.hpp>
-#include <ensemblefit/sched/work_queue.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
+#include <ensemblefit/sched/work_queue.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/results_file.hpp"
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
+#include "src/run/environment.hpp"
+#include "src/run/output_guard.hpp"
+#include "src/run/placement.hpp"
+#include "src/run/run_failure.hpp"
+#include "src/run/run_timing.hpp"
+#include "src/run/setup_trace.hpp"
+#include "src/sched/unit_dispatch.hpp"
 
 namespace ef {
 
 namespace {
-
-constexpr int kResultTag = 101;
-constexpr int kRequestTag = 102;
-constexpr int kAssignTag = 103;
-
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0;
-}
 
 std::string hex(std::uint64_t v) {
     char buf[32];
@@ -66,154 +54,228 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     return id;
 }
 
-/// Rank 0's dispatcher-thread account: it runs beside rank 0's compute, so its busy time is
-/// reported on its own rather than folded into rank 0's phases.
-struct DispatcherStats {
-    double io = 0.0;     ///< writing result blocks
-    double comm = 0.0;   ///< receiving result blocks
-    double sched = 0.0;  ///< answering work requests
-    std::int64_t requests = 0;
-    std::int64_t mpi_calls = 0;
-    std::int64_t mpi_bytes = 0;
-};
-
-/// Gathers every rank's phase times on rank 0; writes /timing, the JSON sidecar, the table.
-void report_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, ResultsFile* out,
-                   const std::string& json_path, const std::vector<std::string>& placement,
-                   const DispatcherStats& ds, SchedPolicy policy, const std::string& baseline, bool print) {
-    timer.stop();
-    std::vector<double> row(timer.all().begin(), timer.all().end());
-    row.push_back(timer.wall());
-    row.push_back(static_cast<double>(mine.replicas));
-    row.push_back(static_cast<double>(mine.units));
-    row.push_back(static_cast<double>(mine.mpi_calls));
-    row.push_back(static_cast<double>(mine.mpi_bytes));
-    const size_t W = row.size();
-    std::vector<double> all(ctx.is_root() ? W * static_cast<size_t>(ctx.size()) : 0);
-    EF_MPI_CHECK(MPI_Gather(row.data(), static_cast<int>(W), MPI_DOUBLE, all.data(), static_cast<int>(W),
-                            MPI_DOUBLE, 0, ctx.world()));
-    if (!ctx.is_root()) return;
-    const size_t R = static_cast<size_t>(ctx.size());
-    const size_t P = static_cast<size_t>(kPhaseCount);
-    std::vector<RankTiming> ranks(R);
-    for (size_t r = 0; r < R; ++r) {
-        for (size_t p = 0; p < P; ++p) ranks[r].phase[p] = all[r * W + p];
-        ranks[r].wall = all[r * W + P];
-        ranks[r].replicas = static_cast<std::int64_t>(all[r * W + P + 1]);
-        ranks[r].units = static_cast<std::int64_t>(all[r * W + P + 2]);
-        ranks[r].mpi_calls = static_cast<std::int64_t>(all[r * W + P + 3]);
-        ranks[r].mpi_bytes = static_cast<std::int64_t>(all[r * W + P + 4]);
-    }
-    ranks[0].mpi_calls += ds.mpi_calls;
-    ranks[0].mpi_bytes += ds.mpi_bytes;
-    PopMetrics m = pop_metrics(ranks);
-    if (!baseline.empty()) {
-        const RunTiming b = read_run_timing(baseline);
-        apply_baseline(m, ranks, b.ranks, b.metrics.runtime);
-    }
+/// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
+void write_dispatch_timing(h5::File& f, const DispatchStats& ds, SchedPolicy policy, const std::string& baseline) {
     const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
-    if (out) {
-        h5::File& f = out->file();
-        auto put = [&](const std::string& name, const auto& v) {
-            if (f.exists(name)) H5Ldelete(f.id(), name.c_str(), H5P_DEFAULT);
-            f.write(name, v);
-        };
-        for (size_t p = 0; p < P; ++p) {
-            std::vector<double> col(R);
-            for (size_t r = 0; r < R; ++r) col[r] = ranks[r].phase[p];
-            put(std::string("/timing/") + to_string(static_cast<Phase>(p)), col);
-        }
-        std::vector<double> wall(R);
-        std::vector<std::int64_t> reps(R), units(R), calls(R), bytes(R);
-        for (size_t r = 0; r < R; ++r) {
-            wall[r] = ranks[r].wall;
-            reps[r] = ranks[r].replicas;
-            units[r] = ranks[r].units;
-            calls[r] = ranks[r].mpi_calls;
-            bytes[r] = ranks[r].mpi_bytes;
-        }
-        put("/timing/wall", wall);
-        put("/timing/replicas", reps);
-        put("/timing/units", units);
-        put("/timing/mpi_calls", calls);
-        put("/timing/mpi_bytes", bytes);
-        f.set_attr("/timing", "ranks", static_cast<std::int64_t>(R));
-        f.set_attr("/timing", "policy", std::string(to_string(policy)));
-        f.set_attr("/timing", "placement", placement);
-        f.set_attr("/timing", "runtime_seconds", m.runtime);
-        f.set_attr("/timing", "load_balance", m.load_balance);
-        f.set_attr("/timing", "communication_efficiency", m.communication_efficiency);
-        f.set_attr("/timing", "parallel_efficiency", m.parallel_efficiency);
-        f.set_attr("/timing", "transfer_efficiency", m.transfer_efficiency);
-        f.set_attr("/timing", "serialization_efficiency", m.serialization_efficiency);
-        if (m.speedup > 0) {
-            f.set_attr("/timing", "baseline", baseline);
-            f.set_attr("/timing", "speedup", m.speedup);
-            f.set_attr("/timing", "computation_scalability", m.computation_scalability);
-            f.set_attr("/timing", "global_efficiency", m.global_efficiency);
-        }
-        f.set_attr("/timing", "dispatcher_io_seconds", ds.io);
-        f.set_attr("/timing", "dispatcher_comm_seconds", ds.comm);
-        f.set_attr("/timing", "dispatcher_sched_seconds", ds.sched);
-        f.set_attr("/timing", "dispatch_requests", ds.requests);
-        f.set_attr("/timing", "dispatch_microseconds_per_request", per_request_us);
-        f.flush();
-    }
+    f.set_attr("/timing", "policy", std::string(to_string(policy)));
+    if (!baseline.empty()) f.set_attr("/timing", "baseline", baseline);
+    f.set_attr("/timing", "dispatcher_io_seconds", ds.io);
+    f.set_attr("/timing", "dispatcher_comm_seconds", ds.comm);
+    f.set_attr("/timing", "dispatcher_sched_seconds", ds.sched);
+    f.set_attr("/timing", "dispatch_requests", ds.requests);
+    f.set_attr("/timing", "dispatch_microseconds_per_request", per_request_us);
+    f.flush();
+}
+
+std::string dispatch_json(const DispatchStats& ds, SchedPolicy policy) {
+    const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
     char extra[512];
     std::snprintf(extra, sizeof extra,
                   "  \"policy\": \"%s\",\n  \"dispatcher\": {\"io_seconds\": %.9g, \"comm_seconds\": %.9g, "
                   "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g}",
                   to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), per_request_us);
-    if (!json_path.empty()) {
-        std::FILE* j = std::fopen(json_path.c_str(), "w");
-        if (j) {
-            const std::string text = timing_json(ranks, m, placement, extra);
-            std::fwrite(text.data(), 1, text.size(), j);
-            std::fclose(j);
+    return extra;
+}
+
+void print_dispatch_timing(const GatheredTiming& t, const DispatchStats& ds, SchedPolicy policy) {
+    int idle = 0;
+    for (const auto& r : t.ranks) idle += r.replicas == 0 ? 1 : 0;
+    std::printf("%s", format_timing_table(t.ranks, t.metrics, t.columns).c_str());
+    if (idle > 0) std::printf("  note: %d rank(s) had no replicas to fit\n", idle);
+    std::printf("  policy %s; rank 0 dispatcher thread (concurrent with its compute): io %.3f s, comm %.3f s, "
+                "%lld requests at %.1f us each\n",
+                to_string(policy), ds.io, ds.comm, static_cast<long long>(ds.requests),
+                ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0);
+}
+
+/**
+ * One ensemble fit, as named steps (run_fit() is their sequence). Set-up is identical on every
+ * rank, so input errors are thrown identically everywhere; rank 0 owns the output.
+ */
+class FitRun {
+   public:
+    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {}
+
+    void set_up();
+    void print_dry_run() const;
+    void open_output();
+    void print_plan() const;
+    void fit_pending();
+    void summarize_results();
+    void report_timing();
+    void close();
+    /// What rank 0 wrote is flushed block by block; end the job now.
+    [[noreturn]] void abort(const std::exception& e) {
+        if (out_) out_->close();
+        abort_run(ctx_, e);
+    }
+
+   private:
+    void make_worker_for_rank();
+    std::int64_t unit_size() const;
+
+    const FitRunOptions& opt_;
+    const MpiContext& ctx_;
+    SetupTrace trace_;
+    PhaseTimer timer_;
+    std::unique_ptr<FitProblem> pb_;
+    RunIdentity id_;
+    double slowdown_ = 1.0;
+    ThreadPlan threads_;
+    std::unique_ptr<Worker> worker_;
+    std::vector<std::string> placement_;
+    std::unique_ptr<ResultsFile> out_;
+    std::vector<std::int64_t> pending_;
+    RankTiming mine_;
+    DispatchStats dispatch_;
+};
+
+void FitRun::set_up() {
+    FitConfig cfg = load_fit_config(opt_.config_path, opt_.overrides);
+    DataTable data = load_data(cfg);
+    trace_.mark("config and data");
+    pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
+    trace_.mark("model (tables)");
+    ShardSpec shard;
+    parse_shard(opt_.shard, shard.index, shard.count);
+    id_ = identity_of(*pb_, shard);
+    if (shard.count > 1 && shard.count > pb_->config.replicas + 1 && ctx_.is_root())
+        std::fprintf(stderr, "ensemblefit: warning: %d shards for %lld replicas: some shards are empty\n",
+                     shard.count, static_cast<long long>(pb_->config.replicas));
+    slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
+    if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
+    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
+    make_worker_for_rank();
+    trace_.mark("worker");
+    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads);
+}
+
+void FitRun::make_worker_for_rank() {
+    collective(ctx_, [&] {
+        const DevicePlan device = choose_device(pb_->config.workers, ctx_);
+        WorkerOptions wo;
+        wo.threads = threads_.threads;
+        wo.device = device.device;
+        worker_ = make_worker(device.kind, *pb_, wo);
+    });
+}
+
+void FitRun::print_dry_run() const {
+    if (!ctx_.is_root()) return;
+    print_problem(*pb_, id_, std::cout);
+    print_placement(placement_, std::cout);
+    std::printf("threads per rank: %d (from %s)\n", threads_.threads, threads_.source.c_str());
+    std::printf("dry run: nothing fitted, nothing written\n");
+}
+
+/// Rank 0 creates or reopens the output; every rank learns which replicas are left to fit.
+void FitRun::open_output() {
+    const std::string& path = pb_->config.output_file;
+    const OutputAction action = check_output(ctx_, path, pb_->config.where("output.file"), opt_, true);
+    collective(ctx_, [&] {
+        if (!ctx_.is_root()) return;
+        if (action == OutputAction::resume) {
+            out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
+        } else {
+            try {
+                out_ = std::make_unique<ResultsFile>(ResultsFile::create(path, id_));
+            } catch (const Error& e) {
+                throw usage_error(pb_->config.where("output.file") + ": " + e.what());
+            }
         }
-    }
-    if (print) {
-        int idle = 0;
-        for (const auto& r : ranks) idle += r.replicas == 0 ? 1 : 0;
-        std::printf("%s", format_timing_table(ranks, m).c_str());
-        if (idle > 0) std::printf("  note: %d rank(s) had no replicas to fit\n", idle);
-        std::printf("  policy %s; rank 0 dispatcher thread (concurrent with its compute): io %.3f s, comm %.3f s, "
-                    "%lld requests at %.1f us each\n",
-                    to_string(policy), ds.io, ds.comm, static_cast<long long>(ds.requests), per_request_us);
-    }
+        pending_ = out_->pending();
+    });
+    trace_.mark("output file");
+    long long m = static_cast<long long>(pending_.size());
+    EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx_.world()));
+    pending_.resize(static_cast<size_t>(m));
+    if (m > 0) EF_MPI_CHECK(MPI_Bcast(pending_.data(), static_cast<int>(m), MPI_INT64_T, 0, ctx_.world()));
+}
+
+void FitRun::print_plan() const {
+    if (!ctx_.is_root()) return;
+    print_problem(*pb_, id_, std::cout);
+    print_placement(placement_, std::cout);
+    if (!threads_.warning.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
+    if (opt_.resume)
+        std::printf("resume: %zu of %lld replica fits left\n", pending_.size(),
+                    static_cast<long long>(id_.span.size() + (id_.span.central ? 1 : 0)));
+    std::fflush(stdout);
+}
+
+/// Automatic unit size: on a CPU rank 4 replicas per thread, but at least ~8 units per rank so
+/// that short runs of expensive fits still balance; on a GPU rank half its share, since a GPU
+/// fits one replica per thread and needs thousands at once (rounded up: 2561 replicas on one
+/// GPU are two units, not two and a lone replica that would run its every LM round by itself).
+std::int64_t FitRun::unit_size() const {
+    if (pb_->config.chunk > 0) return pb_->config.chunk;
+    const std::int64_t M = static_cast<std::int64_t>(pending_.size());
+    const std::int64_t ranks = ctx_.size();
+    return worker_->kind() == WorkerKind::gpu ? std::clamp<std::int64_t>((M + 2 * ranks - 1) / (2 * ranks), 1, 1 << 20)
+                                              : std::clamp<std::int64_t>(M / (8 * ranks), 1, 4 * threads_.threads);
+}
+
+void FitRun::fit_pending() {
+    const std::int64_t M = static_cast<std::int64_t>(pending_.size());
+    std::int64_t my_chunk = unit_size();
+    std::vector<std::int64_t> chunks(static_cast<size_t>(ctx_.size()));
+    EF_MPI_CHECK(MPI_Allgather(&my_chunk, 1, MPI_INT64_T, chunks.data(), 1, MPI_INT64_T, ctx_.world()));
+    const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
+    std::unique_ptr<WorkQueue> queue = ctx_.is_root() ? std::make_unique<WorkQueue>(policy, M, chunks) : nullptr;
+    ProgressLine progress(M, stderr, opt_.progress_interval);
+    std::int64_t stored = 0;
+    UnitDispatch<ReplicaBlock>::Handlers h;
+    h.compute = [&](const UnitSpan& u, ReplicaBlock& block) {
+        WorkUnit unit;
+        unit.replicas.assign(pending_.begin() + u.begin, pending_.begin() + u.end);
+        const auto t0 = std::chrono::steady_clock::now();
+        worker_->run(unit, block);
+        if (slowdown_ > 1.0) std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (slowdown_ - 1.0));
+    };
+    h.throughput = [&] {
+        const double c = timer_.seconds(Phase::compute);
+        return c > 0 ? static_cast<double>(mine_.replicas) / c : 0.0;
+    };
+    h.store = [&](const ReplicaBlock& b) {
+        out_->write(b);
+        progress.update(stored += static_cast<std::int64_t>(b.size()));
+    };
+    dispatch_ = UnitDispatch<ReplicaBlock>(ctx_, timer_, mine_, std::move(h)).run(queue.get(), M);
+    if (ctx_.is_root()) progress.finish();
+    PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
+    EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+}
+
+void FitRun::summarize_results() {
+    if (!ctx_.is_root()) return;
+    PhaseTimer::Scope io(timer_, Phase::io);
+    const ReplicaBlock all = out_->read_replicas();
+    const EnsembleSummary s = summarize(all.params, all.status, all.P);
+    out_->write_summary(s);
+    print_summary(*pb_, out_->file(), all, s, std::cout);
+}
+
+/// Every rank's phases to rank 0; /timing, the JSON sidecar and the table there.
+void FitRun::report_timing() {
+    mine_.mpi_calls += ctx_.is_root() ? dispatch_.mpi_calls : 0;
+    mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
+    GatheredTiming t = gather_timing(ctx_, timer_, mine_, TimingColumns{});
+    if (!ctx_.is_root()) return;
+    if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
+    const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
+    write_timing(out_->file(), t, placement_);
+    write_dispatch_timing(out_->file(), dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+    const std::string json = pb_->config.output_file + ".timing.json";
+    write_timing_json(json, t, placement_, dispatch_json(dispatch_, policy));
+    print_dispatch_timing(t, dispatch_, policy);
+    std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
+}
+
+void FitRun::close() {
+    if (out_) out_->close();
 }
 
 }  // namespace
-
-int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    int threads = 0;
-    auto from_env = [](const char* name) {
-        const char* v = std::getenv(name);
-        if (!v || !*v) return 0;
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        return (*end == '\0' && n > 0) ? static_cast<int>(n) : 0;
-    };
-    if (configured > 0) {
-        threads = configured;
-        source = "run.threads";
-    } else if ((threads = from_env("SLURM_CPUS_PER_TASK")) > 0) {
-        source = "SLURM_CPUS_PER_TASK";
-    } else if ((threads = from_env("OMP_NUM_THREADS")) > 0) {
-        source = "OMP_NUM_THREADS";
-    } else {
-        threads = std::max(1, cores / std::max(1, local_ranks));
-        source = "cores/ranks";
-    }
-    warning.clear();
-    if (static_cast<long>(threads) * local_ranks > cores) {
-        warning = "oversubscribed: " + std::to_string(local_ranks) + " rank(s) x " +
-                  std::to_string(threads) + " thread(s) on " + std::to_string(cores) +
-                  " core(s) of this node";
-    }
-    return threads;
-}
 
 double slowdown_factor(const std::string& spec, int rank) {
     double factor = 1.0;
@@ -227,9 +289,10 @@ double slowdown_factor(const std::string& spec, int rank) {
         const std::string b = colon == std::string::npos ? "" : item.substr(colon + 1);
         const long r = std::strtol(a.c_str(), &e1, 10);
         const double f = std::strtod(b.c_str(), &e2);
-        if (colon == std::string::npos || a.empty() || b.empty() || *e1 || *e2 || r < 0 || !(f >= 1.0))
-            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with FACTOR >= 1, got '" +
-                              spec + "'");
+        if (colon == std::string::npos || a.empty() || b.empty() || *e1 || *e2 || r < 0 || !(f >= 1.0) ||
+            !std::isfinite(f))
+            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with a finite FACTOR >= 1, got '" +
+                              spec.substr(0, 80) + "'");
         if (r == rank) factor = f;
     }
     return factor;
@@ -241,346 +304,51 @@ void parse_shard(const std::string& text, int& index, int& count) {
         count = 1;
         return;
     }
+    long i = 0, n = 0;
     if (text == "auto") {
-        const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
-        const char* n = std::getenv("SLURM_ARRAY_TASK_COUNT");
-        const char* mn = std::getenv("SLURM_ARRAY_TASK_MIN");
-        if (!id || !n)
+        const LauncherEnvironment& env = launcher_environment();
+        if (!env.array_task_id || !env.array_task_count)
             throw usage_error("--shard auto: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT are not set "
                               "(not a Slurm array task?)");
-        index = std::atoi(id) - (mn ? std::atoi(mn) : 0);
-        count = std::atoi(n);
+        i = *env.array_task_id - env.array_task_min.value_or(0);
+        n = *env.array_task_count;
     } else {
         const auto slash = text.find('/');
         char* e1 = nullptr;
         char* e2 = nullptr;
         const std::string a = text.substr(0, slash), b = slash == std::string::npos ? "" : text.substr(slash + 1);
-        index = static_cast<int>(std::strtol(a.c_str(), &e1, 10));
-        count = static_cast<int>(std::strtol(b.c_str(), &e2, 10));
+        i = std::strtol(a.c_str(), &e1, 10);
+        n = std::strtol(b.c_str(), &e2, 10);
         if (slash == std::string::npos || a.empty() || b.empty() || *e1 || *e2)
-            throw usage_error("--shard: expected i/n (e.g. 0/4) or auto, got '" + text + "'");
+            throw usage_error("--shard: expected i/n (e.g. 0/4) or auto, got '" + text.substr(0, 80) + "'");
     }
-    if (count < 1 || index < 0 || index >= count)
-        throw usage_error("--shard: shard index " + std::to_string(index) + " is outside 0.." +
-                          std::to_string(count - 1));
+    if (n < 1 || n > (1L << 30) || i < 0 || i >= n)
+        throw usage_error("--shard: shard index " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1) +
+                          (n > (1L << 30) ? " (at most 2^30 shards)" : ""));
+    index = static_cast<int>(i);
+    count = static_cast<int>(n);
+}
+
+int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning) {
+    const ThreadPlan p = resolve_threads(configured, local_ranks);
+    source = p.source;
+    warning = p.warning;
+    return p.threads;
 }
 
 void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
-    PhaseTimer timer;
-    const bool root = ctx.is_root();
-
-    // Setup: identical on every rank, so input errors are thrown identically everywhere.
-    // EF_SETUP_TRACE=1 prints each rank's setup steps (where a short job's time goes).
-    const bool trace = std::getenv("EF_SETUP_TRACE") != nullptr;
-    auto mark = [&, t0 = std::chrono::steady_clock::now()](const char* what) mutable {
-        if (!trace) return;
-        const auto t1 = std::chrono::steady_clock::now();
-        std::fprintf(stderr, "[setup rank %d] %s: %.3f s\n", ctx.rank(), what, std::chrono::duration<double>(t1 - t0).count());
-        t0 = t1;
-    };
-    FitConfig cfg = load_fit_config(opt.config_path, opt.overrides);
-    DataTable data = load_data(cfg);
-    mark("config and data");
-    FitProblem pb = make_fit_problem(std::move(cfg), std::move(data));
-    mark("model (tables)");
-    ShardSpec shard;
-    parse_shard(opt.shard, shard.index, shard.count);
-    const RunIdentity id = identity_of(pb, shard);
-    if (shard.count > 1 && shard.count > pb.config.replicas + 1 && root)
-        std::fprintf(stderr, "ensemblefit: warning: %d shards for %lld replicas: some shards are empty\n",
-                     shard.count, static_cast<long long>(pb.config.replicas));
-
-    const double slowdown = slowdown_factor(opt.slowdown, ctx.rank());
-    if (!opt.baseline.empty()) read_run_timing(opt.baseline);  // fail now, not after the fit
-    std::string thread_source, thread_warning;
-    const int threads = resolve_threads(pb.config.threads, ctx.local_size(), thread_source, thread_warning);
-
-    std::unique_ptr<Worker> worker;
-    collective(ctx, [&] {
-        // auto: a GPU worker when this rank sees a GPU (round-robin over the node's GPUs by
-        // node-local rank; several ranks may share one), else a CPU worker.
-        const int ndev = cuda_device_count();
-        WorkerKind kind = WorkerKind::cpu;
-        if (pb.config.workers == "gpu" || (pb.config.workers == "auto" && ndev > 0)) kind = WorkerKind::gpu;
-        WorkerOptions wo;
-        wo.threads = threads;
-        wo.device = ndev > 0 ? ctx.local_rank() % ndev : 0;
-        worker = make_worker(kind, pb, wo);
-    });
-    mark("worker");
-
-    // Placement table.
-    std::ostringstream me;
-    me << ctx.rank() << "\t" << ctx.host() << "\t" << worker->describe() << "\t" << threads;
-    const std::vector<std::string> placement = ctx.gather(me.str());
-
-    if (opt.dry_run) {
-        if (root) {
-            print_problem(pb, id, std::cout);
-            print_placement(placement, std::cout);
-            std::printf("threads per rank: %d (from %s)\n", threads, thread_source.c_str());
-            std::printf("dry run: nothing fitted, nothing written\n");
-        }
-        return;
-    }
-
-    // Output: rank 0 creates or reopens it; everyone learns what is left to fit.
-    std::unique_ptr<ResultsFile> out;
-    std::vector<std::int64_t> pending;
-    collective(ctx, [&] {
-        if (!root) return;
-        const std::string& path = pb.config.output_file;
-        const bool exists = file_exists(path);
-        if (exists && !opt.resume && !opt.overwrite)
-            throw usage_error(pb.config.where("output.file") + ": '" + path +
-                              "' exists; pass --resume to finish it or --overwrite to replace it");
-        if (exists && opt.resume) {
-            out = std::make_unique<ResultsFile>(ResultsFile::resume(path, id));
-        } else {
-            // Probe writability without touching an existing file (the --overwrite case only
-            // truncates once everything else has been validated).
-            const auto slash = path.rfind('/');
-            const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-            if (access(dir.c_str(), W_OK) != 0 || (exists && access(path.c_str(), W_OK) != 0))
-                throw usage_error(pb.config.where("output.file") + ": cannot write '" + path + "' (" +
-                                  std::strerror(errno) + ")");
-            try {
-                out = std::make_unique<ResultsFile>(ResultsFile::create(path, id));
-            } catch (const Error& e) {
-                throw usage_error(pb.config.where("output.file") + ": " + e.what());
-            }
-        }
-        pending = out->pending();
-    });
-    mark("output file");
-    {
-        long long m = static_cast<long long>(pending.size());
-        EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx.world()));
-        pending.resize(static_cast<size_t>(m));
-        if (m > 0) EF_MPI_CHECK(MPI_Bcast(pending.data(), static_cast<int>(m), MPI_INT64_T, 0, ctx.world()));
-    }
-
-    if (root) {
-        print_problem(pb, id, std::cout);
-        print_placement(placement, std::cout);
-        if (!thread_warning.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", thread_warning.c_str());
-        if (opt.resume)
-            std::printf("resume: %zu of %lld replica fits left\n", pending.size(),
-                        static_cast<long long>(id.span.size() + (id.span.central ? 1 : 0)));
-        std::fflush(stdout);
-    }
-
-    // Work: units come from the WorkQueue on rank 0. Rank 0's main thread computes like every
-    // other rank while a dispatcher thread answers requests, receives and writes results and
-    // keeps the progress line; other ranks keep one request in flight (prefetch) so that the
-    // reply is usually there before they need it.
-    const std::int64_t M = static_cast<std::int64_t>(pending.size());
-    // Automatic unit size: on a CPU rank 4 replicas per thread, but at least ~8 units per rank
-    // so that short runs of expensive fits still balance; on a GPU rank half its share, since a
-    // GPU fits one replica per thread and needs thousands at once.
-    std::int64_t my_chunk = pb.config.chunk;
-    if (my_chunk <= 0) {
-        // (rounded up: 2561 replicas on one GPU are two units, not two and a lone replica that
-        // would run its every LM round by itself at the end)
-        my_chunk = worker->kind() == WorkerKind::gpu
-                       ? std::clamp<std::int64_t>((M + 2 * ctx.size() - 1) / (2 * ctx.size()), 1, 1 << 20)
-                       : std::clamp<std::int64_t>(M / (8 * ctx.size()), 1, 4 * threads);
-    }
-    std::vector<std::int64_t> chunks(static_cast<size_t>(ctx.size()));
-    EF_MPI_CHECK(MPI_Allgather(&my_chunk, 1, MPI_INT64_T, chunks.data(), 1, MPI_INT64_T, ctx.world()));
-    const SchedPolicy policy = parse_sched_policy(pb.config.sched_policy);
-    RankTiming mine;
-    DispatcherStats ds;
-
-    auto compute_unit = [&](const UnitSpan& u, ReplicaBlock& block) {
-        PhaseTimer::Scope compute(timer, Phase::compute);
-        WorkUnit unit;
-        unit.replicas.assign(pending.begin() + u.begin, pending.begin() + u.end);
-        const auto t0 = std::chrono::steady_clock::now();
-        worker->run(unit, block);
-        if (slowdown > 1.0) {
-            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
-            std::this_thread::sleep_for(took * (slowdown - 1.0));
-        }
-        mine.replicas += u.size();
-        mine.units += 1;
-    };
-    auto throughput = [&] {
-        const double c = timer.seconds(Phase::compute);
-        return c > 0 ? static_cast<double>(mine.replicas) / c : 0.0;
-    };
-
+    FitRun run(opt, ctx);
+    run.set_up();
+    if (opt.dry_run) return run.print_dry_run();
+    run.open_output();
+    run.print_plan();
     try {
-        if (root) {
-            WorkQueue queue(policy, M, chunks);
-            std::mutex queue_mutex;
-            std::mutex local_mutex;
-            std::deque<ReplicaBlock> local_results;
-            std::atomic<bool> failed{false};
-            std::string failure;
-            ProgressLine progress(M, stderr, opt.progress_interval);
-
-            std::thread dispatcher([&] {
-                // Linux rounds short sleeps up by the thread's timer slack (50 us by default);
-                // 1 us slack keeps the polling loop's reply latency near its sleep time.
-                prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-                try {
-                    std::int64_t received = 0;
-                    int finished = 0;  // other ranks told there is no more work
-                    auto write = [&](const ReplicaBlock& b) {
-                        const auto t0 = std::chrono::steady_clock::now();
-                        out->write(b);
-                        ds.io += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                        received += static_cast<std::int64_t>(b.size());
-                        progress.update(received);
-                    };
-                    int backoff_us = 1;
-                    while (received < M || finished < ctx.size() - 1) {
-                        bool did = false;
-                        MPI_Status st;
-                        int flag = 0;
-                        EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx.world(), &flag, &st));
-                        if (flag && st.MPI_TAG == kRequestTag) {
-                            const auto t0 = std::chrono::steady_clock::now();
-                            double thr = 0;
-                            EF_MPI_CHECK(MPI_Recv(&thr, 1, MPI_DOUBLE, st.MPI_SOURCE, kRequestTag, ctx.world(),
-                                                  MPI_STATUS_IGNORE));
-                            UnitSpan u;
-                            {
-                                std::lock_guard<std::mutex> lock(queue_mutex);
-                                u = queue.next(st.MPI_SOURCE, thr);
-                            }
-                            const std::int64_t span[2] = {u.begin, u.end};
-                            EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, st.MPI_SOURCE, kAssignTag, ctx.world()));
-                            if (u.empty()) ++finished;
-                            ++ds.requests;
-                            ds.mpi_calls += 2;
-                            ds.mpi_bytes += static_cast<std::int64_t>(sizeof(double) + sizeof span);
-                            ds.sched += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                            did = true;
-                        } else if (flag && st.MPI_TAG == kResultTag) {
-                            const auto t0 = std::chrono::steady_clock::now();
-                            int bytes = 0;
-                            EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
-                            std::vector<char> buf(static_cast<size_t>(bytes));
-                            EF_MPI_CHECK(MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kResultTag, ctx.world(),
-                                                  MPI_STATUS_IGNORE));
-                            ds.mpi_calls += 1;
-                            ds.mpi_bytes += bytes;
-                            ds.comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                            write(ReplicaBlock::unpack(buf.data(), buf.size()));
-                            did = true;
-                        }
-                        for (;;) {
-                            ReplicaBlock b;
-                            {
-                                std::lock_guard<std::mutex> lock(local_mutex);
-                                if (local_results.empty()) break;
-                                b = std::move(local_results.front());
-                                local_results.pop_front();
-                            }
-                            write(b);
-                            did = true;
-                        }
-                        if (did) {
-                            backoff_us = 1;
-                        } else {
-                            // Polling with a growing sleep (1 us after any message, up to
-                            // 250 us when idle): no core spins on MPI_Probe while rank 0
-                            // computes, an idle dispatcher wakes 4000 times a second rather than
-                            // 20000 (50 us cost ~15% of a core), and a worker's first request,
-                            // the only one prefetching cannot hide, waits at most ~250 us.
-                            std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
-                            backoff_us = std::min(250, backoff_us * 2);
-                        }
-                    }
-                    progress.finish();
-                } catch (const std::exception& e) {
-                    failure = e.what();
-                    failed = true;
-                }
-            });
-
-            for (;;) {
-                UnitSpan u;
-                {
-                    PhaseTimer::Scope sched(timer, Phase::sched);
-                    std::lock_guard<std::mutex> lock(queue_mutex);
-                    u = queue.next(0, throughput());
-                }
-                if (u.empty() || failed) break;
-                ReplicaBlock block;
-                compute_unit(u, block);
-                std::lock_guard<std::mutex> lock(local_mutex);
-                local_results.push_back(std::move(block));
-            }
-            {
-                PhaseTimer::Scope idle(timer, Phase::idle);
-                dispatcher.join();
-            }
-            if (failed) throw runtime_error("dispatcher: " + failure);
-        } else {
-            auto request = [&] {
-                PhaseTimer::Scope sched(timer, Phase::sched);
-                const double thr = throughput();
-                EF_MPI_CHECK(MPI_Send(&thr, 1, MPI_DOUBLE, 0, kRequestTag, ctx.world()));
-                mine.mpi_calls += 1;
-                mine.mpi_bytes += static_cast<std::int64_t>(sizeof thr);
-            };
-            auto receive = [&] {
-                PhaseTimer::Scope sched(timer, Phase::sched);
-                std::int64_t span[2] = {0, 0};
-                EF_MPI_CHECK(MPI_Recv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx.world(), MPI_STATUS_IGNORE));
-                mine.mpi_calls += 1;
-                mine.mpi_bytes += static_cast<std::int64_t>(sizeof span);
-                return UnitSpan{span[0], span[1]};
-            };
-            std::vector<std::vector<char>> send_buffers;
-            std::vector<MPI_Request> requests;
-            request();
-            UnitSpan u = receive();
-            while (!u.empty()) {
-                request();  // prefetch the next unit while this one computes
-                ReplicaBlock block;
-                compute_unit(u, block);
-                {
-                    PhaseTimer::Scope comm(timer, Phase::comm);
-                    send_buffers.push_back(block.pack());
-                    requests.emplace_back();
-                    EF_MPI_CHECK(MPI_Isend(send_buffers.back().data(), static_cast<int>(send_buffers.back().size()),
-                                           MPI_BYTE, 0, kResultTag, ctx.world(), &requests.back()));
-                    mine.mpi_calls += 1;
-                    mine.mpi_bytes += static_cast<std::int64_t>(send_buffers.back().size());
-                }
-                u = receive();
-            }
-            PhaseTimer::Scope comm(timer, Phase::comm);
-            if (!requests.empty())
-                EF_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
-        }
-        {
-            PhaseTimer::Scope idle(timer, Phase::idle);  // done, waiting for the others
-            EF_MPI_CHECK(MPI_Barrier(ctx.world()));
-        }
-        if (root) {
-            PhaseTimer::Scope io(timer, Phase::io);
-            const ReplicaBlock all = out->read_replicas();
-            const EnsembleSummary s = summarize(all.params, all.status, all.P);
-            out->write_summary(s);
-            print_summary(pb, out->file(), all, s, std::cout);
-        }
-        const std::string json = root ? pb.config.output_file + ".timing.json" : "";
-        report_timing(ctx, timer, mine, out.get(), json, placement, ds, policy, opt.baseline, root);
-        if (root) {
-            std::printf("output: %s (timing also in %s)\n", pb.config.output_file.c_str(), json.c_str());
-            out->close();
-        }
+        run.fit_pending();
+        run.summarize_results();
+        run.report_timing();
+        run.close();
     } catch (const std::exception& e) {
-        // Mid-run failure: what rank 0 wrote is flushed block by block; end the job now.
-        std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", ctx.rank(), e.what());
-        if (out) out->close();
-        const Error* ee = dynamic_cast<const Error*>(&e);
-        MPI_Abort(ctx.world(), ee ? static_cast<int>(ee->code()) : 1);
+        run.abort(e);
     }
 }
 

@@ -43,7 +43,7 @@ struct RunIdentity {
 };
 
 /**
- * The HDF5 result file of a fit (layout in design.md): datasets are created at full size when
+ * The HDF5 result file of a fit (layout in docs/architecture.md): datasets are created at full size when
  * the run starts, filled with status -1, and written row block by row block as work units
  * finish, with a flush after each, so a killed run keeps every finished block and --resume
  * fits only the rows whose status is still -1. Only rank 0 opens it.

@@ -17,8 +17,8 @@
 namespace ef {
 
 /**
- * `[model]` options of dis-mellin (all optional; defaults follow the qcdlib conventions in
- * shared/notes/dis-mellin.md). Masses and scales in GeV, angles in degrees.
+ * `[model]` options of dis-mellin (all optional; defaults follow the conventions of JAM's
+ * qcdlib and of PEGASUS, hep-ph/0408244). Masses and scales in GeV, angles in degrees.
  *
  *   q0               = 1.27     input scale Q0 (GeV); PDFs are parameterised at Q0^2
  *   alphas_mz        = 0.118    alpha_s(M_Z), LO running with 3/4/5 flavours

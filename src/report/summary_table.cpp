@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "src/core/text.hpp"
+
 namespace ef {
 namespace {
 
@@ -13,8 +15,6 @@ std::string num(double v) {
     std::snprintf(b, sizeof b, "%.6g", v);
     return b;
 }
-
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
 const char* status_name(std::int64_t s) {
     switch (s) {
@@ -47,20 +47,6 @@ void print_problem(const FitProblem& pb, const RunIdentity& id, std::ostream& os
            << " per model evaluation, " << num(pb.flops_per_iteration())
            << " per replica LM iteration (Jacobian + trial + "
            << (c.solver == FitSolver::normal ? "normal equations" : "QR") << ")\n";
-}
-
-void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
-    os << "placement:\n  " << pad("rank", 6) << pad("host", 20) << pad("worker", 24) << "threads\n";
-    for (const auto& r : rows) {
-        std::stringstream ss(r);
-        std::string rank, host, worker, threads;
-        std::getline(ss, rank, '\t');
-        std::getline(ss, host, '\t');
-        std::getline(ss, worker, '\t');
-        std::getline(ss, threads, '\t');
-        os << "  " << pad(rank, 6) << pad(host, 20) << pad(worker, 24) << threads << "\n";
-    }
-    os.flush();
 }
 
 void print_summary(const FitProblem& pb, const h5::File& f, const ReplicaBlock& reps,

@@ -16,8 +16,6 @@ namespace ef {
 
 /// One paragraph: model, data size, parameters, replicas, shard.
 void print_problem(const FitProblem& pb, const RunIdentity& id, std::ostream& os);
-/// The placement table from "rank\thost\tworker\tthreads" rows.
-void print_placement(const std::vector<std::string>& rows, std::ostream& os);
 /// The end-of-run table: central fit with its errors, ensemble statistics, replica outcomes.
 void print_summary(const FitProblem& pb, const h5::File& file, const ReplicaBlock& replicas,
                    const EnsembleSummary& s, std::ostream& os);

@@ -19,15 +19,30 @@ RunTiming read_run_timing(const h5::File& f) {
         for (size_t r = 0; r < wall.size() && r < col.size(); ++r) t.ranks[r].phase[static_cast<size_t>(p)] = col[r];
     }
     for (size_t r = 0; r < wall.size(); ++r) t.ranks[r].wall = wall[r];
-    auto ints = [&](const char* name, std::int64_t RankTiming::*field) {
-        if (!f.exists(name)) return;
-        const auto v = f.read_int64(name);
+    // The counts under the names the problem gave them (TimingColumns; a fit's by default).
+    if (f.has_attr("/timing", "columns")) {
+        const std::vector<std::string> names = f.attr_strings("/timing", "columns");
+        if (names.size() >= 4) {
+            t.columns.items = names[0];
+            t.columns.units = names[1];
+            t.columns.calls = names[2];
+            t.columns.bytes = names[3];
+            t.columns.extra.assign(names.begin() + 4, names.end());
+        }
+    }
+    auto ints = [&](const std::string& name, std::int64_t RankTiming::*field) {
+        if (!f.exists("/timing/" + name)) return;
+        const auto v = f.read_int64("/timing/" + name);
         for (size_t r = 0; r < v.size() && r < t.ranks.size(); ++r) t.ranks[r].*field = v[r];
     };
-    ints("/timing/replicas", &RankTiming::replicas);
-    ints("/timing/units", &RankTiming::units);
-    ints("/timing/mpi_calls", &RankTiming::mpi_calls);
-    ints("/timing/mpi_bytes", &RankTiming::mpi_bytes);
+    ints(t.columns.items, &RankTiming::replicas);
+    ints(t.columns.units, &RankTiming::units);
+    ints(t.columns.calls, &RankTiming::mpi_calls);
+    ints(t.columns.bytes, &RankTiming::mpi_bytes);
+    for (const std::string& name : t.columns.extra) {
+        const auto v = f.exists("/timing/" + name) ? f.read_double("/timing/" + name) : std::vector<double>();
+        for (size_t r = 0; r < t.ranks.size(); ++r) t.ranks[r].extra.push_back(r < v.size() ? v[r] : 0.0);
+    }
     if (f.has_attr("/timing", "placement")) t.placement = f.attr_strings("/timing", "placement");
     if (f.has_attr("/timing", "policy")) t.policy = f.attr_string("/timing", "policy");
     t.metrics = pop_metrics(t.ranks);

@@ -17,6 +17,7 @@ struct RunTiming {
     std::vector<std::string> placement;  ///< "rank\thost\tworker\tthreads"
     std::string policy;
     PopMetrics metrics;
+    TimingColumns columns;
 };
 
 /// Throws ef::Error (exit code 3) naming the file when it has no /timing.

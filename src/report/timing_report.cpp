@@ -41,7 +41,8 @@ void apply_baseline(PopMetrics& m, const std::vector<RankTiming>& now, const std
     m.speedup = m.runtime > 0 ? base_runtime / m.runtime : 0.0;
 }
 
-std::string format_timing_table(const std::vector<RankTiming>& ranks, const PopMetrics& m) {
+std::string format_timing_table(const std::vector<RankTiming>& ranks, const PopMetrics& m,
+                                const TimingColumns& columns) {
     std::ostringstream os;
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -55,23 +56,38 @@ std::string format_timing_table(const std::vector<RankTiming>& ranks, const PopM
                       m.speedup, m.computation_scalability, m.global_efficiency);
         os << buf;
     }
+    // Count columns as wide as their names (at least 5), then the problem's own columns.
+    const std::string count_names[4] = {columns.items, columns.units, columns.calls, columns.bytes};
     os << "  rank ";
     for (int p = 0; p < kPhaseCount; ++p) {
         std::snprintf(buf, sizeof buf, " %8s", to_string(static_cast<Phase>(p)));
         os << buf;
     }
-    os << "     wall replicas units mpi_calls  mpi_bytes\n";
-    for (size_t r = 0; r < ranks.size(); ++r) {
-        std::snprintf(buf, sizeof buf, "  %-5zu", r);
+    os << " " << std::string(8 - 4, ' ') << "wall";
+    for (const std::string& n : count_names) os << " " << std::string(n.size() < 5 ? 5 - n.size() : 0, ' ') << n;
+    for (const std::string& n : columns.extra) os << " " << std::string(n.size() < 9 ? 9 - n.size() : 0, ' ') << n;
+    os << "\n";
+    for (const RankTiming& r : ranks) {
+        std::snprintf(buf, sizeof buf, "  %-5zu", static_cast<size_t>(&r - ranks.data()));
         os << buf;
-        for (double s : ranks[r].phase) {
+        for (double s : r.phase) {
             std::snprintf(buf, sizeof buf, " %8.3f", s);
             os << buf;
         }
-        std::snprintf(buf, sizeof buf, " %8.3f %8lld %5lld %9lld %10lld\n", ranks[r].wall,
-                      static_cast<long long>(ranks[r].replicas), static_cast<long long>(ranks[r].units),
-                      static_cast<long long>(ranks[r].mpi_calls), static_cast<long long>(ranks[r].mpi_bytes));
+        std::snprintf(buf, sizeof buf, " %8.3f", r.wall);
         os << buf;
+        const std::int64_t counts[4] = {r.replicas, r.units, r.mpi_calls, r.mpi_bytes};
+        for (int k = 0; k < 4; ++k) {
+            std::snprintf(buf, sizeof buf, " %*lld", static_cast<int>(std::max<size_t>(5, count_names[k].size())),
+                          static_cast<long long>(counts[k]));
+            os << buf;
+        }
+        for (size_t k = 0; k < columns.extra.size() && k < r.extra.size(); ++k) {
+            std::snprintf(buf, sizeof buf, " %*.4g", static_cast<int>(std::max<size_t>(9, columns.extra[k].size())),
+                          r.extra[k]);
+            os << buf;
+        }
+        os << "\n";
     }
     return os.str();
 }
@@ -101,7 +117,8 @@ std::string jnum(double v) {
 }  // namespace
 
 std::string timing_json(const std::vector<RankTiming>& ranks, const PopMetrics& m,
-                        const std::vector<std::string>& placement, const std::string& extra) {
+                        const std::vector<std::string>& placement, const std::string& extra,
+                        const TimingColumns& columns) {
     std::ostringstream os;
     os << "{\n  \"ranks\": " << m.ranks << ",\n  \"runtime_seconds\": " << jnum(m.runtime)
        << ",\n  \"metrics\": {\"load_balance\": " << jnum(m.load_balance)
@@ -115,9 +132,11 @@ std::string timing_json(const std::vector<RankTiming>& ranks, const PopMetrics& 
         os << "    {\"rank\": " << r;
         for (int p = 0; p < kPhaseCount; ++p)
             os << ", \"" << to_string(static_cast<Phase>(p)) << "\": " << jnum(ranks[r].phase[static_cast<size_t>(p)]);
-        os << ", \"wall\": " << jnum(ranks[r].wall) << ", \"replicas\": " << ranks[r].replicas
-           << ", \"units\": " << ranks[r].units << ", \"mpi_calls\": " << ranks[r].mpi_calls
-           << ", \"mpi_bytes\": " << ranks[r].mpi_bytes;
+        os << ", \"wall\": " << jnum(ranks[r].wall) << ", " << jstr(columns.items) << ": " << ranks[r].replicas
+           << ", " << jstr(columns.units) << ": " << ranks[r].units << ", " << jstr(columns.calls) << ": "
+           << ranks[r].mpi_calls << ", " << jstr(columns.bytes) << ": " << ranks[r].mpi_bytes;
+        for (size_t k = 0; k < columns.extra.size() && k < ranks[r].extra.size(); ++k)
+            os << ", " << jstr(columns.extra[k]) << ": " << jnum(ranks[r].extra[k]);
         if (r < placement.size()) os << ", \"placement\": " << jstr(placement[r]);
         os << "}" << (r + 1 < ranks.size() ? "," : "") << "\n";
     }

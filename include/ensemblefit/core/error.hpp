@@ -6,7 +6,7 @@
 
 namespace ef {
 
-/// Process exit codes (design.md "Errors").
+/// Process exit codes (docs/architecture.md, "Errors and exit codes").
 enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3 };
 
 /**

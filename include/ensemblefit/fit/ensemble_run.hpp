@@ -5,17 +5,13 @@
 #include <vector>
 
 #include <ensemblefit/comm/mpi_context.hpp>
+#include <ensemblefit/run/run_args.hpp>
 
 namespace ef {
 
 /// `ensemblefit fit` options that are not config keys.
-struct FitRunOptions {
-    std::string config_path;
-    std::vector<std::string> overrides;  ///< "--section.key=value" tokens
-    std::string shard;                   ///< "", "i/n" or "auto"
-    bool resume = false;
-    bool overwrite = false;
-    bool dry_run = false;
+struct FitRunOptions : RunArgs {
+    std::string shard;  ///< "", "i/n" or "auto"
     double progress_interval = 5.0;  ///< seconds between plain progress lines (non-terminal)
     /// "RANK:FACTOR[,RANK:FACTOR]": those ranks' workers wait (FACTOR - 1) times their real
     /// compute time after each unit, to test load balancing and kills on any machine.
@@ -40,8 +36,7 @@ void run_fit(const FitRunOptions& options, const MpiContext& ctx);
 /// `ensemblefit merge`: joins shard files into one file equal to an unsharded run's.
 void run_merge(const std::string& output, const std::vector<std::string>& inputs, bool overwrite);
 
-/// Threads for a CPU rank: `configured` if > 0, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS,
-/// else cores / ranks on this node. `warning` is set when ranks x threads exceed the cores.
+/// TEMPORARY (issue #19 in progress): the reconstruction's old call; src/run/placement.hpp.
 int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning);
 
 /// i/n from "i/n" or, for "auto", from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT.

@@ -14,10 +14,25 @@ namespace ef {
 struct RankTiming {
     std::array<double, kPhaseCount> phase{};  ///< seconds per Phase
     double wall = 0.0;
-    std::int64_t replicas = 0;  ///< replica fits done by this rank
-    std::int64_t units = 0;     ///< work units done
+    std::int64_t replicas = 0;  ///< items done by this rank: replica fits, or scan positions
+    std::int64_t units = 0;     ///< work units done (replica blocks, or mini-batches)
     std::int64_t mpi_calls = 0;
     std::int64_t mpi_bytes = 0;
+    std::vector<double> extra;  ///< the problem's own columns (TimingColumns::extra)
+};
+
+/**
+ * What a problem calls the counts of RankTiming, and its own per-rank columns: a fit counts
+ * replicas in units and MPI messages; a reconstruction counts positions in mini-batches and
+ * gradient sums, and adds its gradient time and model traffic. Stored with /timing (attribute
+ * `columns`) so that `report` reads any run back.
+ */
+struct TimingColumns {
+    std::string items = "replicas";
+    std::string units = "units";
+    std::string calls = "mpi_calls";
+    std::string bytes = "mpi_bytes";
+    std::vector<std::string> extra;
 };
 
 /**
@@ -47,10 +62,12 @@ PopMetrics pop_metrics(const std::vector<RankTiming>& ranks);
 void apply_baseline(PopMetrics& m, const std::vector<RankTiming>& now, const std::vector<RankTiming>& base,
                     double base_runtime);
 
-/// The end-of-run table (phases per rank, metrics).
-std::string format_timing_table(const std::vector<RankTiming>& ranks, const PopMetrics& m);
+/// The end-of-run table (phases per rank, the problem's columns, metrics).
+std::string format_timing_table(const std::vector<RankTiming>& ranks, const PopMetrics& m,
+                                const TimingColumns& columns = {});
 /// The same as JSON, for scripts (sidecar file next to the output).
 std::string timing_json(const std::vector<RankTiming>& ranks, const PopMetrics& m,
-                        const std::vector<std::string>& placement, const std::string& extra_json_fields);
+                        const std::vector<std::string>& placement, const std::string& extra_json_fields,
+                        const TimingColumns& columns = {});
 
 }  // namespace ef

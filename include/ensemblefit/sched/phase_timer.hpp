@@ -7,7 +7,7 @@
 
 namespace ef {
 
-/// Where a rank's wall time goes (design.md "Timing and overheads").
+/// Where a rank's wall time goes (docs/architecture.md, "Timing").
 enum class Phase : int { setup = 0, compute, comm, sync, sched, idle, io, count_ };
 
 inline constexpr int kPhaseCount = static_cast<int>(Phase::count_);

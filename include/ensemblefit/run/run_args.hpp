@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ef {
+
+/// The command-line options every run command (fit, reconstruct) shares.
+struct RunArgs {
+    std::string config_path;
+    std::vector<std::string> overrides;  ///< "--section.key=value" tokens
+    bool overwrite = false;              ///< replace an existing output
+    bool resume = false;                 ///< finish an existing output
+    bool dry_run = false;                ///< check everything, compute and write nothing
+};
+
+}  // namespace ef

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+
+namespace ef {
+
+/// What a rank computes on: OpenMP threads on its cores, or one GPU. Shared by the fit's and
+/// the reconstruction's workers, so neither problem's headers need the other's.
+enum class WorkerKind { cpu, gpu };
+
+inline const char* to_string(WorkerKind kind) { return kind == WorkerKind::cpu ? "cpu" : "gpu"; }
+
+/// Number of CUDA devices visible to this process (0 when built without CUDA or none found).
+int cuda_device_count();
+/// Name of device `ordinal` ("" when unavailable).
+std::string cuda_device_name(int ordinal);
+
+}  // namespace ef

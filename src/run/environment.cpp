@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// The one file of the host program that reads environment variables (docs/architecture.md,
+// "Environment variables").
+#include "src/run/environment.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+namespace ef {
+
+namespace {
+
+/// A variable's value as a whole number, or nothing when unset, empty or not a number.
+std::optional<long> env_long(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || errno == ERANGE) return std::nullopt;
+    return n;
+}
+
+int env_positive_int(const char* name) {
+    const std::optional<long> n = env_long(name);
+    return n && *n > 0 && *n <= INT_MAX ? static_cast<int>(*n) : 0;
+}
+
+bool env_flag(const char* name) { return std::getenv(name) != nullptr; }
+
+bool env_is_one(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && v[0] == '1';
+}
+
+}  // namespace
+
+const LauncherEnvironment& launcher_environment() {
+    static const LauncherEnvironment env = [] {
+        LauncherEnvironment e;
+        e.slurm_cpus_per_task = env_positive_int("SLURM_CPUS_PER_TASK");
+        e.omp_num_threads = env_positive_int("OMP_NUM_THREADS");
+        e.array_task_id = env_long("SLURM_ARRAY_TASK_ID");
+        e.array_task_count = env_long("SLURM_ARRAY_TASK_COUNT");
+        e.array_task_min = env_long("SLURM_ARRAY_TASK_MIN");
+        return e;
+    }();
+    return env;
+}
+
+const Diagnostics& diagnostics() {
+    static const Diagnostics d = [] {
+        Diagnostics x;
+        x.setup_trace = env_flag("EF_SETUP_TRACE");
+        x.gpu_stats = env_flag("EF_GPU_STATS");
+        x.recon_comm_trace = env_is_one("EF_RECON_COMM_TRACE");
+        x.recon_peer_trace = env_is_one("EF_RECON_PEER_TRACE");
+        x.recon_phases = env_is_one("EF_RECON_PHASES");
+        return x;
+    }();
+    return d;
+}
+
+}  // namespace ef

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <ensemblefit/core/diagnostics.hpp>
+
+namespace ef {
+
+/**
+ * Everything a run reads from its environment, in one place (src/run/environment.cpp is the
+ * only file of the host program that calls getenv). The launcher's variables decide placement
+ * and shards; the EF_* diagnostics only print (docs/architecture.md, "Environment variables").
+ * Behaviour never depends on an EF_* variable: switches that change what runs are config keys.
+ */
+struct LauncherEnvironment {
+    int slurm_cpus_per_task = 0;  ///< SLURM_CPUS_PER_TASK (0: unset or not a positive integer)
+    int omp_num_threads = 0;      ///< OMP_NUM_THREADS (0: unset or not a positive integer)
+    /// SLURM_ARRAY_TASK_ID, _COUNT and _MIN, when this process is a Slurm array task.
+    std::optional<long> array_task_id, array_task_count, array_task_min;
+};
+
+/// The launcher's variables of this process, read on first call.
+const LauncherEnvironment& launcher_environment();
+
+}  // namespace ef

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include "src/run/run_args.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include <ensemblefit/core/error.hpp>
+
+namespace ef {
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+/// The command's own option `a` names (`--name` or `--name=VALUE`), or nullptr.
+const ArgOption* find_option(const std::vector<ArgOption>& options, const std::string& a) {
+    for (const ArgOption& o : options)
+        if (a == o.name || (o.takes_value && starts_with(a, o.name + "="))) return &o;
+    return nullptr;
+}
+
+}  // namespace
+
+bool parse_run_args(const std::string& command, const std::vector<std::string>& args, bool resumable,
+                    const std::vector<ArgOption>& options, RunArgs& out) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw usage_error(command + ": " + a + " expects a value");
+            return args[++i];
+        };
+        if (a == "-h" || a == "--help") return false;
+        if (a == "--overwrite") {
+            out.overwrite = true;
+        } else if (a == "--dry-run") {
+            out.dry_run = true;
+        } else if (a == "--resume" && resumable) {
+            out.resume = true;
+        } else if (const ArgOption* o = find_option(options, a)) {
+            const auto eq = a.find('=');
+            o->apply(!o->takes_value ? std::string() : eq != std::string::npos ? a.substr(eq + 1) : value());
+        } else if (starts_with(a, "--") && a.find('.') != std::string::npos) {
+            // --section.key VALUE or --section.key=VALUE: a config override.
+            out.overrides.push_back(a.find('=') != std::string::npos ? a : a + "=" + value());
+        } else if (starts_with(a, "-")) {
+            throw usage_error(command + ": unknown option '" + a + "' (see ensemblefit " + command + " --help)");
+        } else if (out.config_path.empty()) {
+            out.config_path = a;
+        } else {
+            throw usage_error(command + ": unexpected argument '" + a + "' (one config file only)");
+        }
+    }
+    if (out.config_path.empty())
+        throw usage_error(command + ": no config file given (see ensemblefit " + command + " --help)");
+    if (out.resume && out.overwrite) throw usage_error(command + ": --resume and --overwrite exclude each other");
+    return true;
+}
+
+double parse_number_arg(const std::string& what, const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+        throw usage_error(what + ": expected a number, got '" + text.substr(0, 40) + "'");
+    return v;
+}
+
+}  // namespace ef

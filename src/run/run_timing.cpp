@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+#include "src/run/run_timing.hpp"
+
+#include <cstdio>
+
+#include "src/report/timing_file.hpp"
+
+namespace ef {
+
+namespace {
+
+constexpr size_t kCounts = 5;  // wall, items, units, calls, bytes after the phases
+
+/// One rank's account as one row of doubles (phases, wall, counts, the problem's columns).
+std::vector<double> to_row(const PhaseTimer& timer, const RankTiming& mine) {
+    std::vector<double> row(timer.all().begin(), timer.all().end());
+    row.push_back(timer.wall());
+    row.push_back(static_cast<double>(mine.replicas));
+    row.push_back(static_cast<double>(mine.units));
+    row.push_back(static_cast<double>(mine.mpi_calls));
+    row.push_back(static_cast<double>(mine.mpi_bytes));
+    row.insert(row.end(), mine.extra.begin(), mine.extra.end());
+    return row;
+}
+
+RankTiming from_row(const double* row, size_t extra) {
+    constexpr size_t P = static_cast<size_t>(kPhaseCount);
+    RankTiming t;
+    for (size_t p = 0; p < P; ++p) t.phase[p] = row[p];
+    t.wall = row[P];
+    t.replicas = static_cast<std::int64_t>(row[P + 1]);
+    t.units = static_cast<std::int64_t>(row[P + 2]);
+    t.mpi_calls = static_cast<std::int64_t>(row[P + 3]);
+    t.mpi_bytes = static_cast<std::int64_t>(row[P + 4]);
+    t.extra.assign(row + P + kCounts, row + P + kCounts + extra);
+    return t;
+}
+
+template <class T>
+void replace(h5::File& f, const std::string& name, const std::vector<T>& v) {
+    if (f.exists(name)) H5Ldelete(f.id(), name.c_str(), H5P_DEFAULT);
+    f.write(name, v);
+}
+
+/// One column over the ranks.
+template <class T, class Get>
+std::vector<T> column(const std::vector<RankTiming>& ranks, Get get) {
+    std::vector<T> v;
+    v.reserve(ranks.size());
+    for (const RankTiming& r : ranks) v.push_back(static_cast<T>(get(r)));
+    return v;
+}
+
+}  // namespace
+
+GatheredTiming gather_timing(const MpiContext& ctx, PhaseTimer& timer, RankTiming mine, const TimingColumns& columns) {
+    timer.stop();
+    mine.extra.resize(columns.extra.size(), 0.0);
+    const std::vector<double> row = to_row(timer, mine);
+    const size_t W = row.size();
+    std::vector<double> all(ctx.is_root() ? W * static_cast<size_t>(ctx.size()) : 0);
+    EF_MPI_CHECK(MPI_Gather(row.data(), static_cast<int>(W), MPI_DOUBLE, all.data(), static_cast<int>(W), MPI_DOUBLE,
+                            0, ctx.world()));
+    GatheredTiming t;
+    t.columns = columns;
+    if (!ctx.is_root()) return t;
+    for (size_t r = 0; r < static_cast<size_t>(ctx.size()); ++r)
+        t.ranks.push_back(from_row(all.data() + r * W, columns.extra.size()));
+    t.metrics = pop_metrics(t.ranks);
+    return t;
+}
+
+void apply_baseline(GatheredTiming& t, const std::string& baseline) {
+    const RunTiming b = read_run_timing(baseline);
+    apply_baseline(t.metrics, t.ranks, b.ranks, b.metrics.runtime);
+}
+
+void write_timing(h5::File& f, const GatheredTiming& t, const std::vector<std::string>& placement) {
+    const std::vector<RankTiming>& ranks = t.ranks;
+    const TimingColumns& c = t.columns;
+    for (int p = 0; p < kPhaseCount; ++p)
+        replace(f, std::string("/timing/") + to_string(static_cast<Phase>(p)),
+                column<double>(ranks, [p](const RankTiming& r) { return r.phase[static_cast<size_t>(p)]; }));
+    replace(f, "/timing/wall", column<double>(ranks, [](const RankTiming& r) { return r.wall; }));
+    replace(f, "/timing/" + c.items, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.replicas; }));
+    replace(f, "/timing/" + c.units, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.units; }));
+    replace(f, "/timing/" + c.calls, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_calls; }));
+    replace(f, "/timing/" + c.bytes, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_bytes; }));
+    for (size_t k = 0; k < c.extra.size(); ++k)
+        replace(f, "/timing/" + c.extra[k], column<double>(ranks, [k](const RankTiming& r) { return r.extra[k]; }));
+    std::vector<std::string> names{c.items, c.units, c.calls, c.bytes};
+    names.insert(names.end(), c.extra.begin(), c.extra.end());
+    const PopMetrics& m = t.metrics;
+    f.set_attr("/timing", "columns", names);
+    f.set_attr("/timing", "ranks", static_cast<std::int64_t>(ranks.size()));
+    f.set_attr("/timing", "placement", placement);
+    f.set_attr("/timing", "runtime_seconds", m.runtime);
+    f.set_attr("/timing", "load_balance", m.load_balance);
+    f.set_attr("/timing", "communication_efficiency", m.communication_efficiency);
+    f.set_attr("/timing", "parallel_efficiency", m.parallel_efficiency);
+    f.set_attr("/timing", "transfer_efficiency", m.transfer_efficiency);
+    f.set_attr("/timing", "serialization_efficiency", m.serialization_efficiency);
+    if (m.speedup > 0) {
+        f.set_attr("/timing", "speedup", m.speedup);
+        f.set_attr("/timing", "computation_scalability", m.computation_scalability);
+        f.set_attr("/timing", "global_efficiency", m.global_efficiency);
+    }
+}
+
+void write_timing_json(const std::string& path, const GatheredTiming& t, const std::vector<std::string>& placement,
+                       const std::string& extra_json_fields) {
+    std::FILE* j = std::fopen(path.c_str(), "w");
+    if (!j) return;  // the sidecar is a convenience; /timing in the output holds the same
+    const std::string text = timing_json(t.ranks, t.metrics, placement, extra_json_fields, t.columns);
+    std::fwrite(text.data(), 1, text.size(), j);
+    std::fclose(j);
+}
+
+}  // namespace ef
