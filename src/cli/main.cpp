@@ -17,6 +17,7 @@
 #include <ensemblefit/fit/ensemble_run.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/environment.hpp"
 #include "src/run/run_args.hpp"
 
 namespace po = boost::program_options;
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
     // Rank 0 runs a dispatcher thread beside its compute threads; only one thread makes MPI
     // calls at a time, so SERIALIZED is enough.
     int provided = 0;
+    record_command_line(argc, argv);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     int code = 0;
     int rank = 0;

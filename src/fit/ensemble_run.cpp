@@ -55,16 +55,16 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 }
 
 /// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
-void write_dispatch_timing(h5::File& f, const DispatchStats& ds, SchedPolicy policy, const std::string& baseline) {
+void write_dispatch_timing(h5::File& f, const std::string& group, const DispatchStats& ds, SchedPolicy policy,
+                           const std::string& baseline) {
     const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
-    f.set_attr("/timing", "policy", std::string(to_string(policy)));
-    if (!baseline.empty()) f.set_attr("/timing", "baseline", baseline);
-    f.set_attr("/timing", "dispatcher_io_seconds", ds.io);
-    f.set_attr("/timing", "dispatcher_comm_seconds", ds.comm);
-    f.set_attr("/timing", "dispatcher_sched_seconds", ds.sched);
-    f.set_attr("/timing", "dispatch_requests", ds.requests);
-    f.set_attr("/timing", "dispatch_microseconds_per_request", per_request_us);
-    f.flush();
+    f.set_attr(group, "policy", std::string(to_string(policy)));
+    if (!baseline.empty()) f.set_attr(group, "baseline", baseline);
+    f.set_attr(group, "dispatcher_io_seconds", ds.io);
+    f.set_attr(group, "dispatcher_comm_seconds", ds.comm);
+    f.set_attr(group, "dispatcher_sched_seconds", ds.sched);
+    f.set_attr(group, "dispatch_requests", ds.requests);
+    f.set_attr(group, "dispatch_microseconds_per_request", per_request_us);
 }
 
 std::string dispatch_json(const DispatchStats& ds, SchedPolicy policy) {
@@ -98,7 +98,8 @@ class FitRun {
 
     void set_up();
     void print_dry_run() const;
-    void open_output();
+    bool open_output();
+    void print_nothing_to_do() const;
     void print_plan() const;
     void fit_pending();
     void summarize_results();
@@ -165,15 +166,24 @@ void FitRun::print_dry_run() const {
     print_problem(*pb_, id_, std::cout);
     print_placement(placement_, std::cout);
     std::printf("threads per rank: %d (from %s)\n", threads_.threads, threads_.source.c_str());
-    std::printf("dry run: nothing fitted, nothing written\n");
+    std::printf("dry run: every check passed (config, data, workers, output %s); nothing fitted, nothing written\n",
+                pb_->config.output_file.c_str());
 }
 
-/// Rank 0 creates or reopens the output; every rank learns which replicas are left to fit.
-void FitRun::open_output() {
+/**
+ * Rank 0 checks the output and creates or reopens it; every rank learns which replicas are
+ * left to fit. Returns false when --resume finds the file complete: then nothing is opened for
+ * writing and the file stays byte for byte as it was. A dry run checks the same and opens
+ * nothing.
+ */
+bool FitRun::open_output() {
     const std::string& path = pb_->config.output_file;
     const OutputAction action = check_output(ctx_, path, pb_->config.where("output.file"), opt_, true);
+    int complete = 0;
     collective(ctx_, [&] {
         if (!ctx_.is_root()) return;
+        complete = action == OutputAction::resume && ResultsFile::complete_for(path, id_) ? 1 : 0;
+        if (complete || opt_.dry_run) return;
         if (action == OutputAction::resume) {
             out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
         } else {
@@ -186,10 +196,18 @@ void FitRun::open_output() {
         pending_ = out_->pending();
     });
     trace_.mark("output file");
+    EF_MPI_CHECK(MPI_Bcast(&complete, 1, MPI_INT, 0, ctx_.world()));
     long long m = static_cast<long long>(pending_.size());
     EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx_.world()));
     pending_.resize(static_cast<size_t>(m));
     if (m > 0) EF_MPI_CHECK(MPI_Bcast(pending_.data(), static_cast<int>(m), MPI_INT64_T, 0, ctx_.world()));
+    return complete == 0;
+}
+
+void FitRun::print_nothing_to_do() const {
+    if (ctx_.is_root())
+        std::printf("resume: every replica fit of %s is done; nothing to fit, the file is unchanged\n",
+                    pb_->config.output_file.c_str());
 }
 
 void FitRun::print_plan() const {
@@ -263,8 +281,10 @@ void FitRun::report_timing() {
     if (!ctx_.is_root()) return;
     if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
-    write_timing(out_->file(), t, placement_);
-    write_dispatch_timing(out_->file(), dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+    const std::string record = write_timing(out_->file(), t, placement_);
+    for (const std::string& group : {std::string("/timing"), record})
+        write_dispatch_timing(out_->file(), group, dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+    out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
     write_timing_json(json, t, placement_, dispatch_json(dispatch_, policy));
     print_dispatch_timing(t, dispatch_, policy);
@@ -273,6 +293,20 @@ void FitRun::report_timing() {
 
 void FitRun::close() {
     if (out_) out_->close();
+}
+
+/// Every shard's run records (or, from a file before records, its /timing) as records of the
+/// merged file, in replica order: `report` on the merged file sums the work of every run.
+void copy_run_records(h5::File& out, const std::vector<std::string>& inputs, const std::vector<size_t>& order) {
+    std::int64_t next = 0;
+    for (size_t k : order) {
+        const h5::File in = h5::File::open_read(inputs[k]);
+        for (const std::string& g : run_record_groups(in)) {
+            const std::string record = "/timing/runs/" + std::to_string(next++);
+            out.copy_from(in, g, record);
+            out.set_attr(record, "shard_file", inputs[k]);
+        }
+    }
 }
 
 }  // namespace
@@ -339,8 +373,9 @@ int resolve_threads(int configured, int local_ranks, std::string& source, std::s
 void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     FitRun run(opt, ctx);
     run.set_up();
+    const bool work_left = run.open_output();
     if (opt.dry_run) return run.print_dry_run();
-    run.open_output();
+    if (!work_left) return run.print_nothing_to_do();
     run.print_plan();
     try {
         run.fit_pending();
@@ -417,6 +452,7 @@ void run_merge(const std::string& output, const std::vector<std::string>& inputs
     const ReplicaBlock all = out.read_replicas();
     out.write_summary(summarize(all.params, all.status, all.P));
     out.file().set_attr("/", "merged_from", inputs);
+    copy_run_records(out.file(), inputs, order);
     out.close();
     std::printf("merged %zu file(s), replicas 1..%lld and the central fit, into %s\n", inputs.size(),
                 static_cast<long long>(R), output.c_str());

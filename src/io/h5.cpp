@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "src/io/h5.hpp"
 
+#include <algorithm>
+
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -40,10 +42,19 @@ H5Handle object(const File& f, const std::string& name) {
 }
 
 void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t rows,
-                    std::uint64_t cols, const void* fill) {
+                    std::uint64_t cols, const void* fill, bool extensible = false) {
     hsize_t dims[2] = {rows, cols};
-    H5Handle space(EF_H5_CHECK(H5Screate_simple(cols ? 2 : 1, dims, nullptr), f.path()), H5Sclose);
+    hsize_t max_dims[2] = {H5S_UNLIMITED, cols};
+    H5Handle space(EF_H5_CHECK(H5Screate_simple(cols ? 2 : 1, dims, extensible ? max_dims : nullptr), f.path()),
+                   H5Sclose);
     H5Handle dcpl(EF_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), f.path()), H5Pclose);
+    if (extensible) {
+        // Rows in chunks of about 64 KiB: large enough that a block of rows is a few chunks.
+        const std::uint64_t row_bytes = 8 * (cols ? cols : 1);
+        hsize_t chunk[2] = {std::max<hsize_t>(1, std::min<hsize_t>(std::max<std::uint64_t>(rows, 1), 65536 / row_bytes)),
+                            cols};
+        EF_H5_CHECK(H5Pset_chunk(dcpl.get(), cols ? 2 : 1, chunk), f.path());
+    }
     EF_H5_CHECK(H5Pset_fill_value(dcpl.get(), type, fill), f.path());
     // Allocate early so later row writes never change the file's metadata.
     EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
@@ -154,11 +165,28 @@ std::vector<std::string> File::list(const std::string& group) const {
     return names;
 }
 
-void File::create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill) {
-    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill);
+void File::create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
+                         bool extensible) {
+    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill, extensible);
 }
-void File::create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill) {
-    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill);
+void File::create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
+                        bool extensible) {
+    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, extensible);
+}
+bool File::extensible(const std::string& name) const {
+    H5Handle ds = dataset(*this, name);
+    H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), path_), H5Sclose);
+    hsize_t dims[2] = {0, 0}, max_dims[2] = {0, 0};
+    EF_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims, max_dims), path_);
+    return max_dims[0] == H5S_UNLIMITED;
+}
+void File::extend_rows(const std::string& name, std::uint64_t rows) {
+    H5Handle ds = dataset(*this, name);
+    H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), path_), H5Sclose);
+    hsize_t dims[2] = {0, 0};
+    EF_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims, nullptr), path_);
+    dims[0] = rows;
+    EF_H5_CHECK(H5Dset_extent(ds.get(), dims), path_);
 }
 void File::write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const double* data) {
     write_block(*this, name, H5T_NATIVE_DOUBLE, row, count, data);
@@ -176,6 +204,12 @@ void File::write(const std::string& name, const std::vector<std::int64_t>& v, st
     const std::uint64_t rows = cols ? v.size() / cols : v.size();
     create_int64(name, rows, cols, 0);
     write_rows(name, 0, rows, v.data());
+}
+
+void File::copy_from(const File& src, const std::string& src_name, const std::string& dst_name) {
+    H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), path_), H5Pclose);
+    EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), path_);
+    EF_H5_CHECK(H5Ocopy(src.id(), src_name.c_str(), id(), dst_name.c_str(), H5P_DEFAULT, lcpl.get()), path_);
 }
 
 std::vector<std::uint64_t> File::shape(const std::string& name) const {

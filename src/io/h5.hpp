@@ -79,8 +79,14 @@ class File {
     std::vector<std::string> list(const std::string& group) const;
 
     /// Creates a rows x cols dataset (cols = 0 for 1-D) filled with `fill`.
-    void create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill);
-    void create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill);
+    /// `extensible`: rows can be added later (extend_rows); chunked, still allocated at once.
+    void create_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
+                       bool extensible = false);
+    void create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
+                      bool extensible = false);
+    bool extensible(const std::string& name) const;
+    /// Grows an extensible dataset to `rows` rows (new rows hold the fill value).
+    void extend_rows(const std::string& name, std::uint64_t rows);
     /// Writes rows [row, row + count) of a dataset from row-major data.
     void write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const double* data);
     void write_rows(const std::string& name, std::uint64_t row, std::uint64_t count, const std::int64_t* data);
@@ -107,6 +113,9 @@ class File {
 
     /// Pushes everything written so far to disk (after every chunk: a kill loses only what is
     /// in flight).
+    /// Copies object `src_name` of `src` (a dataset or a whole group) to `dst_name` here.
+    void copy_from(const File& src, const std::string& src_name, const std::string& dst_name);
+
     void flush();
     void close();
 

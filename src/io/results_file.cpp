@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <sstream>
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/error.hpp>
@@ -72,34 +74,112 @@ ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) 
         f.create_double("/central/covariance", P, P, kNaN);
         f.set_attr("/central/params", "param_names", id.param_names);
     }
-    f.create_group("/replicas");
+    // /replicas rows can be added later: --resume with more replicas grows the ensemble.
+    f.create_int64("/replicas/index", M, 0, 0, true);
     std::vector<std::int64_t> index(M);
     for (std::uint64_t i = 0; i < M; ++i) index[i] = id.span.begin + static_cast<std::int64_t>(i);
-    f.write("/replicas/index", index);
-    f.create_double("/replicas/params", M, P, kNaN);
+    if (M > 0) f.write_rows("/replicas/index", 0, M, index.data());
+    f.create_double("/replicas/params", M, P, kNaN, true);
     f.set_attr("/replicas/params", "param_names", id.param_names);
-    f.create_double("/replicas/chi2", M, 0, kNaN);
-    f.create_int64("/replicas/status", M, 0, -1);
+    f.create_double("/replicas/chi2", M, 0, kNaN, true);
+    f.create_int64("/replicas/status", M, 0, -1, true);
     f.set_attr("/replicas/status", "meaning",
                std::string("-1 not done, 0 converged, 1 max_iterations, 2 failed"));
-    f.create_int64("/replicas/iterations", M, 0, 0);
+    f.create_int64("/replicas/iterations", M, 0, 0, true);
     f.flush();
     return ResultsFile(std::move(f), id);
+}
+
+namespace {
+
+/// A canonical config as "section.key" -> value (sections "[param.a]" give "param.a.start").
+std::map<std::string, std::string> config_keys(const std::string& text) {
+    std::map<std::string, std::string> keys;
+    std::istringstream in(text);
+    std::string line, section;
+    while (std::getline(in, line)) {
+        if (line.size() > 1 && line.front() == '[' && line.back() == ']') {
+            section = line.substr(1, line.size() - 2);
+            continue;
+        }
+        const auto eq = line.find(" = ");
+        if (eq != std::string::npos) keys[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return keys;
+}
+
+/// Every key whose value differs between the file's config and this run's, with both values.
+std::vector<std::string> config_differences(const std::string& file_text, const std::string& run_text) {
+    const auto a = config_keys(file_text), b = config_keys(run_text);
+    std::vector<std::string> out;
+    auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
+        const auto it = m.find(k);
+        return it == m.end() ? std::string("(not set)") : it->second;
+    };
+    std::map<std::string, int> all;
+    for (const auto& [k, v] : a) all[k] = 1;
+    for (const auto& [k, v] : b) all[k] = 1;
+    for (const auto& [k, one] : all)
+        if (value(a, k) != value(b, k)) out.push_back(k + " = " + value(b, k) + " here, " + value(a, k) + " in the file");
+    return out;
+}
+
+/// Checks that `id` may finish the file whose identity is `old`; returns whether it grows it
+/// (only fit.replicas larger, unsharded: replicas R+1..R' are added).
+bool check_resumable(const std::string& path, const RunIdentity& old, const RunIdentity& id) {
+    std::vector<std::string> diff = config_differences(old.canonical_config, id.canonical_config);
+    const bool grows = diff.size() == 1 && diff[0].rfind("fit.replicas = ", 0) == 0 &&
+                       id.replicas_total > old.replicas_total && id.shard.count == 1 && old.shard.count == 1;
+    if (!diff.empty() && !grows) {
+        std::string list;
+        for (const auto& d : diff) list += (list.empty() ? "" : "; ") + d;
+        if (diff.size() == 1 && diff[0].rfind("fit.replicas = ", 0) == 0)
+            list += " (an ensemble grows only: more replicas, one shard)";
+        throw usage_error(path + ": --resume: the file was written with a different config: " + list);
+    }
+    if (old.data_checksum != id.data_checksum)
+        throw usage_error(path + ": --resume: the data changed since the file was written");
+    if (!grows && (old.span.begin != id.span.begin || old.span.end != id.span.end ||
+                   old.span.central != id.span.central))
+        throw usage_error(path + ": --resume: the file holds shard " + std::to_string(old.shard.index) +
+                          "/" + std::to_string(old.shard.count) + ", not " +
+                          std::to_string(id.shard.index) + "/" + std::to_string(id.shard.count));
+    return grows;
+}
+
+/// Adds replicas old_end..new_end-1 to /replicas (status -1: not done).
+void grow_replicas(h5::File& f, const RunIdentity& old, const RunIdentity& id) {
+    for (const char* name : {"/replicas/index", "/replicas/params", "/replicas/chi2", "/replicas/status",
+                             "/replicas/iterations"})
+        if (!f.extensible(name))
+            throw usage_error(f.path() + ": --resume: this file's replicas cannot grow (written by an ensemblefit "
+                                         "before ensembles could grow); start a new output");
+    const std::uint64_t rows = static_cast<std::uint64_t>(id.span.size());
+    const std::uint64_t first = static_cast<std::uint64_t>(old.span.size());
+    for (const char* name : {"/replicas/index", "/replicas/params", "/replicas/chi2", "/replicas/status",
+                             "/replicas/iterations"})
+        f.extend_rows(name, rows);
+    std::vector<std::int64_t> index;
+    for (std::uint64_t r = first; r < rows; ++r) index.push_back(id.span.begin + static_cast<std::int64_t>(r));
+    if (!index.empty()) f.write_rows("/replicas/index", first, index.size(), index.data());
+    write_identity(f, id);
+    f.flush();
+}
+
+}  // namespace
+
+bool ResultsFile::complete_for(const std::string& path, const RunIdentity& id) {
+    const h5::File f = h5::File::open_read(path);
+    const RunIdentity old = read_identity(f);
+    if (check_resumable(path, old, id)) return false;
+    const ResultsFile view(h5::File::open_read(path), old);
+    return view.pending().empty();
 }
 
 ResultsFile ResultsFile::resume(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::open_write(path);
     const RunIdentity old = read_identity(f);
-    if (old.canonical_config != id.canonical_config)
-        throw usage_error(path + ": --resume: the file was written with a different config "
-                                 "(compare its 'canonical_config' attribute)");
-    if (old.data_checksum != id.data_checksum)
-        throw usage_error(path + ": --resume: the data changed since the file was written");
-    if (old.span.begin != id.span.begin || old.span.end != id.span.end ||
-        old.span.central != id.span.central)
-        throw usage_error(path + ": --resume: the file holds shard " + std::to_string(old.shard.index) +
-                          "/" + std::to_string(old.shard.count) + ", not " +
-                          std::to_string(id.shard.index) + "/" + std::to_string(id.shard.count));
+    if (check_resumable(path, old, id)) grow_replicas(f, old, id);
     f.set_attr("/", "config", id.resolved_config);
     return ResultsFile(std::move(f), id);
 }

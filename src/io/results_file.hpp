@@ -51,8 +51,13 @@ struct RunIdentity {
 class ResultsFile {
    public:
     static ResultsFile create(const std::string& path, const RunIdentity& id);
-    /// Opens an existing partial file, refusing one written by a different config or data.
+    /// Opens an existing partial file, refusing one written by a different config (naming every
+    /// differing key) or data. A config that differs only by a larger fit.replicas (unsharded)
+    /// grows the file: replicas R+1..R' are added, not done.
     static ResultsFile resume(const std::string& path, const RunIdentity& id);
+    /// Whether --resume of `path` would find nothing to do (checks as resume() does; read-only,
+    /// so the file is left byte for byte as it is).
+    static bool complete_for(const std::string& path, const RunIdentity& id);
 
     /// Replica numbers not yet done (0 first when the central fit is missing).
     std::vector<std::int64_t> pending() const;

@@ -18,10 +18,17 @@ struct RunTiming {
     std::string policy;
     PopMetrics metrics;
     TimingColumns columns;
+    std::string command, date;  ///< of a run record (empty for a file from before records)
+    /// The file's run records (/timing/runs/<k>) in order; the fields above are their sum
+    /// when there are several (a resumed or merged file).
+    std::vector<RunTiming> runs;
 };
 
-/// Throws ef::Error (exit code 3) naming the file when it has no /timing.
+/// Throws ef::Error (exit code 3) naming the file when it has no /timing and no run records.
 RunTiming read_run_timing(const std::string& path);
+/// The groups that hold a file's run accounts, in order: its records /timing/runs/<k>, or
+/// /timing alone for a file from before records.
+std::vector<std::string> run_record_groups(const h5::File& f);
 RunTiming read_run_timing(const h5::File& f);
 
 /// "4 cpu" or "2 gpu + 6 cpu", from the placement rows.

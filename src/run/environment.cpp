@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <ctime>
 
 namespace ef {
 
@@ -60,6 +61,34 @@ const Diagnostics& diagnostics() {
         return x;
     }();
     return d;
+}
+
+namespace {
+std::string& stored_command_line() {
+    static std::string line;
+    return line;
+}
+}  // namespace
+
+void record_command_line(int argc, char** argv) {
+    std::string line;
+    for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i > 0) line += ' ';
+        line += a.find_first_of(" \t'\"") == std::string::npos && !a.empty() ? a : "'" + a + "'";
+    }
+    stored_command_line() = line;
+}
+
+const std::string& command_line() { return stored_command_line(); }
+
+std::string utc_timestamp() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
 }  // namespace ef

@@ -24,4 +24,12 @@ struct LauncherEnvironment {
 /// The launcher's variables of this process, read on first call.
 const LauncherEnvironment& launcher_environment();
 
+/// The program's command line as typed (arguments with blanks quoted), for run records;
+/// main() records it once before anything else.
+void record_command_line(int argc, char** argv);
+const std::string& command_line();
+
+/// The current UTC time as ISO 8601 ("2026-11-24T02:10:00Z"), for run records.
+std::string utc_timestamp();
+
 }  // namespace ef

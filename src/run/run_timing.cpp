@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "src/report/timing_file.hpp"
+#include "src/run/environment.hpp"
 
 namespace ef {
 
@@ -75,36 +76,52 @@ void apply_baseline(GatheredTiming& t, const std::string& baseline) {
     apply_baseline(t.metrics, t.ranks, b.ranks, b.metrics.runtime);
 }
 
-void write_timing(h5::File& f, const GatheredTiming& t, const std::vector<std::string>& placement) {
+namespace {
+
+/// One run's account under `group` (/timing, or a record /timing/runs/<k>).
+void write_timing_at(h5::File& f, const std::string& group, const GatheredTiming& t,
+                     const std::vector<std::string>& placement) {
     const std::vector<RankTiming>& ranks = t.ranks;
     const TimingColumns& c = t.columns;
+    const std::string g = group + "/";
     for (int p = 0; p < kPhaseCount; ++p)
-        replace(f, std::string("/timing/") + to_string(static_cast<Phase>(p)),
+        replace(f, g + to_string(static_cast<Phase>(p)),
                 column<double>(ranks, [p](const RankTiming& r) { return r.phase[static_cast<size_t>(p)]; }));
-    replace(f, "/timing/wall", column<double>(ranks, [](const RankTiming& r) { return r.wall; }));
-    replace(f, "/timing/" + c.items, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.replicas; }));
-    replace(f, "/timing/" + c.units, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.units; }));
-    replace(f, "/timing/" + c.calls, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_calls; }));
-    replace(f, "/timing/" + c.bytes, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_bytes; }));
+    replace(f, g + "wall", column<double>(ranks, [](const RankTiming& r) { return r.wall; }));
+    replace(f, g + c.items, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.replicas; }));
+    replace(f, g + c.units, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.units; }));
+    replace(f, g + c.calls, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_calls; }));
+    replace(f, g + c.bytes, column<std::int64_t>(ranks, [](const RankTiming& r) { return r.mpi_bytes; }));
     for (size_t k = 0; k < c.extra.size(); ++k)
-        replace(f, "/timing/" + c.extra[k], column<double>(ranks, [k](const RankTiming& r) { return r.extra[k]; }));
+        replace(f, g + c.extra[k], column<double>(ranks, [k](const RankTiming& r) { return r.extra[k]; }));
     std::vector<std::string> names{c.items, c.units, c.calls, c.bytes};
     names.insert(names.end(), c.extra.begin(), c.extra.end());
     const PopMetrics& m = t.metrics;
-    f.set_attr("/timing", "columns", names);
-    f.set_attr("/timing", "ranks", static_cast<std::int64_t>(ranks.size()));
-    f.set_attr("/timing", "placement", placement);
-    f.set_attr("/timing", "runtime_seconds", m.runtime);
-    f.set_attr("/timing", "load_balance", m.load_balance);
-    f.set_attr("/timing", "communication_efficiency", m.communication_efficiency);
-    f.set_attr("/timing", "parallel_efficiency", m.parallel_efficiency);
-    f.set_attr("/timing", "transfer_efficiency", m.transfer_efficiency);
-    f.set_attr("/timing", "serialization_efficiency", m.serialization_efficiency);
+    f.set_attr(group, "columns", names);
+    f.set_attr(group, "ranks", static_cast<std::int64_t>(ranks.size()));
+    f.set_attr(group, "placement", placement);
+    f.set_attr(group, "runtime_seconds", m.runtime);
+    f.set_attr(group, "load_balance", m.load_balance);
+    f.set_attr(group, "communication_efficiency", m.communication_efficiency);
+    f.set_attr(group, "parallel_efficiency", m.parallel_efficiency);
+    f.set_attr(group, "transfer_efficiency", m.transfer_efficiency);
+    f.set_attr(group, "serialization_efficiency", m.serialization_efficiency);
     if (m.speedup > 0) {
-        f.set_attr("/timing", "speedup", m.speedup);
-        f.set_attr("/timing", "computation_scalability", m.computation_scalability);
-        f.set_attr("/timing", "global_efficiency", m.global_efficiency);
+        f.set_attr(group, "speedup", m.speedup);
+        f.set_attr(group, "computation_scalability", m.computation_scalability);
+        f.set_attr(group, "global_efficiency", m.global_efficiency);
     }
+}
+
+}  // namespace
+
+std::string write_timing(h5::File& f, const GatheredTiming& t, const std::vector<std::string>& placement) {
+    write_timing_at(f, "/timing", t, placement);
+    const std::string record = "/timing/runs/" + std::to_string(f.exists("/timing/runs") ? f.list("/timing/runs").size() : 0);
+    write_timing_at(f, record, t, placement);
+    f.set_attr(record, "command", command_line());
+    f.set_attr(record, "date", utc_timestamp());
+    return record;
 }
 
 void write_timing_json(const std::string& path, const GatheredTiming& t, const std::vector<std::string>& placement,

@@ -30,9 +30,14 @@ GatheredTiming gather_timing(const MpiContext& ctx, PhaseTimer& timer, RankTimin
 /// Adds speedup, computation scalability and global efficiency against the run in `baseline`.
 void apply_baseline(GatheredTiming& t, const std::string& baseline);
 
-/// Writes /timing: one dataset per phase, wall, counts and columns, the placement and the
-/// metrics as attributes (replacing an earlier run's). The problem adds its own attributes.
-void write_timing(h5::File& f, const GatheredTiming& t, const std::vector<std::string>& placement);
+/**
+ * Writes this run's timing twice: as /timing (one dataset per phase, wall, counts and columns;
+ * placement and metrics as attributes; an earlier run's replaced) and as the next record
+ * /timing/runs/<k> (the same layout plus the command line and the date), so that a file that
+ * several runs worked on (--resume, merge) keeps every run's account. Returns the record's
+ * group; the problem adds its own attributes to both.
+ */
+std::string write_timing(h5::File& f, const GatheredTiming& t, const std::vector<std::string>& placement);
 
 /// The JSON sidecar (`extra_json_fields`: the problem's own fields, "  \"name\": value" lines).
 void write_timing_json(const std::string& path, const GatheredTiming& t, const std::vector<std::string>& placement,
