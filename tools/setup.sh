@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs what ensemblefit needs on Debian 12 (as root), then configures and builds it in
-# build/. Safe to run again: apt-get only runs when a package is missing, cmake only rebuilds
-# what changed. CUDA is used when /usr/local/cuda/bin/nvcc exists (ENSEMBLEFIT_CUDA=AUTO).
+# build/, saying what it does and how long each step took. Safe to run again: apt-get only
+# runs when a package is missing, cmake only rebuilds what changed. The CUDA worker is built
+# when nvcc exists and a GPU is visible (ENSEMBLEFIT_CUDA=AUTO); EF_CMAKE_ARGS adds CMake
+# options, e.g. EF_CMAKE_ARGS=-DENSEMBLEFIT_CUDA=ON to build it on a machine without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
+step() { echo "setup: $*"; }
+took() { echo "setup:   done in $((SECONDS - $1)) s"; }
+
 packages=(g++ make cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 librandom123-dev libfftw3-dev libpng-dev
           python3-numpy python3-scipy python3-h5py python3-matplotlib)
@@ -13,12 +19,28 @@ for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}"
+    t=$SECONDS
+    step "installing ${#missing[@]} Debian package(s): ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+    took $t
+else
+    step "Debian packages: all ${#packages[@]} present"
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EF_CMAKE_ARGS:-} > build-configure.log 2>&1 \
-    || { cat build-configure.log; exit 1; }
-cmake --build build -j"$(nproc)" > build.log 2>&1 || { grep -E -A5 "error" build.log | head -80; exit 1; }
-echo "setup: built build/ensemblefit ($(build/ensemblefit --version | head -1))"
+
+t=$SECONDS
+step "configuring build/ (log: build/configure.log)"
+mkdir -p build
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EF_CMAKE_ARGS:-} > build/configure.log 2>&1 \
+    || { cat build/configure.log; exit 1; }
+grep -E "^-- CUDA worker|^ \* CUDA" build/configure.log | sed 's/^/setup:   /' || true
+took $t
+
+t=$SECONDS
+targets=$(cmake --build build --target help 2>/dev/null | grep -c '^\.\.\. ' || true)
+step "building ($targets targets, $(nproc) jobs; log: build/build.log)"
+cmake --build build -j"$(nproc)" > build/build.log 2>&1 || { grep -E -A5 "error" build/build.log | head -80; exit 1; }
+took $t
+mkdir -p runs  # the README's commands write their outputs here (git-ignored)
+step "built build/ensemblefit ($(build/ensemblefit --version | head -1)) in $((SECONDS - t0)) s in all"

@@ -10,7 +10,7 @@
 #   source OUTDIR/env.sh && mpirun -np 2 OUTDIR/bin/PROGRAM ...
 # OUTDIR/bin holds copies of the PROGRAMs; OUTDIR/env.sh sets PATH, LD_LIBRARY_PATH, OPAL_PREFIX.
 # Build with the GPU's architecture named (-DCMAKE_CUDA_ARCHITECTURES=90 for H100/H200), e.g.
-#   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
+#   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DENSEMBLEFIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 #   cmake --build build-gpu && tools/gpu/bundle-runtime.sh .gpu-run build-gpu/ensemblefit build-gpu/tests/gpu_tests
 # The bundle (about 50 MB) is git-ignored (/.gpu-run/); copy it, not the build folder. A line
 # "pmix_mca_base_component_repository_open: unable to open ... pmix_mca_pcompress_zlib" at mpirun
