@@ -25,11 +25,11 @@
 
 #include "kernels/recon/ptycho_math.hpp"
 #include "src/io/h5.hpp"
-#include "src/recon/batch_schedule.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/png_preview.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/ptycho_h5.hpp"
+#include "src/sched/batch_schedule.hpp"
 
 namespace ef {
 
@@ -111,7 +111,7 @@ class Reconstruction {
             throw usage_error(cfg_.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
         if (cfg_.probe_init == "file" && !ds_.has_probe)
             throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
-        schedule_ = std::make_unique<recon::BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
+        schedule_ = std::make_unique<BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
         debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
         if (!debug_speeds_.empty() && cfg_.balance != "throughput")
             throw usage_error("--debug.speeds: needs run.balance = throughput");
@@ -160,7 +160,7 @@ class Reconstruction {
         });
 
         std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
-        bounds_ = recon::BatchSchedule::partition(schedule_->strata(), equal);
+        bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
 
         std::ostringstream me;
         me << ctx_.rank() << "\t" << ctx_.host() << "\t" << worker_->describe();
@@ -629,7 +629,7 @@ class Reconstruction {
         }
         if (!debug_speeds_.empty()) speed = debug_speeds_[std::min(rebalance_points_, debug_speeds_.size() - 1)];
         ++rebalance_points_;
-        std::vector<std::int64_t> next = recon::BatchSchedule::partition(schedule_->strata(), speed);
+        std::vector<std::int64_t> next = BatchSchedule::partition(schedule_->strata(), speed);
         auto slowest = [&](const std::vector<std::int64_t>& b) {
             double worst = 0;
             for (size_t r = 0; r + 1 < b.size(); ++r)
@@ -844,7 +844,7 @@ class Reconstruction {
     bool subpixel_ = true;
     int threads_ = 1;
     std::unique_ptr<ReconWorker> worker_;
-    std::unique_ptr<recon::BatchSchedule> schedule_;
+    std::unique_ptr<BatchSchedule> schedule_;
     std::vector<std::int64_t> bounds_;
     std::int64_t my_first_ = 0, my_count_ = 0;
     std::vector<double> mean_pattern_;

@@ -17,11 +17,12 @@
 
 #include "kernels/recon/cpu_backend.hpp"
 #include "kernels/recon/ptycho_engine.hpp"
-#include "src/recon/batch_schedule.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
+#include "src/sched/batch_schedule.hpp"
 
 using namespace ef::recon;
+using ef::BatchSchedule;
 using C = std::complex<double>;
 
 TEST_CASE("batch schedule: every position once per iteration, independent of the rank split", "[recon]") {

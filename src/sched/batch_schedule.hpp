@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <vector>
 
-namespace ef::recon {
+namespace ef {
 
 /**
- * Which scan positions form each mini-batch, and which rank computes which (internal).
+ * Which scan positions form each mini-batch of a reconstruction, and which rank computes which
+ * (internal; the reconstruction's scheduler, beside the fit's WorkQueue).
  *
  * The scan (N positions in file order) is cut into S = batch size contiguous strata of
  * floor/ceil(N / S) positions. Each iteration shuffles every stratum (Fisher-Yates driven by a
@@ -45,4 +46,4 @@ class BatchSchedule {
     std::vector<std::int64_t> order_;  // per stratum of [s0, s1): shuffled offsets, concatenated
 };
 
-}  // namespace ef::recon
+}  // namespace ef

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include "src/recon/batch_schedule.hpp"
+#include "src/sched/batch_schedule.hpp"
 
 #include <algorithm>
 #include <numeric>
 
-namespace ef::recon {
+namespace ef {
 
 namespace {
 
@@ -88,4 +88,4 @@ std::vector<std::int64_t> BatchSchedule::partition(std::int64_t strata, const st
     return bounds;
 }
 
-}  // namespace ef::recon
+}  // namespace ef
