@@ -61,14 +61,12 @@ class AlignedBuffer {
 
 /**
  * Batched in-place 2-D FFTs of h x w complex windows on the CPU, unnormalised, forward with
- * exp(-2 pi i ...) (FFTW's and cuFFT's convention). With FFTW (EF_HAVE_FFTW), one plan per
- * direction for a single window is made at construction (the planner is not thread-safe) and
- * executed on every window from an OpenMP loop through the new-array interface, so a window's
- * result never depends on the batch size or its split over threads or ranks. With FFTW_ESTIMATE
- * (the default) the plan, and so every bit, is the same in every process; FFTW_MEASURE picks
- * by timing, which may differ between processes. Without FFTW a built-in radix-2 (else direct
- * DFT) transform keeps the library usable, slowly.
- * Implemented in kernels/cpu/recon_fft.cpp for float and double.
+ * exp(-2 pi i ...) (FFTW's and cuFFT's convention). One FFTW plan per direction for a single
+ * window is made at construction (the planner is not thread-safe) and executed on every window
+ * from an OpenMP loop through the new-array interface, so a window's result never depends on the
+ * batch size or its split over threads or ranks. With FFTW_ESTIMATE (the default) the plan, and
+ * so every bit, is the same in every process; FFTW_MEASURE picks by timing, which may differ
+ * between processes. Implemented in kernels/cpu/recon_fft.cpp for float and double.
  */
 template <class T>
 class CpuFft {
@@ -79,7 +77,7 @@ class CpuFft {
     CpuFft& operator=(const CpuFft&) = delete;
 
     void run(Cx<T>* data, std::int64_t count, bool inverse);
-    /// "FFTW 3.3.10 (measure)" or "built-in FFT (no FFTW)".
+    /// "FFTW (measured plans)" or "FFTW (estimated plans)".
     static const char* describe(bool measure);
 
    private:

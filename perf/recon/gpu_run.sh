@@ -27,13 +27,7 @@ mode=${1:-run}
 
 if [ "$mode" = prepare ]; then
     set -e
-    extra=()
-    if ! grep -q -i fftw CMakeLists.txt; then
-        # Until the build links FFTW and libpng itself (see docs/reconstruction.md, "Build").
-        extra=(-DCMAKE_CXX_FLAGS="-DEF_HAVE_FFTW=1 -DEF_HAVE_PNG=1"
-               -DCMAKE_CXX_STANDARD_LIBRARIES="-lfftw3f -lfftw3 -lpng16")
-    fi
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" > /dev/null
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
     cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests
     tools/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
     rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*

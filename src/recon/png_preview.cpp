@@ -1,29 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "src/recon/png_preview.hpp"
 
+#include <png.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
-#ifdef EF_HAVE_PNG
-#include <png.h>
-#endif
-
 #include <ensemblefit/core/error.hpp>
 
 namespace ef::recon {
 
-bool png_available() {
-#ifdef EF_HAVE_PNG
-    return true;
-#else
-    return false;
-#endif
-}
-
 void write_gray_png(const std::string& path, int width, int height, const std::vector<std::uint8_t>& pixels) {
-#ifdef EF_HAVE_PNG
     std::unique_ptr<FILE, int (*)(FILE*)> fp(std::fopen(path.c_str(), "wb"), &std::fclose);
     if (!fp) throw runtime_error(path + ": cannot write PNG preview");
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
@@ -45,13 +34,6 @@ void write_gray_png(const std::string& path, int width, int height, const std::v
         png_write_row(png, const_cast<png_bytep>(pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(width)));
     png_write_end(png, nullptr);
     png_destroy_write_struct(&png, &info);
-#else
-    (void)path;
-    (void)width;
-    (void)height;
-    (void)pixels;
-    throw runtime_error("PNG previews: ensemblefit was built without libpng");
-#endif
 }
 
 namespace {
@@ -75,7 +57,6 @@ std::vector<std::string> write_previews(const std::string& stem, const std::vect
                                         int obj_h, int obj_w, const std::vector<std::complex<double>>& probe, int modes,
                                         int h, int w) {
     std::vector<std::string> written;
-    if (!png_available()) return written;
     std::vector<double> phase(object.size()), amp(object.size());
     for (size_t i = 0; i < object.size(); ++i) {
         phase[i] = std::arg(object[i]);

@@ -733,8 +733,6 @@ class Reconstruction {
                 std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                             "removed)\n",
                             100.0 * state_.nrmse, state_.rmse, roi_[1] - roi_[0], roi_[3] - roi_[2]);
-            if (cfg_.previews && previews_.empty() && !recon::png_available())
-                std::printf("previews: none (built without libpng)\n");
             for (const auto& p : previews_) std::printf("preview: %s\n", p.c_str());
             std::printf("output: %s\n", cfg_.output_file.c_str());
             std::fflush(stdout);
