@@ -188,7 +188,8 @@ __global__ void __launch_bounds__(kThreads) sum_kernel(Args a) {
  */
 class Sum {
    public:
-    Sum() = default;
+    /// `trace` (the EF_RECON_PEER_TRACE diagnostic): time block 0's steps and print them at the end.
+    explicit Sum(bool trace = false) : trace_(trace) {}
     Sum(const Sum&) = delete;
     Sum& operator=(const Sum&) = delete;
     ~Sum() {
@@ -270,7 +271,7 @@ class Sum {
             release();
             return false;
         }
-        if (const char* e = std::getenv("EF_RECON_PEER_TRACE"); e && e[0] == '1' &&
+        if (trace_ &&
             cudaMalloc(reinterpret_cast<void**>(&a.trace), kChannels * kTraceSlots * sizeof(unsigned long long)) == cudaSuccess)
             cudaMemset(a.trace, 0, kChannels * kTraceSlots * sizeof(unsigned long long));
         args_ = a;
@@ -308,7 +309,7 @@ class Sum {
     }
 
    private:
-    /// EF_RECON_PEER_TRACE=1: where block 0 of this rank spent each sum, on average.
+    /// With the trace (EF_RECON_PEER_TRACE=1): where block 0 of this rank spent each sum, on average.
     void print_trace() const {
         if (!args_.trace) return;
         unsigned long long all[kChannels * kTraceSlots] = {};
@@ -342,6 +343,7 @@ class Sum {
         args_ = Args{};
     }
 
+    bool trace_;
     Args args_{};
     std::int64_t capacity_ = 0;
     int blocks_ = kBlocks;

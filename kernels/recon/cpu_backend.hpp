@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <ensemblefit/recon/recon_worker.hpp>
+
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/window_fft.hpp"
 
@@ -99,8 +101,10 @@ class CpuBackend {
     template <class U>
     using HostBuffer = AlignedBuffer<U>;
 
-    CpuBackend(int h, int w, int threads, bool fft_measure)
-        : threads_(threads < 1 ? 1 : threads), h_(h), w_(w), fft_(h, w, threads_, fft_measure) {}
+    /// `tuning`: the [tuning] choices, decided here once (automatic = off for both on the CPU).
+    CpuBackend(int h, int w, int threads, bool fft_measure, const ReconTuning& tuning = {})
+        : threads_(threads < 1 ? 1 : threads), fft_(h, w, threads_, fft_measure),
+          window_(tuning.window == TuningSwitch::on), defer_(tuning.deferred == TuningSwitch::on) {}
 
     int threads() const { return threads_; }
 
@@ -143,29 +147,12 @@ class CpuBackend {
     void fft(Cx<T>* data, std::int64_t count, bool inverse) { fft_.run(data, count, inverse); }
 
     /**
-     * Whether the engine runs its fused sequence (FFT loads instead of element-wise passes).
-     * On the CPU it saves nothing (each load is evaluated into the buffer first), so it is off
-     * unless EF_RECON_FUSED=1, which tests use to check the fused sequence against the plain one.
-     */
-    bool fused_ffts(std::int64_t) const {
-        const char* e = std::getenv("EF_RECON_FUSED");
-        return e && e[0] == '1';
-    }
-    /// In-place batched FFT of `data` whose input element (r, q) is load(r, q).
-    template <class Load>
-    void fft_load(const Load& load, Cx<T>* data, std::int64_t count, bool inverse) {
-        const int n = h_ * w_;
-        for_each_rows(count, n, ApplyLoad<T, Load>{load, data, n});
-        fft_.run(data, count, inverse);
-    }
-    /**
      * Window size of the window-resident passes (window_passes.hpp), 0 for the FFTW sequence.
-     * FFTW is the faster CPU transform, so they run here only with EF_RECON_WINDOW=1 (tests use
+     * FFTW is the faster CPU transform, so they run here only with tuning.window = on (tests use
      * it to check the GPU's sequence on the CPU).
      */
     int window_size(const PtychoDims& d) const {
-        const char* e = std::getenv("EF_RECON_WINDOW");
-        if (!(e && e[0] == '1') || d.h != d.w) return 0;
+        if (!window_ || d.h != d.w) return 0;
         return d.h == 32 || d.h == 64 || d.h == 128 ? d.h : 0;
     }
     /// Blocks the device runs at once (window passes split modes to fill them): none here.
@@ -219,12 +206,9 @@ class CpuBackend {
     void side_end() {}
     void side_join() {}
 
-    /// Deferred steps (PtychoEngine::begin_deferred): only with EF_RECON_DEFERRED=1 here, which
+    /// Deferred steps (PtychoEngine::begin_deferred): only with tuning.deferred = on here, which
     /// tests use to check them against the per-batch steps; a CPU step has nothing to overlap.
-    bool defer_steps() const {
-        const char* e = std::getenv("EF_RECON_DEFERRED");
-        return e && e[0] == '1';
-    }
+    bool defer_steps() const { return defer_; }
     /// Time stamps on the device's timeline (the host's here, where work is synchronous).
     void stamp(std::size_t i) {
         if (stamps_.size() <= i) stamps_.resize(i + 1);
@@ -249,8 +233,9 @@ class CpuBackend {
 
    private:
     int threads_;
-    int h_, w_;
     CpuFft<T> fft_;
+    bool window_;  // window-resident passes (tuning.window = on)
+    bool defer_;   // deferred steps (tuning.deferred = on)
     std::vector<std::chrono::steady_clock::time_point> stamps_;
 };
 

@@ -19,6 +19,7 @@ inline EngineOptions engine_options(const ReconWorkerOptions& o) {
     e.subpixel = o.subpixel;
     e.amplitude_min = o.amplitude_min;
     e.amplitude_max = o.amplitude_max;
+    e.window_groups = o.tuning.window_groups;
     return e;
 }
 

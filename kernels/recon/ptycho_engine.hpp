@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <complex>
 #include <cstdint>
@@ -26,6 +25,7 @@ struct EngineOptions {
     bool subpixel = true;         ///< shift the probe by each position's sub-pixel remainder
     double amplitude_min = 0.0;   ///< clamp of the object amplitude after each update
     double amplitude_max = std::numeric_limits<double>::infinity();
+    int window_groups = 0;        ///< mode groups of the window passes (0: chosen per batch)
 };
 
 /// One rank's part of a mini-batch, host side.
@@ -193,9 +193,6 @@ class PtychoEngine {
         if (window_n_ == 32) return window_gradients<32>(batch, probe_grad, position_grad);
         const bool shifted = o_.subpixel;
         forward_far_field(batch);
-        // Fused sequence (fused_): the modulus factor and conj(O) are applied by the loads of the
-        // FFTs that follow (cuFFT callbacks on the GPU) instead of passes over psi.
-        const bool fused = fused_;
         const bool gp_fft = shifted && (probe_grad || position_grad);
 
         // Per-position sums come back (on the GPU) at the next synchronize(): read after it.
@@ -204,26 +201,18 @@ class PtychoEngine {
         Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
         be_.mark("modulus");
         be_.reduce_groups(b, n,
-                          ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data(),
-                                             fused ? factor_.data() : nullptr},
+                          ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data()},
                           sink ? sink : per.data(), sink != nullptr);
         be_.mark("ifft far field");
-        if (fused)
-            be_.fft_load(LoadScaled<T>{d_, psi_.data(), factor_.data()}, psi_.data(), b * K, true);
-        else
-            be_.fft(psi_.data(), b * K, true);
+        be_.fft(psi_.data(), b * K, true);
         be_.mark("patch gradients");
-        PatchGradients<T> pgrad{d_, shifted ? pshift_.data() : probe_.data(), shifted, object_.data(), crop_.data(),
-                                psi_.data(), patch_grad_.data()};
-        pgrad.store_probe_grad = !fused || (!shifted && probe_grad);
-        be_.for_each_rows(b, static_cast<int>(n), pgrad);
+        be_.for_each_rows(b, static_cast<int>(n),
+                          PatchGradients<T>{d_, shifted ? pshift_.data() : probe_.data(), shifted, object_.data(),
+                                            crop_.data(), psi_.data(), patch_grad_.data()});
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
         if (gp_fft) {
             be_.mark("fft probe gradient");
-            if (fused)
-                be_.fft_load(LoadConjObject<T>{d_, psi_.data(), object_.data(), crop_.data()}, psi_.data(), b * K, false);
-            else
-                be_.fft(psi_.data(), b * K, false);
+            be_.fft(psi_.data(), b * K, false);
             // The spectrum is what ranks sum; update() takes it back to real space.
             be_.mark("probe spectrum, positions");
             const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
@@ -507,24 +496,6 @@ class PtychoEngine {
             per_pixel += 4.0 + 4.0;
             return passes * kn * c + n * per_pixel;
         }
-        if (fused_used_) {
-            // Fused: the FFT loads compute their input from cached tables (probe spectrum, ramps,
-            // object) or from the tensor they transform, so an FFT reads its tensor once at most.
-            if (o_.subpixel) passes += 1 + 2;  // IFFT to shifted probes (write); FFT of P O (read pshift, write psi)
-            else passes += 1;                  // FFT of P O (write psi; probe and object cached)
-            passes += 1;                       // modulus factor (read psi)
-            per_pixel += 4.0 + 4.0;            // factor written, read by the inverse FFT's load
-            passes += 2;                       // IFFT with the factor applied (read, write)
-            passes += o_.subpixel ? 2 : 1;     // patch gradients: psi (+ pshift) read
-            if (gp_fft) {
-                passes += 2;  // FFT of conj(O) G_psi
-                // spectrum sum and position terms (one read of F G_P when one pass does both)
-                passes += merged_used_ ? 1 : (probe_grad ? 1 : 0) + (position_grad ? 1 : 0);
-            } else if (probe_grad) {
-                passes += 1 + 1;  // G_P written by the patch pass, read by the probe sum
-            }
-            return passes * kn * c + n * per_pixel;
-        }
         if (o_.subpixel) passes += 1 + 2 + 2;  // spectrum write, IFFT, exit (read pshift, write psi)
         else passes += 1;                      // exit (write)
         passes += 2;                           // FFT
@@ -573,27 +544,17 @@ class PtychoEngine {
         be_.mark("stage");
         stage_batch(batch);
         ensure_workspace(b);
-        fused_ = be_.fused_ffts(rows);
-        fused_used_ = fused_;
         be_.mark("shifted probes");
         if (o_.subpixel) {
             ensure_probe_spectrum();
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
-            if (fused_) {
-                be_.fft_load(LoadShiftedProbe<T>{d_, probe_spec_.data(), ramp_.data()}, pshift_.data(), rows, true);
-            } else {
-                be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
-                be_.fft(pshift_.data(), rows, true);
-            }
+            be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
+            be_.fft(pshift_.data(), rows, true);
         }
         be_.mark("exit waves, fft");
         const Cx<T>* probe = o_.subpixel ? pshift_.data() : probe_.data();
-        if (fused_) {
-            be_.fft_load(LoadExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data()}, psi_.data(), rows, false);
-        } else {
-            be_.for_each_rows(rows, n, ExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data(), psi_.data()});
-            be_.fft(psi_.data(), rows, false);
-        }
+        be_.for_each_rows(rows, n, ExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data(), psi_.data()});
+        be_.fft(psi_.data(), rows, false);
     }
 
     void ensure_probe_spectrum() {
@@ -819,14 +780,12 @@ class PtychoEngine {
      * time (Backend::parallel_units: one per multiprocessor; 0 on the CPU, one group), the
      * fewest groups among equals (each group adds partial sums). On 132 SMs with K = 12: b = 256
      * and 128 take 1 group, b = 64 (a quarter of 256) 2 groups of 6 modes (one wave), b = 20 all
-     * 12. EF_RECON_WINDOW_GROUPS=G forces G where it divides K (tests).
+     * 12. EngineOptions::window_groups (tuning.window_groups) forces G where it divides K.
      */
     int window_groups(std::int64_t b) const {
         const int K = d_.modes;
-        if (const char* e = std::getenv("EF_RECON_WINDOW_GROUPS")) {
-            const int g = std::atoi(e);
-            if (g >= 1 && g <= K && K % g == 0) return g;
-        }
+        const int forced = o_.window_groups;
+        if (forced >= 1 && forced <= K && K % forced == 0) return forced;
         const std::int64_t P = be_.parallel_units();
         if (P <= 0 || b <= 0) return 1;
         int G = 1;
@@ -860,7 +819,7 @@ class PtychoEngine {
     Buffer<Cx<double>> mix_;  // mix_probe_modes()
     Buffer<double> grad_;
     Buffer<C> psi_, pshift_, patch_grad_;
-    Buffer<T> factor_;  // b x n modulus factors (fused sequence and window passes)
+    Buffer<T> factor_;  // b x n modulus factors (window passes)
     Buffer<C> twiddle_;     // window passes: W_N^k table
     Buffer<T> inten_part_;  // window passes with mode groups: b x G x n partial intensities
     Buffer<C> patch_part_;  // and patch gradients
@@ -895,8 +854,6 @@ class PtychoEngine {
     bool probe_spec_valid_ = false;
     bool probe_spec_has_probe_ = false;  // probe_spec_ holds a copy of probe_ (the Adam step wrote it)
     bool spec_slots_valid_ = false;  // spec_slots_ is probe_spec_ in slot order (window passes)
-    bool fused_ = false;       // this batch runs the fused sequence (Backend::fused_ffts)
-    bool fused_used_ = false;   // the last batch did: traffic_bytes() counts the fused passes
     bool merged_used_ = false;  // the last batch summed probe spectrum and position terms in one pass
 };
 

@@ -10,8 +10,8 @@
  * Single-source math of one ptychographic mini-batch step: forward model, losses, Wirtinger
  * gradients and the Adam update, written once as EF_HD functors. The CPU backend calls them from
  * OpenMP loops, the CUDA backend from kernels (kernels/recon/ptycho_engine.hpp sequences them;
- * the backends only launch, reduce and transform). See ../shared/notes/ptychography.md §2 and
- * docs/reconstruction.md for the derivations.
+ * the backends only launch, reduce and transform). See docs/reconstruction.md and the PtyRAD paper
+ * (arXiv:2505.07814) for the derivations.
  *
  * Conventions (all functors):
  *  - n = h * w pixels per window; pixel q = u * w + v (row u, column v).
@@ -255,7 +255,6 @@ struct ModulusGradient {
     const float* patterns;           ///< the rank's share, count x n, FFT order
     const std::int64_t* pattern_of;  ///< b: row of `patterns` for batch position j
     Cx<T>* psi;                      ///< b x K x n
-    T* factor = nullptr;             ///< b x n: when set, (2 g / n) goes here and psi is left as it is
     EF_HD Sum2 operator()(std::int64_t j, std::int64_t e) const {
         const int n = d.h * d.w;
         const int q = static_cast<int>(e);
@@ -266,10 +265,6 @@ struct ModulusGradient {
         const T data = static_cast<T>(patterns[pattern_of[j] * n + q]);
         T f;
         const Sum2 terms = modulus_pixel(loss, intensity, data, inv_n, f);
-        if (factor) {  // fused path: the inverse FFT's load (LoadScaled) applies f
-            factor[j * n + q] = f;
-            return terms;
-        }
         for (int k = 0; k < d.modes; ++k) row[static_cast<std::int64_t>(k) * n] = row[static_cast<std::int64_t>(k) * n] * f;
         return terms;
     }
@@ -369,7 +364,6 @@ struct PatchGradients {
     const int* crop;
     Cx<T>* psi;
     Cx<T>* patch_grad;  ///< b x n
-    bool store_probe_grad = true;  ///< false: psi is left as it is (a later FFT load applies conj(O))
     EF_HD void operator()(std::int64_t j, int q) const {
         const int n = d.h * d.w;
         const std::int64_t row = crop[2 * j] + q / d.w;
@@ -381,7 +375,7 @@ struct PatchGradients {
             const Cx<T> g = psi[e];
             const Cx<T> p = per_position ? probe[e] : probe[static_cast<std::int64_t>(k) * n + q];
             acc = acc + conj_mul(p, g);
-            if (store_probe_grad) psi[e] = conj_mul(o, g);
+            psi[e] = conj_mul(o, g);
         }
         patch_grad[j * n + q] = acc;
     }
@@ -554,90 +548,21 @@ struct ObjectGradient {
 // ---- FFT loads ----------------------------------------------------------------------------
 
 /**
- * FFT load operations: the value an in-place batched FFT of b x K x n elements reads at row
- * r = (j, k), pixel q, computed instead of read from a separate element-wise pass. The CUDA
- * worker can run them as cuFFT LTO load callbacks (kernels/cuda/lto/recon_fft_loads.cu;
- * experimental, EF_RECON_CALLBACKS=1: see docs/reconstruction.md), so the element-wise pass
- * and its write and read of a whole b x K x n tensor disappear; the CPU
- * backend (and the GPU without callbacks) evaluate them into the buffer, then transform. Each
- * computes exactly what the pass it replaces writes (same operations in the same order), so the
- * fused and unfused sequences agree bit for bit on the same backend.
+ * The shifted-probe spectrum (ShiftedProbeSpectrum's value, the same operations in the same
+ * order) computed where an inverse FFT reads it instead of read from a b x K x n tensor: the
+ * window-resident passes' first stage (window_passes.hpp) calls at() for each element it loads.
  */
-
-/// Shifted-probe spectrum (ShiftedProbeSpectrum's value): for the inverse FFT giving P_jk.
 template <class T>
 struct LoadShiftedProbe {
     PtychoDims d;
     const Cx<T>* probe_spec;
     const Cx<T>* ramp;
-    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
-        const int j = static_cast<int>(r) / d.modes;  // rows < 2^31: 32-bit division (cheap on GPUs)
-        const int k = static_cast<int>(r) - j * d.modes;
-        return at(j, k, q / d.w, q % d.w);
-    }
     /// The value for position j, mode k at frequency pixel (u, v).
     EF_HD EF_INLINE Cx<T> at(std::int64_t j, int k, int u, int v) const {
         const int n = d.h * d.w;
         const Cx<T> w = ramp_at(ramp, d, j, u, v);
         return probe_spec[static_cast<std::int64_t>(k) * n + u * d.w + v] * w * (T(1) / static_cast<T>(n));
     }
-};
-
-/// Exit wave (ExitWave's value) for the forward FFT: P_jk(q) O(crop_j + q).
-template <class T>
-struct LoadExitWave {
-    PtychoDims d;
-    const Cx<T>* probe;  ///< b x K x n (per_position) or K x n
-    bool per_position;
-    const Cx<T>* object;
-    const int* crop;
-    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
-        const int n = d.h * d.w;
-        const int j = static_cast<int>(r) / d.modes;  // rows < 2^31: 32-bit division (cheap on GPUs)
-        const int k = static_cast<int>(r) - j * d.modes;
-        const std::int64_t row = crop[2 * j] + q / d.w;
-        const std::int64_t col = crop[2 * j + 1] + q % d.w;
-        const Cx<T> p = per_position ? probe[r * n + q] : probe[static_cast<std::int64_t>(k) * n + q];
-        return p * object[row * d.obj_w + col];
-    }
-};
-
-/// Far field times ModulusGradient's factor (2 g / n) of its position and pixel.
-template <class T>
-struct LoadScaled {
-    PtychoDims d;
-    const Cx<T>* psi;
-    const T* factor;  ///< b x n
-    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
-        const int n = d.h * d.w;
-        const std::int64_t j = static_cast<int>(r) / d.modes;
-        return psi[r * static_cast<std::int64_t>(n) + q] * factor[j * n + q];
-    }
-};
-
-/// Shifted-probe gradient G_P_jk = conj(O_j) G_psi_jk (PatchGradients' store) for the forward FFT.
-template <class T>
-struct LoadConjObject {
-    PtychoDims d;
-    const Cx<T>* psi;
-    const Cx<T>* object;
-    const int* crop;
-    EF_HD Cx<T> operator()(std::int64_t r, int q) const {
-        const int n = d.h * d.w;
-        const int j = static_cast<int>(r) / d.modes;
-        const std::int64_t row = crop[2 * j] + q / d.w;
-        const std::int64_t col = crop[2 * j + 1] + q % d.w;
-        return conj_mul(object[row * d.obj_w + col], psi[r * static_cast<std::int64_t>(n) + q]);
-    }
-};
-
-/// dst(r, q) = load(r, q): a load evaluated into memory (backends without FFT callbacks).
-template <class T, class Load>
-struct ApplyLoad {
-    Load load;
-    Cx<T>* dst;
-    int n;
-    EF_HD void operator()(std::int64_t r, int q) const { dst[r * n + q] = load(r, q); }
 };
 
 // ---- updates -----------------------------------------------------------------------------

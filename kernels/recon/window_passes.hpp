@@ -239,7 +239,7 @@ struct SumModeGroups {
 
 /**
  * Backward pass of position j, per mode k: G_psi = inverse FFT of Psi_jk times the factor
- * (LoadScaled); the object-patch gradient sum_k conj(P_jk) G_psi (PatchGradients' sum, kept in
+ * (ModulusGradient's product, made as the first stage loads it); the object-patch gradient sum_k conj(P_jk) G_psi (PatchGradients' sum, kept in
  * `patch_grad`) and G_P_jk = conj(O_j) G_psi; with sub-pixel shifts its forward FFT, stored
  * (slot order) for ProbeSpectrumFromSlots and used at once for the position-gradient terms;
  * without them G_P_jk itself (natural order, for ProbeGradientDirect). The shifted probes come
@@ -293,7 +293,7 @@ struct WindowBackward {
         for (int k = mg.k0; k < mg.k1; ++k) {
             const std::int64_t r = j * d.modes + k;
             Cx<T>* row = psi + r * n;
-            // G_psi: inverse FFT of the far field times the factor (LoadScaled), read by the first stage
+            // G_psi: inverse FFT of the far field times the factor, read by the first stage
             Cols::inverse_b_load(blk, win, tw, [&](int su, int sv) {
                 const int s = su * N + sv;
                 return load_once(row + s) * fac[s];

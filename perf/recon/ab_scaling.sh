@@ -4,8 +4,9 @@
 # tBL-WSe2-shaped benchmark, for each variant, on 1 GPU at batch 256, on 1 GPU at one GPU's share
 # of it on M GPUs (SHARE=M: batch 256 / M, the M-GPU step without the sum over GPUs) and on N
 # GPUs, in rounds (variants interleaved, so drift of the machine falls on all of them alike). A
-# variant is NAME or NAME:VAR=VALUE[,VAR=VALUE...] (environment for that variant's runs only).
-#   source .gpu-run/env.sh && OUT=$OUT VARIANTS="base late:EF_RECON_LATE_OBJECT_SUM=1" \
+# variant is NAME or NAME:--KEY=VALUE[,--KEY=VALUE...] (config overrides, e.g. [tuning] keys, for
+# that variant's runs only).
+#   source .gpu-run/env.sh && OUT=$OUT VARIANTS="base apart:--tuning.window_clusters=false" \
 #       SHARE=4 bash perf/recon/ab_scaling.sh [N] [ROUNDS]
 # Prints seconds per iteration and efficiency (against the variant's 1-GPU run of the round) per
 # variant and round; with SHARE=M also the bound on M GPUs' efficiency with a free sum over GPUs
@@ -32,17 +33,17 @@ share=$((256 / ${SHARE:-1}))
 for round in $(seq "$ROUNDS"); do
     for v in ${VARIANTS:-base}; do
         name=${v%%:*}
-        envs=()
-        [ "$name" != "$v" ] && IFS=, read -r -a envs <<< "${v#*:}"
-        env "${envs[@]}" ensemblefit reconstruct bench.ini --output.file one.h5 --overwrite > one.log 2>&1 \
+        opts=()
+        [ "$name" != "$v" ] && IFS=, read -r -a opts <<< "${v#*:}"
+        ensemblefit reconstruct bench.ini "${opts[@]}" --output.file one.h5 --overwrite > one.log 2>&1 \
             || { echo "!! $name failed on 1 GPU"; tail -5 one.log; continue; }
         one=$(spi one.h5)
         if [ "${SHARE:-0}" -gt 0 ]; then
-            env "${envs[@]}" ensemblefit reconstruct bench.ini --solver.batch_size "$share" --output.file share.h5 \
+            ensemblefit reconstruct bench.ini "${opts[@]}" --solver.batch_size "$share" --output.file share.h5 \
                 --overwrite > share.log 2>&1 || { echo "!! $name failed at batch $share"; tail -5 share.log; continue; }
             part=$(spi share.h5)
         fi
-        env "${envs[@]}" mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \
+        mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini "${opts[@]}" \
             --output.file "v_$name.h5" --overwrite > "v_$name.log" 2>&1 || { echo "!! $name failed"; tail -5 "v_$name.log"; continue; }
         s=$(spi "v_$name.h5")
         # steps per iteration: 16384 / 256 on N GPUs, 16384 / share alone

@@ -27,7 +27,7 @@ mode=${1:-run}
 
 if [ "$mode" = prepare ]; then
     set -e
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DENSEMBLEFIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
     cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests
     tools/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests
     rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*
@@ -167,18 +167,18 @@ step "ensemblefit, 1 GPU"
 EF_RECON_COMM_TRACE=1 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
 # The per-batch steps (a wait per batch, the loss factor on the host), the default before the
 # deferred steps, beside them in the same run.
-step "ensemblefit, 1 GPU, per-batch steps (EF_RECON_DEFERRED=0)"
-EF_RECON_DEFERRED=0 ensemblefit reconstruct bench.ini --output.file perbatch_1.h5; check
+step "ensemblefit, 1 GPU, per-batch steps (tuning.deferred = off)"
+ensemblefit reconstruct bench.ini --tuning.deferred off --output.file perbatch_1.h5; check
 if [ "${ONLY_SCALING:-0}" != 1 ]; then
 # The same run with the previous sequence, cuFFT batched FFTs and element-wise passes
-# (EF_RECON_WINDOW=0), then where the GPU time goes (EF_RECON_PHASES=1: events between the
+# (tuning.window = off), then where the GPU time goes (EF_RECON_PHASES=1: events between the
 # engine's phases, a little overhead, so not the timed runs).
-step "ensemblefit, 1 GPU, 5 iterations, cuFFT and element-wise passes (EF_RECON_WINDOW=0)"
-EF_RECON_WINDOW=0 ensemblefit reconstruct bench.ini --solver.iterations 5 --output.file passes_1.h5; check
+step "ensemblefit, 1 GPU, 5 iterations, cuFFT and element-wise passes (tuning.window = off)"
+ensemblefit reconstruct bench.ini --tuning.window off --solver.iterations 5 --output.file passes_1.h5; check
 step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (default: window-resident passes)"
 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 --output.file phases_default.h5; check
-step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (EF_RECON_WINDOW=0)"
-EF_RECON_WINDOW=0 EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.iterations 3 \
+step "ensemblefit, 1 GPU, 3 iterations, GPU time per phase (tuning.window = off)"
+EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --tuning.window off --solver.iterations 3 \
     --output.file phases_passes.h5; check
 step "PyTorch peer (PtyRAD style), 1 GPU, same data"
 py "$SRC/perf/peers/ptycho_torch.py" --data bench.h5 --modes 12 --batch 256 --iterations $(( iters / 2 + 1 )) \
@@ -199,8 +199,8 @@ for g in 2 4 8; do
     step "ensemblefit, $g GPUs, NCCL sums (run.allreduce = nccl)"
     EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --run.allreduce nccl --output.file nccl_$g.h5; check
     if [ "$g" -eq 4 ]; then
-        step "ensemblefit, $g GPUs (default sums), per-batch steps (EF_RECON_DEFERRED=0)"
-        EF_RECON_COMM_TRACE=1 EF_RECON_DEFERRED=0 $MPI -np $g ensemblefit reconstruct bench.ini \
+        step "ensemblefit, $g GPUs (default sums), per-batch steps (tuning.deferred = off)"
+        EF_RECON_COMM_TRACE=1 $MPI -np $g ensemblefit reconstruct bench.ini --tuning.deferred off \
             --output.file perbatch_$g.h5; check
         # Not the goal's measure (that is batch 256 in all): 256 positions per GPU and step, so
         # a 4-GPU iteration takes 16 steps of 1024 (fewer Adam steps: another algorithm).
@@ -259,9 +259,9 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
     res["runs"][str(g)] = r
     print(json.dumps(r))
 one_gpu = None
-for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (EF_RECON_WINDOW=0)"),
-                   ("perbatch_1.h5", "per-batch steps (EF_RECON_DEFERRED=0)"),
-                   ("perbatch_4.h5", "per-batch steps (EF_RECON_DEFERRED=0), 4 GPUs"),
+for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (tuning.window = off)"),
+                   ("perbatch_1.h5", "per-batch steps (tuning.deferred = off)"),
+                   ("perbatch_4.h5", "per-batch steps (tuning.deferred = off), 4 GPUs"),
                    ("nccl_2.h5", "NCCL sums (run.allreduce = nccl), 2 GPUs"),
                    ("nccl_4.h5", "NCCL sums (run.allreduce = nccl), 4 GPUs"),
                    ("weak_4.h5", "batch 1024 on 4 GPUs (256 per GPU per step; efficiency vs 1 GPU at batch 256)")):

@@ -23,11 +23,11 @@ ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose
 for spec in ${PROFILE_SPECS:-"256:auto" "$share:auto" "$share:1" "$share:4"}; do
     set -- ${spec/:/ }
     echo "== 1 GPU, batch $1, mode groups $2"
-    if [ "$2" = auto ]; then unset EF_RECON_WINDOW_GROUPS; else export EF_RECON_WINDOW_GROUPS=$2; fi
-    EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.batch_size "$1" --output.file p.h5 --overwrite 2>&1 \
-        | grep -vE "pmix|dlopen|Perhaps"
+    groups=$2
+    [ "$groups" = auto ] && groups=0
+    EF_RECON_PHASES=1 ensemblefit reconstruct bench.ini --solver.batch_size "$1" --tuning.window_groups "$groups" \
+        --output.file p.h5 --overwrite 2>&1 | grep -vE "pmix|dlopen|Perhaps"
 done
-unset EF_RECON_WINDOW_GROUPS
 if [ "$(nvidia-smi -L | wc -l)" -ge "$N" ]; then
     echo "== $N GPUs, phases per rank"
     EF_RECON_PEER_TRACE=1 EF_RECON_PHASES=1 EF_RECON_COMM_TRACE=1 mpirun --bind-to none --oversubscribe -np "$N" ensemblefit reconstruct bench.ini \

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <boost/program_options.hpp>
 
@@ -75,9 +76,24 @@ const KeyInfo kKeys[] = {
     {"output.previews", "true", "write PNG previews next to the output (phase, amplitude, probe)"},
     {"output.report_every", "0", "iterations between progress lines (0 = about 20 lines)"},
     {"output.checkpoint_every", "0", "iterations between intermediate writes of the output (0 = end)"},
+    // How the workers run the model, never what it computes (docs/reconstruction.md, "Tuning").
+    {"tuning.deferred", "auto", "auto | on | off: deferred steps, an iteration's mini-batches queued on the device "
+                                "with no wait per batch (the same results); auto = on for GPU workers, off for CPU "
+                                "workers; on needs the gradients on the devices (one rank, or sums on the GPUs)"},
+    {"tuning.window", "auto", "auto | on | off: window-resident passes for square 32, 64 and 128 pixel patterns (one "
+                              "block per position, its FFTs in shared memory; equal to rounding); auto = on for GPU "
+                              "workers where the block fits, off for CPU workers (FFTW is faster there)"},
+    {"tuning.window_groups", "0", "probe-mode groups of the window passes: blocks per position (0 = chosen per "
+                                  "batch from the GPU's multiprocessors; else a divisor of model.modes)"},
+    {"tuning.window_clusters", "true", "run a position's 2 or 4 mode groups as one thread-block cluster where the "
+                                       "GPU has them (compute capability 9.0; the same results)"},
+    {"tuning.window_scratch", "true", "keep the window passes' per-position sums in shared memory where they fit "
+                                      "(false: in global memory, as on GPUs with less; the same results)"},
 };
 
-const std::set<std::string> kSections = {"data", "model", "object", "probe", "positions", "solver", "run", "output"};
+const std::set<std::string> kSections = {"data",   "model", "object", "probe",  "positions",
+                                         "solver", "run",   "output", "tuning"};
+constexpr const char* kSectionList = "data, model, object, probe, positions, solver, run, output, tuning";
 
 const KeyInfo* find_key(const std::string& key) { return ini::find_key(kKeys, key); }
 
@@ -86,7 +102,7 @@ std::map<std::string, int> scan_ini(const std::string& path) {
     ini::Rules rules;
     rules.section = [](const std::string& section, const std::string& at) {
         if (!kSections.count(section))
-            ini::unknown_section(at, section, "data, model, object, probe, positions, solver, run, output");
+            ini::unknown_section(at, section, kSectionList);
     };
     rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
         if (!find_key(section + "." + name)) ini::unknown_key(at, name, section, ini::allowed_keys_of(kKeys, section));
@@ -105,12 +121,58 @@ std::string ReconConfig::where(const std::string& key) const {
     return it->second + ": " + key;
 }
 
-ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& given) {
-    const std::vector<std::string> overrides = ini::last_overrides_win(given);
-    ReconConfig cfg;
-    cfg.config_file = path;
-    const std::map<std::string, int> lines = scan_ini(path);
+namespace {
 
+/// The values of one resolved configuration, each checked as it is read; errors name the
+/// key's origin (file:line or --section.key).
+class ValueReader {
+   public:
+    ValueReader(const ReconConfig& cfg, po::variables_map vm) : cfg_(cfg), vm_(std::move(vm)) {}
+
+    std::string get(const std::string& key) const {
+        if (vm_.count(key)) return trim(vm_[key].as<std::string>());
+        const KeyInfo* k = find_key(key);
+        return k ? k->def : "";
+    }
+    double real(const std::string& key) const { return ini::to_real(get(key), cfg_.where(key)); }
+    double nonneg(const std::string& key) const {
+        const double d = real(key);
+        if (!(d >= 0) || !std::isfinite(d))
+            throw usage_error(cfg_.where(key) + ": must be finite and >= 0, got '" + get(key) + "'");
+        return d;
+    }
+    long long integer(const std::string& key, long long lo, long long hi) const {
+        const std::string t = get(key);
+        const long long i = ini::to_integer(t, cfg_.where(key));
+        if (i < lo || i > hi)
+            throw usage_error(cfg_.where(key) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                              ", got " + t);
+        return i;
+    }
+    int count(const std::string& key, int lo) const { return static_cast<int>(integer(key, lo, 1 << 30)); }
+    bool boolean(const std::string& key) const { return ini::to_bool(get(key), cfg_.where(key)); }
+    std::string choice(const std::string& key, std::initializer_list<const char*> allowed) const {
+        const std::string t = get(key);
+        std::string list;
+        for (const char* a : allowed) {
+            if (t == a) return t;
+            list += (list.empty() ? "" : ", ") + std::string(a);
+        }
+        throw usage_error(cfg_.where(key) + ": unknown value '" + t + "' (allowed: " + list + ")");
+    }
+    TuningSwitch tuning_switch(const std::string& key) const {
+        const std::string t = choice(key, {"auto", "on", "off"});
+        return t == "on" ? TuningSwitch::on : t == "off" ? TuningSwitch::off : TuningSwitch::automatic;
+    }
+
+   private:
+    const ReconConfig& cfg_;
+    po::variables_map vm_;
+};
+
+/// The file and the overrides (later ones win) as one variables map; records each key's origin.
+po::variables_map parse_sources(const std::string& path, const std::vector<std::string>& overrides,
+                                const std::map<std::string, int>& lines, ReconConfig& cfg) {
     po::options_description desc;
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
     po::variables_map vm;
@@ -129,112 +191,115 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
     }
     for (const auto& [key, line] : lines)
         if (!cfg.origins.count(key)) cfg.origins[key] = path + ":" + std::to_string(line);
+    return vm;
+}
 
-    auto get = [&](const std::string& key) -> std::string {
-        if (vm.count(key)) return trim(vm[key].as<std::string>());
-        const KeyInfo* k = find_key(key);
-        return k ? k->def : "";
-    };
-    auto real = [&](const std::string& key) { return ini::to_real(get(key), cfg.where(key)); };
-    auto nonneg = [&](const std::string& key) {
-        const double d = real(key);
-        if (!(d >= 0) || !std::isfinite(d))
-            throw usage_error(cfg.where(key) + ": must be finite and >= 0, got '" + get(key) + "'");
-        return d;
-    };
-    auto integer = [&](const std::string& key, long long lo, long long hi) {
-        const std::string t = get(key);
-        const long long i = ini::to_integer(t, cfg.where(key));
-        if (i < lo || i > hi)
-            throw usage_error(cfg.where(key) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
-                              ", got " + t);
-        return i;
-    };
-    auto boolean = [&](const std::string& key) { return ini::to_bool(get(key), cfg.where(key)); };
-    auto choice = [&](const std::string& key, std::initializer_list<const char*> allowed) {
-        const std::string t = get(key);
-        std::string list;
-        for (const char* a : allowed) {
-            if (t == a) return t;
-            list += (list.empty() ? "" : ", ") + std::string(a);
-        }
-        throw usage_error(cfg.where(key) + ": unknown value '" + t + "' (allowed: " + list + ")");
-    };
-
-    cfg.data_file = get("data.file");
+void read_data_and_model(const ValueReader& r, const std::map<std::string, int>& lines, ReconConfig& cfg) {
+    const std::string& path = cfg.config_file;
+    cfg.data_file = r.get("data.file");
     if (cfg.data_file.empty()) throw usage_error(path + ": missing required key 'data.file'");
     if (cfg.data_file[0] != '/' && lines.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
         cfg.data_file = ini::folder_of(path) + cfg.data_file;
-    cfg.data_format = choice("data.format", {"auto", "native", "cxi"});
-    cfg.pixel_size = nonneg("data.pixel_size");
+    cfg.data_format = r.choice("data.format", {"auto", "native", "cxi"});
+    cfg.pixel_size = r.nonneg("data.pixel_size");
+    cfg.modes = static_cast<int>(r.integer("model.modes", 1, 64));
+    cfg.subpixel = r.choice("model.subpixel", {"auto", "on", "off"});
+}
 
-    cfg.modes = static_cast<int>(integer("model.modes", 1, 64));
-    cfg.subpixel = choice("model.subpixel", {"auto", "on", "off"});
-
-    cfg.amplitude_phase = choice("object.parametrization", {"amplitude-phase", "complex"}) == "amplitude-phase";
-    cfg.lr_amplitude = nonneg("object.lr_amplitude");
-    cfg.lr_phase = nonneg("object.lr_phase");
-    cfg.amplitude_min = real("object.amplitude_min");
-    cfg.amplitude_max = real("object.amplitude_max");
+void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
+    cfg.amplitude_phase = r.choice("object.parametrization", {"amplitude-phase", "complex"}) == "amplitude-phase";
+    cfg.lr_amplitude = r.nonneg("object.lr_amplitude");
+    cfg.lr_phase = r.nonneg("object.lr_phase");
+    cfg.amplitude_min = r.real("object.amplitude_min");
+    cfg.amplitude_max = r.real("object.amplitude_max");
     if (!(cfg.amplitude_min <= cfg.amplitude_max))
         throw usage_error(cfg.where("object.amplitude_min") + ": above object.amplitude_max");
-    cfg.margin = static_cast<int>(integer("object.margin", 0, 100000));
+    cfg.margin = static_cast<int>(r.integer("object.margin", 0, 100000));
 
-    cfg.probe_init = choice("probe.init", {"auto", "file", "mean-pattern"});
-    cfg.lr_probe = nonneg("probe.lr");
-    cfg.probe_start = static_cast<int>(integer("probe.start", 1, 1 << 30));
-    cfg.orthogonalize = boolean("probe.orthogonalize");
-    cfg.fix_intensity = boolean("probe.fix_intensity");
-    cfg.mode_power = nonneg("probe.mode_power");
+    cfg.probe_init = r.choice("probe.init", {"auto", "file", "mean-pattern"});
+    cfg.lr_probe = r.nonneg("probe.lr");
+    cfg.probe_start = r.count("probe.start", 1);
+    cfg.orthogonalize = r.boolean("probe.orthogonalize");
+    cfg.fix_intensity = r.boolean("probe.fix_intensity");
+    cfg.mode_power = r.nonneg("probe.mode_power");
     if (cfg.mode_power * (cfg.modes - 1) >= 1.0)
         throw usage_error(cfg.where("probe.mode_power") + ": (modes - 1) x mode_power must be below 1");
 
-    cfg.correct_positions = boolean("positions.correct");
-    cfg.lr_positions = nonneg("positions.lr");
-    cfg.positions_start = static_cast<int>(integer("positions.start", 1, 1 << 30));
+    cfg.correct_positions = r.boolean("positions.correct");
+    cfg.lr_positions = r.nonneg("positions.lr");
+    cfg.positions_start = r.count("positions.start", 1);
+}
 
-    cfg.iterations = static_cast<int>(integer("solver.iterations", 0, 1 << 30));
-    cfg.batch_size = static_cast<int>(integer("solver.batch_size", 1, 1 << 30));
-    cfg.loss = choice("solver.loss", {"amplitude", "poisson"});
-    cfg.seed = static_cast<std::uint64_t>(integer("solver.seed", 0, std::numeric_limits<long long>::max()));
-    cfg.beta1 = real("solver.beta1");
-    cfg.beta2 = real("solver.beta2");
+void read_solver(const ValueReader& r, ReconConfig& cfg) {
+    cfg.iterations = r.count("solver.iterations", 0);
+    cfg.batch_size = r.count("solver.batch_size", 1);
+    cfg.loss = r.choice("solver.loss", {"amplitude", "poisson"});
+    cfg.seed = static_cast<std::uint64_t>(r.integer("solver.seed", 0, std::numeric_limits<long long>::max()));
+    cfg.beta1 = r.real("solver.beta1");
+    cfg.beta2 = r.real("solver.beta2");
     if (!(cfg.beta1 >= 0 && cfg.beta1 < 1)) throw usage_error(cfg.where("solver.beta1") + ": must be in [0, 1)");
     if (!(cfg.beta2 >= 0 && cfg.beta2 < 1)) throw usage_error(cfg.where("solver.beta2") + ": must be in [0, 1)");
-    cfg.epsilon = nonneg("solver.epsilon");
-    cfg.precision = choice("solver.precision", {"single", "double"});
-    cfg.decay_start = static_cast<int>(integer("solver.decay_start", 0, 1 << 30));
-    cfg.decay_to = nonneg("solver.decay_to");
+    cfg.epsilon = r.nonneg("solver.epsilon");
+    cfg.precision = r.choice("solver.precision", {"single", "double"});
+    cfg.decay_start = r.count("solver.decay_start", 0);
+    cfg.decay_to = r.nonneg("solver.decay_to");
     if (cfg.decay_to > 1) throw usage_error(cfg.where("solver.decay_to") + ": must be in [0, 1]");
+}
 
+void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     cfg.workers.clear();
-    {
-        std::stringstream ss(get("run.workers"));
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-            item = trim(item);
-            if (item != "auto" && item != "cpu" && item != "gpu")
-                throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + item +
-                                  "' (allowed: auto, cpu, gpu, or a comma-separated list of them)");
-            cfg.workers.push_back(item);
-        }
-        if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
+    std::stringstream ss(r.get("run.workers"));
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        item = trim(item);
+        if (item != "auto" && item != "cpu" && item != "gpu")
+            throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + item +
+                              "' (allowed: auto, cpu, gpu, or a comma-separated list of them)");
+        cfg.workers.push_back(item);
     }
-    cfg.threads = static_cast<int>(integer("run.threads", 0, 4096));
-    cfg.balance = choice("run.balance", {"throughput", "equal"});
-    cfg.fft_measure = choice("run.fft_planning", {"estimate", "measure"}) == "measure";
-    cfg.allreduce = choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
+    if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
+    cfg.threads = static_cast<int>(r.integer("run.threads", 0, 4096));
+    cfg.balance = r.choice("run.balance", {"throughput", "equal"});
+    cfg.fft_measure = r.choice("run.fft_planning", {"estimate", "measure"}) == "measure";
+    cfg.allreduce = r.choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
 
-    cfg.output_file = get("output.file");
-    if (cfg.output_file.empty()) throw usage_error(path + ": missing required key 'output.file'");
-    cfg.previews = boolean("output.previews");
-    cfg.report_every = static_cast<int>(integer("output.report_every", 0, 1 << 30));
-    cfg.checkpoint_every = static_cast<int>(integer("output.checkpoint_every", 0, 1 << 30));
+    cfg.output_file = r.get("output.file");
+    if (cfg.output_file.empty()) throw usage_error(cfg.config_file + ": missing required key 'output.file'");
+    cfg.previews = r.boolean("output.previews");
+    cfg.report_every = r.count("output.report_every", 0);
+    cfg.checkpoint_every = r.count("output.checkpoint_every", 0);
+}
+
+void read_tuning(const ValueReader& r, ReconConfig& cfg) {
+    ReconTuning& t = cfg.tuning;
+    t.deferred = r.tuning_switch("tuning.deferred");
+    t.window = r.tuning_switch("tuning.window");
+    t.window_groups = static_cast<int>(r.integer("tuning.window_groups", 0, 64));
+    if (t.window_groups > 0 && cfg.modes % t.window_groups != 0)
+        throw usage_error(cfg.where("tuning.window_groups") + ": " + std::to_string(t.window_groups) +
+                          " does not divide model.modes = " + std::to_string(cfg.modes));
+    t.window_clusters = r.boolean("tuning.window_clusters");
+    t.window_scratch = r.boolean("tuning.window_scratch");
+}
+
+}  // namespace
+
+ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& given) {
+    ReconConfig cfg;
+    cfg.config_file = path;
+    const std::map<std::string, int> lines = scan_ini(path);
+    const ValueReader r(cfg, parse_sources(path, ini::last_overrides_win(given), lines, cfg));
+    read_data_and_model(r, lines, cfg);
+    read_object_probe_positions(r, cfg);
+    read_solver(r, cfg);
+    read_run_and_output(r, cfg);
+    read_tuning(r, cfg);
     return cfg;
 }
 
 std::string ReconConfig::resolved_text() const {
     const auto fmt = ini::format_double;
+    const auto sw = [](TuningSwitch t) { return t == TuningSwitch::on ? "on" : t == TuningSwitch::off ? "off" : "auto"; };
     std::ostringstream os;
     std::string workers_list;
     for (const auto& w : workers) workers_list += (workers_list.empty() ? "" : ",") + w;
@@ -256,7 +321,11 @@ std::string ReconConfig::resolved_text() const {
        << "\nbalance = " << balance << "\nfft_planning = " << (fft_measure ? "measure" : "estimate")
        << "\nallreduce = " << allreduce
        << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")
-       << "\nreport_every = " << report_every << "\ncheckpoint_every = " << checkpoint_every << "\n";
+       << "\nreport_every = " << report_every << "\ncheckpoint_every = " << checkpoint_every
+       << "\n[tuning]\ndeferred = " << sw(tuning.deferred) << "\nwindow = " << sw(tuning.window)
+       << "\nwindow_groups = " << tuning.window_groups
+       << "\nwindow_clusters = " << (tuning.window_clusters ? "true" : "false")
+       << "\nwindow_scratch = " << (tuning.window_scratch ? "true" : "false") << "\n";
     return os.str();
 }
 

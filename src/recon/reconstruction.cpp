@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/ensemble_run.hpp>
 #include <ensemblefit/recon/ptycho_dataset.hpp>
@@ -141,9 +142,15 @@ class Reconstruction {
             wo.threads = threads_;
             wo.device = ndev > 0 ? ctx_.local_rank() % ndev : 0;
             wo.fft_measure = cfg_.fft_measure;
+            wo.tuning = cfg_.tuning;
+            wo.peer_trace = diagnostics().recon_peer_trace;
+            wo.phase_trace = diagnostics().recon_phases;
             worker_ = make_recon_worker(kind, wo);
         });
         setup_device_sum();
+        if (cfg_.tuning.deferred == TuningSwitch::on && !(ctx_.size() == 1 || device_sum_))
+            throw usage_error(cfg_.where("tuning.deferred") +
+                              ": deferred steps need the gradients on the devices (one rank, or sums on the GPUs)");
         worker_->keep_gradients_on_device(ctx_.size() == 1 || device_sum_);
         if (!thread_warning.empty() && worker_->kind() == WorkerKind::cpu && ctx_.local_rank() == 0)
             std::fprintf(stderr, "ensemblefit: warning: %s\n", thread_warning.c_str());
@@ -321,7 +328,7 @@ class Reconstruction {
             steps.rate = rate;
             steps.loss_kind = loss_kind;
             const std::int64_t nb = schedule_->batches_per_iteration();
-            // Deferred steps (the GPU's default) queue the whole iteration on the device.
+            // Deferred steps (tuning.deferred; the GPU's default) queue the whole iteration on the device.
             const bool deferred = worker_->deferred_supported() && (ctx_.size() == 1 || device_sum_);
             if (deferred) batches_deferred(it, nb, steps);
             else
@@ -742,7 +749,7 @@ class Reconstruction {
     /// Per-rank phases under /timing (like the fit's), plus the reconstruction's throughput.
     void report_timing() {
         timer_.stop();
-        if (const char* e = std::getenv("EF_RECON_COMM_TRACE"); e && e[0] == '1') {
+        if (diagnostics().recon_comm_trace) {
             std::fprintf(stderr,
                          "rank %d: gradient sum (with the loss-term gather) %.3f s, of which the gather %.3f s; update %.3f s, "
                          "with positions %.3f s; batch assembly %.3f s; gradients %.3f s\n",

@@ -154,7 +154,7 @@ struct Shape {
 
 TEST_CASE("recon: window-resident passes = cuFFT passes (GPU) = CPU worker", "[gpu][recon]") {
     // The default GPU sequence for square 32/64/128 windows (one block per position, its FFTs in
-    // shared memory) against the cuFFT sequence (EF_RECON_WINDOW=0) on the same device, and
+    // shared memory) against the cuFFT sequence (tuning.window = off) on the same device, and
     // against the CPU worker (FFTW).
     for (const Shape sh : {Shape{64, 4, 48, 160}, Shape{128, 3, 24, 300}, Shape{128, 12, 256, 592}})
         for (const bool subpixel : {true, false}) {
@@ -162,9 +162,9 @@ TEST_CASE("recon: window-resident passes = cuFFT passes (GPU) = CPU worker", "[g
             Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
             s.o.subpixel = subpixel;
             auto window = make(s, WorkerKind::gpu);
-            setenv("EF_RECON_WINDOW", "0", 1);
-            auto passes = make(s, WorkerKind::gpu);
-            unsetenv("EF_RECON_WINDOW");
+            Setup off = s;
+            off.o.tuning.window = TuningSwitch::off;
+            auto passes = make(off, WorkerKind::gpu);
             ReconBatchTerms tw, tp;
             const auto gw = gradients(*window, s.batch, tw), gp = gradients(*passes, s.batch, tp);
             const double dg = rel_diff(gw, gp), dp = rel_diff(tw.position_grad, tp.position_grad);
@@ -192,42 +192,20 @@ TEST_CASE("recon: mode groups as thread-block clusters = mode groups apart (GPU)
     // memory of the cluster) instead of a WindowModulus pass: the same sums in the same order,
     // so the same factor and gradients, bit for bit; only the loss terms are added in another
     // order. 2 groups of 6 modes (a quarter of the benchmark's batch) and 4 groups of 1 mode.
-    for (const auto& [sh, groups] : {std::pair{Shape{128, 12, 64, 592}, "2"}, std::pair{Shape{64, 4, 48, 160}, "4"}}) {
-        const Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
-        setenv("EF_RECON_WINDOW_GROUPS", groups, 1);
+    for (const auto& [sh, groups] : {std::pair{Shape{128, 12, 64, 592}, 2}, std::pair{Shape{64, 4, 48, 160}, 4}}) {
+        Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
+        s.o.tuning.window_groups = groups;
         auto clustered = make(s, WorkerKind::gpu);
-        setenv("EF_RECON_WINDOW_CLUSTERS", "0", 1);
+        s.o.tuning.window_clusters = false;
         auto apart = make(s, WorkerKind::gpu);
-        unsetenv("EF_RECON_WINDOW_CLUSTERS");
-        unsetenv("EF_RECON_WINDOW_GROUPS");
         ReconBatchTerms tc, ta;
         const auto gc = gradients(*clustered, s.batch, tc), ga = gradients(*apart, s.batch, ta);
-        std::printf("  recon %d x %d x %d^2, %s groups, clusters vs apart: gradients identical %d, loss rel diff %.2e\n",
+        std::printf("  recon %d x %d x %d^2, %d groups, clusters vs apart: gradients identical %d, loss rel diff %.2e\n",
                     sh.b, sh.modes, sh.dp, groups, gc == ga, std::abs(tc.loss_a / ta.loss_a - 1));
         CHECK(gc == ga);
         CHECK(tc.position_grad == ta.position_grad);
         CHECK(tc.loss_a == Approx(ta.loss_a).epsilon(1e-12));
         CHECK(tc.loss_b == Approx(ta.loss_b).epsilon(1e-12));
-    }
-}
-
-TEST_CASE("recon: cuFFT load callbacks = element-wise passes (GPU)", "[gpu][recon]") {
-    for (const Shape sh : {Shape{64, 4, 48, 160}, Shape{128, 3, 24, 300}, Shape{128, 12, 256, 592}}) {
-        const Setup s = make_setup(sh.dp, sh.modes, sh.b, sh.obj);
-        setenv("EF_RECON_WINDOW", "0", 1);  // the callbacks belong to the cuFFT sequence
-        auto plain = make(s, WorkerKind::gpu);
-        setenv("EF_RECON_CALLBACKS", "1", 1);  // experimental, off by default; checked at first use
-        auto fused = make(s, WorkerKind::gpu);
-        unsetenv("EF_RECON_CALLBACKS");
-        unsetenv("EF_RECON_WINDOW");
-        ReconBatchTerms tp, tf;
-        const auto gp = gradients(*plain, s.batch, tp), gf = gradients(*fused, s.batch, tf);
-        const double dg = rel_diff(gf, gp), dp = rel_diff(tf.position_grad, tp.position_grad);
-        std::printf("  recon %d x %d x %d^2, callbacks vs passes: gradient max rel diff %.2e, position gradient %.2e, loss %.3e\n",
-                    sh.b, sh.modes, sh.dp, dg, dp, std::abs(tf.loss_a / tp.loss_a - 1));
-        CHECK(tf.loss_a == Approx(tp.loss_a).epsilon(1e-5));
-        CHECK(dg < 1e-4);
-        CHECK(dp < 1e-4);
     }
 }
 
@@ -280,8 +258,8 @@ TEST_CASE("recon: deferred steps = per-batch steps, bit for bit (GPU)", "[gpu][r
         ReconBatch half;  // a second, smaller batch: positions 3..12 of the first
         half.pattern_of.assign(s.batch.pattern_of.begin() + 3, s.batch.pattern_of.begin() + 13);
         half.positions.assign(s.batch.positions.begin() + 6, s.batch.positions.begin() + 26);
-        if (std::strcmp(mode, "cufft") == 0) setenv("EF_RECON_WINDOW", "0", 1);
-        if (std::strcmp(mode, "window, 1 group") == 0) setenv("EF_RECON_WINDOW_GROUPS", "1", 1);
+        if (std::strcmp(mode, "cufft") == 0) s.o.tuning.window = TuningSwitch::off;
+        if (std::strcmp(mode, "window, 1 group") == 0) s.o.tuning.window_groups = 1;
         auto per = make(s, WorkerKind::gpu);
         auto def = make(s, WorkerKind::gpu);
         per->keep_gradients_on_device(true);
@@ -290,8 +268,6 @@ TEST_CASE("recon: deferred steps = per-batch steps, bit for bit (GPU)", "[gpu][r
         std::vector<double> gp, gd;  // position gradients
         const std::vector<double> lp = run_steps(*per, s.batch, half, 6, false, 32 * 32, &gp);
         const std::vector<double> ld = run_steps(*def, s.batch, half, 6, true, 32 * 32, &gd);
-        unsetenv("EF_RECON_WINDOW");
-        unsetenv("EF_RECON_WINDOW_GROUPS");
         std::vector<double> p0, p1, d0, d1;
         per->object(p0, p1);
         def->object(d0, d1);
@@ -333,15 +309,11 @@ static void bench_deferred() {
     }
 }
 
-/// variant 0: window-resident passes (default), 1: cuFFT and element-wise passes, 2: 1 with
-/// cuFFT load callbacks.
+/// variant 0: window-resident passes (default), 1: cuFFT and element-wise passes.
 static void bench_batch(int variant) {
-    const Setup s = make_setup(128, 12, 256, 592);
-    if (variant > 0) setenv("EF_RECON_WINDOW", "0", 1);
-    if (variant == 2) setenv("EF_RECON_CALLBACKS", "1", 1);
+    Setup s = make_setup(128, 12, 256, 592);
+    if (variant == 1) s.o.tuning.window = TuningSwitch::off;
     auto gpu = make(s, WorkerKind::gpu);
-    unsetenv("EF_RECON_CALLBACKS");
-    unsetenv("EF_RECON_WINDOW");
     gpu->keep_gradients_on_device(true);
     ReconBatchTerms t;
     ReconUpdate u;
@@ -364,7 +336,7 @@ static void bench_batch(int variant) {
     const double bytes = gpu->traffic_bytes(true, true) * 256;
     std::printf("  recon batch 256 x 12 x 128^2 (sub-pixel, probe and position gradients, %s): %.2f ms, model traffic "
                 "%.2f GB -> %.0f GB/s; x 64 batches = %.3f s per 16384-pattern iteration\n",
-                variant == 0 ? "window-resident passes" : variant == 1 ? "cuFFT, element-wise passes" : "cuFFT load callbacks",
+                variant == 0 ? "window-resident passes" : "cuFFT, element-wise passes",
                 1e3 * secs, bytes / 1e9, bytes / secs / 1e9,
                 64 * secs);
     CHECK(std::isfinite(t.loss_a));
@@ -373,7 +345,6 @@ static void bench_batch(int variant) {
 TEST_CASE("recon: one benchmark-shaped batch (256 x 12 modes x 128^2), GPU time", "[gpu][recon][bench]") {
     bench_batch(0);
     bench_batch(1);
-    bench_batch(2);
 }
 
 TEST_CASE("recon: deferred steps on a benchmark-shaped batch (host time per batch)", "[gpu][recon][bench]") {

@@ -40,7 +40,7 @@ run_np 3 reconstruct recon.ini --output.file np3.h5 --output.previews false --de
     > np3.log || { cat np3.log; fail "3-rank reconstruction"; }
 # Deferred steps (the GPU's default: an iteration's batches queued with no wait, the loss factor
 # computed on the device) run here on the CPU on request: the same bits as the per-batch steps.
-EF_RECON_DEFERRED=1 run_np 1 reconstruct recon.ini --output.file np1d.h5 --output.previews false > np1d.log ||
+run_np 1 reconstruct recon.ini --tuning.deferred on --output.file np1d.h5 --output.previews false > np1d.log ||
     { cat np1d.log; fail "1-rank reconstruction, deferred steps"; }
 $H5CHECK equal np1.h5 np1d.h5 /object /probe /loss /positions || fail "deferred steps differ from per-batch steps"
 ok "deferred steps: /object, /probe, /loss bitwise identical to per-batch steps"
@@ -160,7 +160,7 @@ run_np 3 reconstruct recon.ini $P --output.file pc3.h5 --debug.speeds 1,1,20/20,
 $H5CHECK equal pc1.h5 pc3.h5 /object /probe /loss /positions || fail "unequal shares change position correction"
 ok "position correction, 3 ranks with unequal shares (1 1 22, 22 1 1, 1 22 1): bitwise equal to 1 rank"
 # Deferred steps take each position's Adam step at the iteration's end: the same steps, the same bits.
-EF_RECON_DEFERRED=1 run_np 1 reconstruct recon.ini $P --output.file pc1d.h5 > pc1d.log ||
+run_np 1 reconstruct recon.ini $P --tuning.deferred on --output.file pc1d.h5 > pc1d.log ||
     { cat pc1d.log; fail "1-rank position correction, deferred steps"; }
 $H5CHECK equal pc1.h5 pc1d.h5 /object /probe /loss /positions || fail "deferred steps change position correction"
 ok "position correction, deferred steps: bitwise equal to per-batch steps"
@@ -173,6 +173,12 @@ expect_error 2 "badkey.ini:2: unknown key 'iterashuns' in \[solver\]" -- "$EF" r
 expect_error 2 "solver.loss: unknown value 'gauss'" -- "$EF" reconstruct recon.ini --solver.loss gauss --output.file x.h5
 expect_error 2 "positions.correct: position correction needs model.subpixel" -- \
     "$EF" reconstruct recon.ini --positions.correct true --model.subpixel off --output.file x.h5
+expect_error 2 "tuning.deferred: unknown value 'yes' \(allowed: auto, on, off\)" -- \
+    "$EF" reconstruct recon.ini --tuning.deferred yes --output.file x.h5
+expect_error 2 "tuning.window_groups: 3 does not divide model.modes = 2" -- \
+    "$EF" reconstruct recon.ini --tuning.window_groups 3 --output.file x.h5
+expect_error 2 "tuning.deferred: deferred steps need the gradients on the devices" -- \
+    run_np 2 reconstruct recon.ini --tuning.deferred on --output.file x.h5
 expect_error 2 "(no CUDA device|built without CUDA)" -- "$EF" reconstruct recon.ini --run.workers gpu --output.file x.h5
 expect_error 2 "run.allreduce: peer is not possible here: not every rank is a GPU worker" -- \
     run_np 2 reconstruct recon.ini --run.allreduce peer --output.file x.h5

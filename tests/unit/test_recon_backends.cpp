@@ -153,50 +153,21 @@ TEST_CASE("CPU gradients do not depend on the thread count", "[recon][backend]")
     CHECK(t1.loss_a == t2.loss_a);
 }
 
-TEST_CASE("CPU fused FFT-load sequence = the element-wise passes, bit for bit", "[recon][backend]") {
-    // The sequence the GPU runs with cuFFT load callbacks, evaluated on the CPU (EF_RECON_FUSED).
-    for (const bool subpixel : {true, false}) {
-        Setup s = make_setup();
-        s.o.subpixel = subpixel;
-        auto plain = make(s, WorkerKind::cpu, false);
-        auto fused = make(s, WorkerKind::cpu, false);
-        for (const bool probe : {true, false}) {
-            ReconBatchTerms tp, tf;
-            tp = plain->gradients(s.batch, probe, true);
-            size_t count = 0;
-            const double* p = plain->gradient_buffer(probe, count);
-            const std::vector<double> gp(p, p + count);
-            setenv("EF_RECON_FUSED", "1", 1);
-            tf = fused->gradients(s.batch, probe, true);
-            unsetenv("EF_RECON_FUSED");
-            const double* f = fused->gradient_buffer(probe, count);
-            const std::vector<double> gf(f, f + count);
-            INFO("subpixel " << subpixel << ", probe gradient " << probe);
-            CHECK(std::memcmp(gp.data(), gf.data(), gp.size() * sizeof(double)) == 0);
-            CHECK(tp.loss_a == tf.loss_a);
-            CHECK(tp.loss_b == tf.loss_b);
-            CHECK(tp.position_grad == tf.position_grad);
-            CHECK(tp.position_terms == tf.position_terms);
-        }
-    }
-}
-
 TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][window]") {
     // The sequence the GPU runs by default (one block per position, the window's FFTs in fast
-    // memory), run by the CPU with EF_RECON_WINDOW=1: another FFT, so equal to rounding. With 3
-    // mode groups (EF_RECON_WINDOW_GROUPS), as the GPU splits a small batch's modes over blocks.
+    // memory), run by the CPU with tuning.window = on: another FFT, so equal to rounding. With 3
+    // mode groups (tuning.window_groups), as the GPU splits a small batch's modes over blocks.
     for (const int dp : {32, 64})
         for (const bool subpixel : {true, false})
             for (const bool dbl : {false, true})
-                for (const char* groups : {"1", "3"}) {
+                for (const int groups : {1, 3}) {
                 Setup s = make_setup(dp);
                 s.o.subpixel = subpixel;
                 s.o.threads = 2;
                 auto plain = make(s, WorkerKind::cpu, dbl);
-                setenv("EF_RECON_WINDOW", "1", 1);
+                s.o.tuning.window = TuningSwitch::on;
+                s.o.tuning.window_groups = groups;
                 auto window = make(s, WorkerKind::cpu, dbl);
-                unsetenv("EF_RECON_WINDOW");
-                setenv("EF_RECON_WINDOW_GROUPS", groups, 1);
                 for (const bool probe : {true, false}) {
                     INFO("dp " << dp << ", subpixel " << subpixel << ", double " << dbl << ", groups " << groups
                                << ", probe gradient " << probe);
@@ -221,7 +192,6 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                 // and the same models after Adam steps
                 steps(*plain, s.batch, 5);
                 steps(*window, s.batch, 5);
-                unsetenv("EF_RECON_WINDOW_GROUPS");
                 std::vector<double> a0, a1, r0, r1;
                 window->object(a0, a1);
                 plain->object(r0, r1);

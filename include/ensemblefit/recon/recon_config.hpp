@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ensemblefit/recon/recon_tuning.hpp>
+
 namespace ef {
 
 /**
@@ -70,6 +72,9 @@ struct ReconConfig {
     bool previews = true;
     int report_every = 0;       ///< iterations between progress lines (0 = about 20 lines)
     int checkpoint_every = 0;   ///< iterations between intermediate writes (0 = end only)
+
+    // [tuning]: how the workers run the model, never what it computes
+    ReconTuning tuning;
 
     /// Where every key that was set came from: "file.ini:12" or "--section.key".
     std::map<std::string, std::string> origins;

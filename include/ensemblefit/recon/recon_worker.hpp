@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <ensemblefit/worker/worker.hpp>
+#include <ensemblefit/recon/recon_tuning.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 namespace ef {
 
@@ -26,6 +27,10 @@ struct ReconWorkerOptions {
     int threads = 1;                ///< OpenMP threads (CPU)
     int device = 0;                 ///< GPU ordinal (CUDA)
     bool fft_measure = false;       ///< FFTW_MEASURE planning (CPU), else FFTW_ESTIMATE
+    ReconTuning tuning;
+    // Print-only diagnostics (ef::diagnostics(), read by the host program and handed down):
+    bool peer_trace = false;   ///< EF_RECON_PEER_TRACE: the GPU peer sums' barrier and load times
+    bool phase_trace = false;  ///< EF_RECON_PHASES: the GPU time per engine phase, when the worker ends
 };
 
 /// One rank's part of a mini-batch: rows of its pattern share and the positions (b x 2, y x).
