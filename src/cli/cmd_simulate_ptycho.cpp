@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `ensemblefit simulate ptycho --out FILE.h5 ...`: a synthetic ptychography dataset with truth.
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -10,6 +8,7 @@
 #include <ensemblefit/recon/ptycho_simulation.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/run_args.hpp"
 
 namespace ef {
 namespace {
@@ -39,14 +38,7 @@ const char* kHelp =
     "  --threads T            OpenMP threads (0 = automatic)\n"
     "  --overwrite            replace an existing file\n";
 
-double number(const std::string& opt, const std::string& v) {
-    char* end = nullptr;
-    errno = 0;
-    const double d = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || errno == ERANGE)
-        throw usage_error("simulate ptycho: " + opt + ": expected a number, got '" + v + "'");
-    return d;
-}
+double number(const std::string& opt, const std::string& v) { return parse_number_arg("simulate ptycho: " + opt, v); }
 
 int integer(const std::string& opt, const std::string& v) {
     const double d = number(opt, v);

@@ -60,60 +60,49 @@ std::vector<std::string> root_attributes(const h5::File& f) {
     return names;
 }
 
-}  // namespace
-
-PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin) {
-    const h5::File f = h5::File::open_read(path);
-    PtychoDataset ds;
-    ds.path = path;
-    ds.cxi = format == "cxi" || (format == "auto" && !f.exists("/data") && f.exists(kCxiData));
-    ds.data_name = ds.cxi ? kCxiData : "/data";
-    if (!f.exists(ds.data_name))
-        throw data_error(path + ": no '" + ds.data_name + "' dataset (native layout: /data and /positions; CXI: " +
-                         kCxiData + ")");
-    const std::vector<std::uint64_t> shape = f.shape(ds.data_name);
-    if (shape.size() != 3 || shape[0] == 0 || shape[1] < 2 || shape[2] < 2)
-        throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2");
-    ds.count = static_cast<std::int64_t>(shape[0]);
-    ds.h = static_cast<int>(shape[1]);
-    ds.w = static_cast<int>(shape[2]);
-
-    // Positions, in pixels (y, x).
-    std::vector<double>& pos = ds.positions;
-    bool shift_to_margin = false;
-    if (ds.cxi) {
-        if (!f.exists(kCxiTranslation)) throw data_error(path + ": CXI file has no '" + std::string(kCxiTranslation) + "'");
-        const std::vector<std::uint64_t> ts = f.shape(kCxiTranslation);
-        if (ts.size() != 2 || ts[0] != shape[0] || ts[1] < 2)
-            throw data_error(path + ": '" + std::string(kCxiTranslation) + "' must be N x 3 (N = " +
-                             std::to_string(ds.count) + ")");
-        double dx = pixel_size;
-        if (!(dx > 0)) {
-            const double energy = cxi_scalar(f, "/entry_1/instrument_1/source_1/energy");  // J
-            const double distance = cxi_scalar(f, "/entry_1/instrument_1/detector_1/distance");
-            const double det_pixel = cxi_scalar(f, "/entry_1/instrument_1/detector_1/x_pixel_size");
-            const double lambda = 6.62607015e-34 * 299792458.0 / energy;
-            dx = lambda * distance / (ds.w * det_pixel);
-            if (!(dx > 0) || !std::isfinite(dx))
-                throw data_error(path + ": CXI energy, distance and pixel size give no object pixel size; set "
-                                        "data.pixel_size");
-        }
-        const std::vector<double> t = f.read_double(kCxiTranslation);
-        pos.resize(static_cast<size_t>(2 * ds.count));
-        for (std::int64_t i = 0; i < ds.count; ++i) {
-            pos[static_cast<size_t>(2 * i)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]) + 1)] / dx;
-            pos[static_cast<size_t>(2 * i + 1)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]))] / dx;
-        }
-        shift_to_margin = true;
-    } else {
-        if (!f.exists("/positions")) throw data_error(path + ": no '/positions' dataset (N x 2 pixels, y then x)");
-        const std::vector<std::uint64_t> ps = f.shape("/positions");
-        if (ps.size() != 2 || ps[0] != shape[0] || ps[1] != 2)
-            throw data_error(path + ": '/positions' must be N x 2 (y, x) with N = " + std::to_string(ds.count));
-        pos = f.read_double("/positions");
+/// CXI translations (N x 3 metres, x y z) as pixels (y, x): with `pixel_size`, else with the
+/// object pixel lambda z / (W p) from the file's energy, distance and detector pixel.
+std::vector<double> cxi_positions(const h5::File& f, const PtychoDataset& ds, double pixel_size) {
+    const std::string& path = ds.path;
+    if (!f.exists(kCxiTranslation)) throw data_error(path + ": CXI file has no '" + std::string(kCxiTranslation) + "'");
+    const std::vector<std::uint64_t> ts = f.shape(kCxiTranslation);
+    if (ts.size() != 2 || ts[0] != static_cast<std::uint64_t>(ds.count) || ts[1] < 2)
+        throw data_error(path + ": '" + std::string(kCxiTranslation) + "' must be N x 3 (N = " +
+                         std::to_string(ds.count) + ")");
+    double dx = pixel_size;
+    if (!(dx > 0)) {
+        const double energy = cxi_scalar(f, "/entry_1/instrument_1/source_1/energy");  // J
+        const double distance = cxi_scalar(f, "/entry_1/instrument_1/detector_1/distance");
+        const double det_pixel = cxi_scalar(f, "/entry_1/instrument_1/detector_1/x_pixel_size");
+        const double lambda = 6.62607015e-34 * 299792458.0 / energy;
+        dx = lambda * distance / (ds.w * det_pixel);
+        if (!(dx > 0) || !std::isfinite(dx))
+            throw data_error(path + ": CXI energy, distance and pixel size give no object pixel size; set "
+                                    "data.pixel_size");
     }
+    const std::vector<double> t = f.read_double(kCxiTranslation);
+    std::vector<double> pos(static_cast<size_t>(2 * ds.count));
+    for (std::int64_t i = 0; i < ds.count; ++i) {
+        pos[static_cast<size_t>(2 * i)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]) + 1)] / dx;
+        pos[static_cast<size_t>(2 * i + 1)] = t[static_cast<size_t>(i * static_cast<std::int64_t>(ts[1]))] / dx;
+    }
+    return pos;
+}
+
+std::vector<double> native_positions(const h5::File& f, const PtychoDataset& ds) {
+    if (!f.exists("/positions")) throw data_error(ds.path + ": no '/positions' dataset (N x 2 pixels, y then x)");
+    const std::vector<std::uint64_t> ps = f.shape("/positions");
+    if (ps.size() != 2 || ps[0] != static_cast<std::uint64_t>(ds.count) || ps[1] != 2)
+        throw data_error(ds.path + ": '/positions' must be N x 2 (y, x) with N = " + std::to_string(ds.count));
+    return f.read_double("/positions");
+}
+
+/// The positions in the object frame (shifted `margin` pixels into the object where the file's
+/// frame is not the object's: CXI, or negative positions) and the object's size.
+void place_positions(const h5::File& f, PtychoDataset& ds, int margin, bool shift_to_margin) {
+    std::vector<double>& pos = ds.positions;
     for (double v : pos)
-        if (!std::isfinite(v)) throw data_error(path + ": positions contain a non-finite value");
+        if (!std::isfinite(v)) throw data_error(ds.path + ": positions contain a non-finite value");
     double min_y = pos[0], min_x = pos[1], max_y = pos[0], max_x = pos[1];
     for (std::int64_t i = 0; i < ds.count; ++i) {
         min_y = std::min(min_y, pos[static_cast<size_t>(2 * i)]);
@@ -135,27 +124,51 @@ PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& fo
     if (!ds.cxi && f.has_attr("/", "object_shape")) {
         const std::vector<double> os = f.attr_doubles("/", "object_shape");
         if (os.size() != 2 || os[0] < ds.h || os[1] < ds.w)
-            throw data_error(path + ": root attribute object_shape must be 2 sizes at least the pattern size");
+            throw data_error(ds.path + ": root attribute object_shape must be 2 sizes at least the pattern size");
         ds.obj_h = static_cast<int>(os[0]);
         ds.obj_w = static_cast<int>(os[1]);
         if (std::nearbyint(max_y) + ds.h > ds.obj_h || std::nearbyint(max_x) + ds.w > ds.obj_w)
-            throw data_error(path + ": positions reach beyond object_shape (" + std::to_string(ds.obj_h) + " x " +
+            throw data_error(ds.path + ": positions reach beyond object_shape (" + std::to_string(ds.obj_h) + " x " +
                              std::to_string(ds.obj_w) + ")");
     } else {
         ds.obj_h = static_cast<int>(std::floor(max_y + 0.5)) + ds.h + margin;
         ds.obj_w = static_cast<int>(std::floor(max_x + 0.5)) + ds.w + margin;
     }
-
-    const std::string probe_name = ds.cxi ? "/entry_1/instrument_1/source_1/illumination" : "/probe";
-    if (f.exists(probe_name)) {
-        const std::vector<std::uint64_t> s = f.shape(probe_name);
-        const bool ok = (s.size() == 3 && s[1] == shape[1] && s[2] == shape[2]) ||
-                        (s.size() == 2 && s[0] == shape[1] && s[1] == shape[2]);
-        if (!ok) throw data_error(path + ": '" + probe_name + "' must be K x H x W (or H x W) like the patterns");
-        ds.has_probe = true;
-        ds.probe_modes = s.size() == 3 ? static_cast<int>(s[0]) : 1;
-    }
     ds.has_truth = !ds.cxi && f.exists("/truth/object") && !shift_to_margin;
+}
+
+/// The file's probe, when it has one of the patterns' size.
+void find_probe(const h5::File& f, PtychoDataset& ds) {
+    const std::string probe_name = ds.cxi ? "/entry_1/instrument_1/source_1/illumination" : "/probe";
+    if (!f.exists(probe_name)) return;
+    const std::vector<std::uint64_t> s = f.shape(probe_name);
+    const auto h = static_cast<std::uint64_t>(ds.h), w = static_cast<std::uint64_t>(ds.w);
+    const bool ok = (s.size() == 3 && s[1] == h && s[2] == w) || (s.size() == 2 && s[0] == h && s[1] == w);
+    if (!ok) throw data_error(ds.path + ": '" + probe_name + "' must be K x H x W (or H x W) like the patterns");
+    ds.has_probe = true;
+    ds.probe_modes = s.size() == 3 ? static_cast<int>(s[0]) : 1;
+}
+
+}  // namespace
+
+PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin) {
+    const h5::File f = h5::File::open_read(path);
+    PtychoDataset ds;
+    ds.path = path;
+    ds.cxi = format == "cxi" || (format == "auto" && !f.exists("/data") && f.exists(kCxiData));
+    ds.data_name = ds.cxi ? kCxiData : "/data";
+    if (!f.exists(ds.data_name))
+        throw data_error(path + ": no '" + ds.data_name + "' dataset (native layout: /data and /positions; CXI: " +
+                         kCxiData + ")");
+    const std::vector<std::uint64_t> shape = f.shape(ds.data_name);
+    if (shape.size() != 3 || shape[0] == 0 || shape[1] < 2 || shape[2] < 2)
+        throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2");
+    ds.count = static_cast<std::int64_t>(shape[0]);
+    ds.h = static_cast<int>(shape[1]);
+    ds.w = static_cast<int>(shape[2]);
+    ds.positions = ds.cxi ? cxi_positions(f, ds, pixel_size) : native_positions(f, ds);
+    place_positions(f, ds, margin, ds.cxi);
+    find_probe(f, ds);
     for (const std::string& a : root_attributes(f)) ds.metadata.push_back(a + " = " + attr_text(f, a));
     return ds;
 }

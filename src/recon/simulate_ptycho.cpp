@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <ensemblefit/recon/ptycho_simulation.hpp>
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,12 +10,13 @@
 #include <vector>
 
 #include <ensemblefit/core/error.hpp>
-#include <ensemblefit/fit/ensemble_run.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/ptycho_h5.hpp"
+#include "src/run/output_guard.hpp"
+#include "src/run/placement.hpp"
 
 namespace ef {
 
@@ -106,14 +105,8 @@ std::vector<Complex> make_probe(const PtychoSimulationOptions& o) {
     return out;
 }
 
-bool file_exists(const std::string& path) {
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0;
-}
 
-}  // namespace
-
-void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
+void check_options(const PtychoSimulationOptions& o) {
     if (o.out.empty()) throw usage_error("simulate ptycho: --out FILE.h5 is required");
     if (o.scan_y < 1 || o.scan_x < 1 || o.dp < 4 || o.modes < 1 || o.modes > 64)
         throw usage_error("simulate ptycho: need --scan >= 1, --dp >= 4 and 1 <= --modes <= 64");
@@ -125,80 +118,67 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
         throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
     if (file_exists(o.out) && !o.overwrite)
         throw usage_error("simulate ptycho: '" + o.out + "' exists; pass --overwrite to replace it");
-    if (!ctx.is_root()) {
-        EF_MPI_CHECK(MPI_Barrier(ctx.world()));
-        return;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    const int dp = o.dp, K = o.modes;
-    const std::int64_t N = static_cast<std::int64_t>(o.scan_y) * o.scan_x;
-    const size_t n = static_cast<size_t>(dp) * static_cast<size_t>(dp);
+}
 
-    // True positions: raster + jitter, top-left corners; object frame from margin.
+/// The scan: true positions (raster + jitter, top-left corners), the object that holds them
+/// centred, and the stored positions (the truth + position errors).
+struct Scan {
+    std::int64_t count = 0;
+    int oh = 0, ow = 0;  ///< object size
+    std::vector<double> truth, stored;  ///< count x 2 (y, x), object frame
+};
+
+Scan make_scan(const PtychoSimulationOptions& o) {
     std::mt19937_64 rng(splitmix(o.seed));
     std::normal_distribution<double> gauss(0.0, 1.0);
-    std::vector<double> truth_pos(static_cast<size_t>(2 * N));
+    Scan sc;
+    sc.count = static_cast<std::int64_t>(o.scan_y) * o.scan_x;
+    std::vector<double>& pos = sc.truth;
+    pos.resize(static_cast<size_t>(2 * sc.count));
     for (int i = 0; i < o.scan_y; ++i)
         for (int j = 0; j < o.scan_x; ++j) {
             const size_t k = static_cast<size_t>(i) * static_cast<size_t>(o.scan_x) + static_cast<size_t>(j);
-            truth_pos[2 * k] = i * o.step + o.jitter * gauss(rng);
-            truth_pos[2 * k + 1] = j * o.step + o.jitter * gauss(rng);
+            pos[2 * k] = i * o.step + o.jitter * gauss(rng);
+            pos[2 * k + 1] = j * o.step + o.jitter * gauss(rng);
         }
     double min_y = 1e300, min_x = 1e300, max_y = -1e300, max_x = -1e300;
-    for (std::int64_t k = 0; k < N; ++k) {
-        min_y = std::min(min_y, truth_pos[static_cast<size_t>(2 * k)]);
-        max_y = std::max(max_y, truth_pos[static_cast<size_t>(2 * k)]);
-        min_x = std::min(min_x, truth_pos[static_cast<size_t>(2 * k + 1)]);
-        max_x = std::max(max_x, truth_pos[static_cast<size_t>(2 * k + 1)]);
+    for (size_t k = 0; k < static_cast<size_t>(sc.count); ++k) {
+        min_y = std::min(min_y, pos[2 * k]);
+        max_y = std::max(max_y, pos[2 * k]);
+        min_x = std::min(min_x, pos[2 * k + 1]);
+        max_x = std::max(max_x, pos[2 * k + 1]);
     }
-    int oh = static_cast<int>(std::floor(max_y - min_y + 0.5)) + dp + 2 * o.margin + 1;
-    int ow = static_cast<int>(std::floor(max_x - min_x + 0.5)) + dp + 2 * o.margin + 1;
+    sc.oh = static_cast<int>(std::floor(max_y - min_y + 0.5)) + o.dp + 2 * o.margin + 1;
+    sc.ow = static_cast<int>(std::floor(max_x - min_x + 0.5)) + o.dp + 2 * o.margin + 1;
     if (o.object_size > 0) {
-        if (o.object_size < std::max(oh, ow) - 2 * o.margin)
+        if (o.object_size < std::max(sc.oh, sc.ow) - 2 * o.margin)
             throw usage_error("simulate ptycho: --object-size " + std::to_string(o.object_size) +
                               " is smaller than the scanned area plus the window (" +
-                              std::to_string(std::max(oh, ow) - 2 * o.margin) + ")");
-        oh = ow = o.object_size;
+                              std::to_string(std::max(sc.oh, sc.ow) - 2 * o.margin) + ")");
+        sc.oh = sc.ow = o.object_size;
     }
     // Centre the scan in the object.
-    const double off_y = 0.5 * (oh - dp - (max_y - min_y)) - min_y;
-    const double off_x = 0.5 * (ow - dp - (max_x - min_x)) - min_x;
-    for (std::int64_t k = 0; k < N; ++k) {
-        truth_pos[static_cast<size_t>(2 * k)] += off_y;
-        truth_pos[static_cast<size_t>(2 * k + 1)] += off_x;
+    const double off_y = 0.5 * (sc.oh - o.dp - (max_y - min_y)) - min_y;
+    const double off_x = 0.5 * (sc.ow - o.dp - (max_x - min_x)) - min_x;
+    for (size_t k = 0; k < static_cast<size_t>(sc.count); ++k) {
+        pos[2 * k] += off_y;
+        pos[2 * k + 1] += off_x;
     }
-    std::vector<double> stored_pos = truth_pos;
+    sc.stored = pos;
     if (o.position_error > 0)
-        for (double& p : stored_pos) p += o.position_error * gauss(rng);
+        for (double& p : sc.stored) p += o.position_error * gauss(rng);
+    return sc;
+}
 
-    std::vector<double> amp, phase;
-    make_object(o, oh, ow, amp, phase);
-    std::vector<Complex> probe = make_probe(o);
-    recon::add_probe_modes(probe, 1, K, dp, dp, o.mode_power, 1.0);
-    const double total = o.dose > 0 ? o.dose : 1e6;
-    recon::scale_probe_power(probe, total);
-
-    std::string thread_source, thread_warning;
-    const int threads = resolve_threads(o.threads, ctx.local_size(), thread_source, thread_warning);
-    ReconWorkerOptions wo;
-    wo.h = wo.w = dp;
-    wo.modes = K;
-    wo.obj_h = oh;
-    wo.obj_w = ow;
-    wo.subpixel = true;
-    wo.double_precision = true;
-    wo.threads = threads;
-    wo.fft_measure = false;
-    auto worker = make_recon_worker(WorkerKind::cpu, wo);
-    worker->set_object(amp, phase);
-    worker->set_probe(probe);
-
-    h5::File f = h5::File::create(o.out);
-    const bool cxi = o.format == "cxi";
-    const std::string data_name = cxi ? "/entry_1/data_1/data" : "/data";
+/// Writes the patterns (Poisson counts, or the noiseless intensities) of every scan position
+/// to `data_name`, centred, in blocks of 64; returns the total count.
+double write_patterns(const PtychoSimulationOptions& o, const Scan& sc, ReconWorker& worker, int threads, h5::File& f,
+                      const std::string& data_name) {
+    const int dp = o.dp;
+    const size_t n = static_cast<size_t>(dp) * static_cast<size_t>(dp);
+    const std::int64_t N = sc.count, block = 64;
     recon::h5x::create_float(f, data_name, {static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
                              o.compress > 0 ? 1 : 0, o.compress);
-    const std::int64_t block = 64;
     std::vector<float> out(static_cast<size_t>(block) * n);
     double photons = 0;
     for (std::int64_t first = 0; first < N; first += block) {
@@ -206,10 +186,10 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
         ReconBatch batch;
         for (std::int64_t j = 0; j < count; ++j) {
             batch.pattern_of.push_back(j);
-            batch.positions.push_back(truth_pos[static_cast<size_t>(2 * (first + j))]);
-            batch.positions.push_back(truth_pos[static_cast<size_t>(2 * (first + j) + 1)]);
+            batch.positions.push_back(sc.truth[static_cast<size_t>(2 * (first + j))]);
+            batch.positions.push_back(sc.truth[static_cast<size_t>(2 * (first + j) + 1)]);
         }
-        const std::vector<double> inten = worker->model_intensity(batch);
+        const std::vector<double> inten = worker.model_intensity(batch);
         double block_sum = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : block_sum) schedule(static)
         for (std::int64_t j = 0; j < count; ++j) {
@@ -233,54 +213,101 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
         recon::h5x::write_float_rows(f, data_name, static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(count),
                                      out.data());
     }
-    const std::vector<std::uint64_t> pos_dims = {static_cast<std::uint64_t>(N), 2};
-    if (cxi) {
+    return photons;
+}
+
+/// The stored positions: CXI translations in metres (x, y, z) with the geometry that gives the
+/// object pixel back, or native /positions in pixels with the object's shape.
+void write_positions(const PtychoSimulationOptions& o, const Scan& sc, h5::File& f) {
+    const std::int64_t N = sc.count;
+    if (o.format == "cxi") {
         // Translations in metres (x, y, z) with dx = 0.1494 A object pixels; the energy, distance
         // and detector pixel are chosen so that lambda z / (W p) gives that dx back.
         const double dx = kDxAngstrom * 1e-10, lambda = kWavelengthAngstrom * 1e-10;
         std::vector<double> t(static_cast<size_t>(3 * N));
         for (std::int64_t k = 0; k < N; ++k) {
-            t[static_cast<size_t>(3 * k)] = stored_pos[static_cast<size_t>(2 * k + 1)] * dx;
-            t[static_cast<size_t>(3 * k + 1)] = stored_pos[static_cast<size_t>(2 * k)] * dx;
+            t[static_cast<size_t>(3 * k)] = sc.stored[static_cast<size_t>(2 * k + 1)] * dx;
+            t[static_cast<size_t>(3 * k + 1)] = sc.stored[static_cast<size_t>(2 * k)] * dx;
             t[static_cast<size_t>(3 * k + 2)] = 0;
         }
         recon::h5x::write_double(f, "/entry_1/sample_1/geometry_1/translation", {static_cast<std::uint64_t>(N), 3}, t);
         recon::h5x::write_double(f, "/entry_1/instrument_1/source_1/energy", {1}, {6.62607015e-34 * 299792458.0 / lambda});
         recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/distance", {1}, {1.0});
-        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/x_pixel_size", {1}, {lambda * 1.0 / (dp * dx)});
-        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/y_pixel_size", {1}, {lambda * 1.0 / (dp * dx)});
+        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/x_pixel_size", {1}, {lambda * 1.0 / (o.dp * dx)});
+        recon::h5x::write_double(f, "/entry_1/instrument_1/detector_1/y_pixel_size", {1}, {lambda * 1.0 / (o.dp * dx)});
         recon::h5x::write_double(f, "/cxi_version", {1}, {150});
     } else {
-        recon::h5x::write_double(f, "/positions", pos_dims, stored_pos);
-        f.set_attr("/", "object_shape", std::vector<double>{double(oh), double(ow)});
+        recon::h5x::write_double(f, "/positions", {static_cast<std::uint64_t>(N), 2}, sc.stored);
+        f.set_attr("/", "object_shape", std::vector<double>{double(sc.oh), double(sc.ow)});
     }
+}
+
+/// The truth (object, probe, positions) and the experiment's description as root attributes.
+void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::vector<double>& amp,
+                 const std::vector<double>& phase, const std::vector<Complex>& probe, h5::File& f) {
+    const std::uint64_t K = static_cast<std::uint64_t>(o.modes), dp = static_cast<std::uint64_t>(o.dp);
     std::vector<Complex> obj(amp.size());
     for (size_t i = 0; i < amp.size(); ++i) obj[i] = std::polar(amp[i], phase[i]);
-    recon::h5x::write_complex(f, "/truth/object", {static_cast<std::uint64_t>(oh), static_cast<std::uint64_t>(ow)}, obj);
-    recon::h5x::write_complex(f, "/truth/probe",
-                              {static_cast<std::uint64_t>(K), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
-                              probe);
-    recon::h5x::write_double(f, "/truth/positions", pos_dims, truth_pos);
-    const double R = o.aperture > 0 ? o.aperture : 0.1 * dp;
+    recon::h5x::write_complex(f, "/truth/object", {static_cast<std::uint64_t>(sc.oh), static_cast<std::uint64_t>(sc.ow)}, obj);
+    recon::h5x::write_complex(f, "/truth/probe", {K, dp, dp}, probe);
+    recon::h5x::write_double(f, "/truth/positions", {static_cast<std::uint64_t>(sc.count), 2}, sc.truth);
+    const double R = o.aperture > 0 ? o.aperture : 0.1 * o.dp;
     f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
     f.set_attr("/", "dose", o.dose);
     f.set_attr("/", "seed", static_cast<std::int64_t>(o.seed));
     f.set_attr("/", "scan", std::vector<double>{double(o.scan_y), double(o.scan_x)});
     f.set_attr("/", "step_px", o.step);
-    f.set_attr("/", "modes", static_cast<std::int64_t>(K));
+    f.set_attr("/", "modes", static_cast<std::int64_t>(o.modes));
     f.set_attr("/", "mode_power", o.mode_power);
     f.set_attr("/", "jitter_px", o.jitter);
     f.set_attr("/", "position_error_px", o.position_error);
     f.set_attr("/", "dx_angstrom", kDxAngstrom);
     f.set_attr("/", "wavelength_angstrom", kWavelengthAngstrom);
     f.set_attr("/", "kv", 80.0);
-    f.set_attr("/", "conv_angle_mrad", 1e3 * kWavelengthAngstrom * R / (dp * kDxAngstrom));
+    f.set_attr("/", "conv_angle_mrad", 1e3 * kWavelengthAngstrom * R / (o.dp * kDxAngstrom));
+}
+
+}  // namespace
+
+void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
+    check_options(o);
+    if (!ctx.is_root()) {
+        EF_MPI_CHECK(MPI_Barrier(ctx.world()));
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const Scan sc = make_scan(o);
+    std::vector<double> amp, phase;
+    make_object(o, sc.oh, sc.ow, amp, phase);
+    std::vector<Complex> probe = make_probe(o);
+    recon::add_probe_modes(probe, 1, o.modes, o.dp, o.dp, o.mode_power, 1.0);
+    recon::scale_probe_power(probe, o.dose > 0 ? o.dose : 1e6);
+
+    const int threads = resolve_threads(o.threads, ctx.local_size()).threads;
+    ReconWorkerOptions wo;
+    wo.h = wo.w = o.dp;
+    wo.modes = o.modes;
+    wo.obj_h = sc.oh;
+    wo.obj_w = sc.ow;
+    wo.subpixel = true;
+    wo.double_precision = true;
+    wo.threads = threads;
+    wo.fft_measure = false;
+    auto worker = make_recon_worker(WorkerKind::cpu, wo);
+    worker->set_object(amp, phase);
+    worker->set_probe(probe);
+
+    h5::File f = h5::File::create(o.out);
+    const double photons =
+        write_patterns(o, sc, *worker, threads, f, o.format == "cxi" ? "/entry_1/data_1/data" : "/data");
+    write_positions(o, sc, f);
+    write_truth(o, sc, amp, phase, probe, f);
     f.close();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("simulated %lld patterns %d x %d (%s layout), %d probe mode%s, object %d x %d, %.3g counts per "
                 "pattern, in %.2f s (%d thread%s)\noutput: %s\n",
-                static_cast<long long>(N), dp, dp, o.format.c_str(), K, K == 1 ? "" : "s", oh, ow,
-                photons / static_cast<double>(N), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
+                static_cast<long long>(sc.count), o.dp, o.dp, o.format.c_str(), o.modes, o.modes == 1 ? "" : "s", sc.oh,
+                sc.ow, photons / static_cast<double>(sc.count), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
     if (ctx.size() > 1) EF_MPI_CHECK(MPI_Barrier(ctx.world()));
 }
 

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ensemblefit/comm/mpi_context.hpp>
+#include <ensemblefit/recon/ptycho_dataset.hpp>
+#include <ensemblefit/recon/recon_config.hpp>
+#include <ensemblefit/recon/recon_worker.hpp>
+#include <ensemblefit/recon/reconstruction.hpp>
+#include <ensemblefit/sched/phase_timer.hpp>
+
+#include "kernels/recon/ptycho_math.hpp"
+#include "src/recon/phase_error.hpp"
+#include "src/recon/probe_modes.hpp"
+#include "src/run/placement.hpp"
+#include "src/sched/batch_schedule.hpp"
+
+namespace ef::recon {
+
+/// What one iteration's batch steps share, and what they add up.
+struct IterationSteps {
+    bool probe_on = false, pos_on = false;
+    double rate = 1;  ///< learning-rate factor (solver.decay_start)
+    LossKind loss_kind = LossKind::amplitude;
+    double loss_sum = 0;       ///< of the batches' losses
+    double grad_seconds = 0;   ///< in gradient passes
+    double speed_seconds = 0;  ///< the same, as the rank's speed is measured (see batches_deferred)
+    std::int64_t done = 0;     ///< positions
+    std::int64_t batches = 0;  ///< batches with positions of this rank
+};
+
+/// Whether the ranks can sum gradients on their GPUs, and why not.
+struct DeviceSumCheck {
+    bool all_gpu = false;  ///< every rank is a GPU worker
+    bool peer = false;     ///< peer sums may be tried (every rank on one host, run.allreduce allows)
+    bool ok = false;       ///< NCCL started on every rank
+    std::string why;       ///< why not, when !ok
+};
+
+/// Global sums of a batch's loss terms and the pattern pixels they cover.
+struct LossSums {
+    double a = 0, b = 0;
+    double pixels = 0;
+};
+
+/**
+ * One ptychographic reconstruction on this rank (internal; run_reconstruct() runs it,
+ * docs/reconstruction.md explains the method): run() is the sequence of its steps. Set-up is
+ * identical on every rank, so input errors are thrown identically everywhere; rank 0 writes the
+ * output. The steps live in three files: reconstruction.cpp (set-up and the model's start),
+ * reconstruction_steps.cpp (the iterations, batch steps and shares) and
+ * reconstruction_output.cpp (output and timing).
+ */
+class Reconstruction {
+   public:
+    Reconstruction(const ReconRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx) {}
+
+    void run();
+
+   private:
+    // reconstruction.cpp
+    void set_up();
+    void print_plan() const;
+    void load_share();
+    void initial_model();
+    // reconstruction_steps.cpp
+    void iterate();
+    // reconstruction_output.cpp
+    void finish();
+
+    // ---- set-up (reconstruction.cpp) --------------------------------------------------------
+    void read_input();
+    void make_worker();
+    void set_up_device_sum();
+    DeviceSumCheck check_device_sum();
+    void decide_deferred();
+    ReconWorkerOptions worker_options(int device) const;
+    void read_mean_pattern(const std::vector<float>& share);
+    std::vector<Complex> initial_probe();
+    void set_roi();
+
+    // ---- iterations (reconstruction_steps.cpp) -----------------------------------------------
+    IterationSteps steps_of(int it) const;
+    void end_iteration(int it, const IterationSteps& st, double wall0);
+    ReconBatch assemble(const std::vector<std::int64_t>& members) const;
+    std::int64_t batch_layout(std::int64_t t, std::vector<int>& counts, std::vector<int>& starts) const;
+    ReconUpdate next_update(const IterationSteps& st, double scale);
+    void batch_step(int it, std::int64_t t, IterationSteps& st);
+    ReconBatchTerms batch_gradients(const ReconBatch& batch, IterationSteps& st);
+    LossSums sum_over_ranks(std::int64_t t, const ReconBatchTerms& terms, const IterationSteps& st);
+    void batches_deferred(int it, std::int64_t nb, IterationSteps& st);
+    void account_device_time(const ReconDeferredResults& res, IterationSteps& st);
+    void constrain_probe();
+    void update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale, std::int64_t t,
+                          double rate);
+    void sync_positions();
+    void rebalance();
+    void load_share(const std::vector<std::int64_t>& bounds);
+    std::int64_t gradient_doubles(bool with_probe) const;
+
+    // ---- output (reconstruction_output.cpp) --------------------------------------------------
+    void report(int it);
+    PhaseError compare_truth();
+    void write_output(bool final);
+    void write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe);
+    void print_traces() const;
+    void report_timing();
+    double seconds_per_iteration() const;
+
+    const ReconRunOptions& opt_;
+    const MpiContext& ctx_;
+    PhaseTimer timer_;
+    ReconConfig cfg_;
+    PtychoDataset ds_;
+    std::int64_t n_ = 0;  // pixels per pattern
+    bool subpixel_ = true;
+    ThreadPlan threads_;
+    std::unique_ptr<ReconWorker> worker_;
+    std::vector<std::string> placement_;
+    std::unique_ptr<BatchSchedule> schedule_;
+    std::vector<std::int64_t> bounds_;  // strata per rank: rank r owns [bounds_[r], bounds_[r + 1])
+    std::int64_t my_first_ = 0, my_count_ = 0;
+    std::vector<double> mean_pattern_;
+    double mean_total_ = 0;
+    bool have_mean_ = false;
+    std::vector<double> pos_m_, pos_v_;  // the positions' Adam moments
+    std::vector<Complex> truth_;
+    int roi_[4] = {0, 0, 0, 0};
+    bool device_sum_ = false;  // gradient sums on the GPUs instead of MPI over host buffers
+    bool deferred_ = false;    // deferred steps (tuning.deferred)
+    std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds
+    // accumulated over the run
+    std::vector<double> loss_, iteration_seconds_, mode_powers_;
+    double nrmse_ = -1, rmse_ = -1;
+    std::int64_t allreduce_calls_ = 0;
+    double allreduce_bytes_ = 0;
+    double grad_seconds_total_ = 0;
+    double speed_seconds_total_ = 0;  // what rebalance() divides positions by (IterationSteps::speed_seconds)
+    double speed_mark_seconds_ = 0;
+    std::int64_t speed_mark_positions_ = 0;
+    std::int64_t positions_done_ = 0;
+    std::int64_t batches_done_ = 0;
+    int rebalances_ = 0;
+    size_t rebalance_points_ = 0;  // calls of rebalance(), moved or not
+    std::int64_t t_object_ = 0, t_probe_ = 0, t_pos_ = 0;  // Adam step counts
+    bool wrote_once_ = false;
+    std::vector<std::string> previews_;
+    double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
+                                              // gather, update(), update() and positions, batch assembly
+    double deferred_trace_[6] = {0, 0, 0, 0, 0, 0};  // deferred steps, device seconds: gradients, sum, its
+                                                     // shortest-rank part, update, idle; host wall
+};
+
+}  // namespace ef::recon

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// The reconstruction's output: progress lines, the result file (and checkpoints), previews,
+// and the run's timing through the run layer (src/run/run_timing.hpp).
+#include <cstdio>
+
+#include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/diagnostics.hpp>
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/report/timing_report.hpp>
+
+#include "src/io/h5.hpp"
+#include "src/recon/png_preview.hpp"
+#include "src/recon/ptycho_h5.hpp"
+#include "src/recon/reconstruction.hpp"
+#include "src/run/output_guard.hpp"
+#include "src/run/run_timing.hpp"
+
+namespace ef::recon {
+
+namespace {
+
+std::string output_stem(const std::string& path) {
+    const auto dot = path.rfind('.');
+    const auto slash = path.rfind('/');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path;
+    return path.substr(0, dot);
+}
+
+std::vector<std::uint64_t> dims(std::initializer_list<std::int64_t> sizes) {
+    std::vector<std::uint64_t> d;
+    for (std::int64_t s : sizes) d.push_back(static_cast<std::uint64_t>(s));
+    return d;
+}
+
+/// The reconstruction's own columns of /timing beside the run layer's counts.
+const TimingColumns kColumns{"positions", "batches", "allreduce_calls", "allreduce_bytes",
+                             {"gradient_seconds", "traffic_bytes"}};
+
+}  // namespace
+
+/// The end: the truth comparison, the result file with previews, the timing report.
+void Reconstruction::finish() {
+    timer_.enter(Phase::io);
+    if (!truth_.empty() && ctx_.is_root()) compare_truth();
+    write_output(true);
+    report_timing();
+    if (!ctx_.is_root()) return;
+    if (!truth_.empty())
+        std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
+                    "removed)\n",
+                    100.0 * nrmse_, rmse_, roi_[1] - roi_[0], roi_[3] - roi_[2]);
+    for (const auto& p : previews_) std::printf("preview: %s\n", p.c_str());
+    std::printf("output: %s\n", cfg_.output_file.c_str());
+    std::fflush(stdout);
+}
+
+void Reconstruction::report(int it) {
+    if (!ctx_.is_root()) return;
+    std::printf("  %6d %14.8g %10.4f", it, loss_.back(), iteration_seconds_.back());
+    if (!truth_.empty()) std::printf("   %10.3f%%", 100.0 * compare_truth().nrmse);
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+PhaseError Reconstruction::compare_truth() {
+    const std::vector<Complex> obj = worker_->complex_object();
+    const PhaseError e = phase_error(obj, truth_, ds_.obj_w, roi_[0], roi_[1], roi_[2], roi_[3]);
+    nrmse_ = e.nrmse;
+    rmse_ = e.rmse;
+    return e;
+}
+
+/// The model and the run so far into the output (rank 0; every rank first agrees on the
+/// positions). A checkpoint rewrites the same file; the final write adds the previews.
+void Reconstruction::write_output(bool final) {
+    sync_positions();
+    if (!ctx_.is_root()) return;
+    PhaseTimer::Scope io(timer_, Phase::io);
+    const std::vector<Complex> obj = worker_->complex_object();
+    const std::vector<Complex> probe = worker_->probe();
+    h5::File f = file_exists(cfg_.output_file) && wrote_once_ ? h5::File::open_write(cfg_.output_file)
+                                                              : h5::File::create(cfg_.output_file);
+    wrote_once_ = true;
+    h5x::write_complex(f, "/object", dims({ds_.obj_h, ds_.obj_w}), obj);
+    h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
+    std::vector<double> pos = ds_.positions;
+    for (size_t i = 0; i < pos.size(); i += 2) {
+        pos[i] -= ds_.offset_y;
+        pos[i + 1] -= ds_.offset_x;
+    }
+    h5x::write_double(f, "/positions", dims({ds_.count, 2}), pos);
+    f.set_attr("/positions", "object_offset", std::vector<double>{ds_.offset_y, ds_.offset_x});
+    f.set_attr("/positions", "description",
+               std::string("top-left of the window, pixels (y, x), in the input's frame; object pixel = position + "
+                           "object_offset"));
+    h5x::write_double(f, "/loss", dims({static_cast<std::int64_t>(loss_.size())}), loss_);
+    h5x::write_double(f, "/iteration_seconds", dims({static_cast<std::int64_t>(iteration_seconds_.size())}),
+                      iteration_seconds_);
+    if (!mode_powers_.empty())
+        h5x::write_double(f, "/probe_mode_powers", dims({static_cast<std::int64_t>(mode_powers_.size())}), mode_powers_);
+    f.set_attr("/", "config", cfg_.resolved_text());
+    f.set_attr("/", "data_file", ds_.path);
+    if (!ds_.metadata.empty()) f.set_attr("/", "data_metadata", ds_.metadata);
+    f.set_attr("/", "iterations_done", static_cast<std::int64_t>(loss_.size()));
+    f.set_attr("/", "complete", static_cast<std::int64_t>(final ? 1 : 0));
+    f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
+    f.set_attr("/", "roi", std::vector<double>{double(roi_[0]), double(roi_[1]), double(roi_[2]), double(roi_[3])});
+    if (!truth_.empty() && nrmse_ >= 0) {
+        f.set_attr("/", "phase_nrmse", nrmse_);
+        f.set_attr("/", "phase_rmse", rmse_);
+    }
+    f.flush();
+    if (final && cfg_.previews) write_previews(obj, probe);
+}
+
+void Reconstruction::write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe) {
+    try {
+        previews_ = recon::write_previews(output_stem(cfg_.output_file), obj, ds_.obj_h, ds_.obj_w, probe, cfg_.modes,
+                                          ds_.h, ds_.w);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "ensemblefit: warning: previews not written: %s\n", e.what());
+    }
+}
+
+/// EF_RECON_COMM_TRACE=1: where this rank's host time went in the sums and updates.
+void Reconstruction::print_traces() const {
+    if (!diagnostics().recon_comm_trace) return;
+    std::fprintf(stderr,
+                 "rank %d: gradient sum (with the loss-term gather) %.3f s, of which the gather %.3f s; update %.3f s, "
+                 "with positions %.3f s; batch assembly %.3f s; gradients %.3f s\n",
+                 ctx_.rank(), comm_trace_[0], comm_trace_[1], comm_trace_[2], comm_trace_[3], comm_trace_[4],
+                 grad_seconds_total_);
+    if (deferred_trace_[5] > 0)
+        std::fprintf(stderr,
+                     "rank %d: deferred steps, device time: gradients %.3f s, sum %.3f s (shortest rank %.3f s), "
+                     "update %.3f s, idle between batches %.3f s; host wall of those iterations %.3f s\n",
+                     ctx_.rank(), deferred_trace_[0], deferred_trace_[1], deferred_trace_[2], deferred_trace_[3],
+                     deferred_trace_[4], deferred_trace_[5]);
+}
+
+/// The mean seconds per iteration without the first (planning, warm-up) when there are more.
+double Reconstruction::seconds_per_iteration() const {
+    const auto& its = iteration_seconds_;
+    if (its.empty()) return 0.0;
+    const size_t skip = its.size() > 2 ? 1 : 0;
+    double per_it = 0;
+    for (size_t i = skip; i < its.size(); ++i) per_it += its[i];
+    return per_it / static_cast<double>(its.size() - skip);
+}
+
+/// Per-rank phases, counts and the reconstruction's columns under /timing (gather_timing,
+/// write_timing), then its own attributes: seconds and model traffic per iteration, rebalances.
+void Reconstruction::report_timing() {
+    print_traces();
+    const bool probe_on = cfg_.lr_probe > 0 && cfg_.probe_start <= cfg_.iterations;
+    const double traffic_per_position = worker_->traffic_bytes(probe_on, cfg_.correct_positions);
+    RankTiming mine;
+    mine.replicas = positions_done_;
+    mine.units = batches_done_;
+    mine.mpi_calls = allreduce_calls_;
+    mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
+    mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_)};
+    const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
+    if (!ctx_.is_root()) return;
+    const double per_it = seconds_per_iteration();
+    const double traffic_iter = traffic_per_position * static_cast<double>(ds_.count);  // all ranks, one iteration
+    {
+        h5::File f = h5::File::open_write(cfg_.output_file);
+        write_timing(f, t, placement_);
+        f.set_attr("/timing", "seconds_per_iteration", per_it);
+        f.set_attr("/timing", "traffic_bytes_per_iteration", traffic_iter);
+        f.set_attr("/timing", "rebalances", static_cast<std::int64_t>(rebalances_));
+        f.flush();
+    }
+    std::printf("%s", format_timing_table(t.ranks, t.metrics, t.columns).c_str());
+    std::printf("per iteration: %.4f s (mean%s), model traffic %.3f GB; bandwidth (traffic / gradient time) per rank:",
+                per_it, iteration_seconds_.size() > 2 ? " without the first" : "", traffic_iter / 1e9);
+    for (const RankTiming& r : t.ranks) std::printf(" %.1f", r.extra[0] > 0 ? r.extra[1] / r.extra[0] / 1e9 : 0.0);
+    std::printf(" GB/s\n");
+}
+
+}  // namespace ef::recon

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+// The reconstruction's iterations: mini-batch steps (per batch, or deferred on the device), the
+// per-iteration probe constraints, position steps and the shares that follow throughput.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/recon/reconstruction.hpp"
+
+namespace ef::recon {
+
+namespace {
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Error diverged(double loss, int it) {
+    return runtime_error("reconstruction diverged: the loss is " + std::to_string(loss) + " at iteration " +
+                         std::to_string(it) + " (lower the learning rates)");
+}
+
+}  // namespace
+
+void Reconstruction::iterate() {
+    timer_.enter(Phase::compute);  // loop bookkeeping counts as compute
+    if (ctx_.is_root() && cfg_.iterations > 0) {
+        std::printf("\n  %6s %14s %10s%s\n", "iter", "loss", "s/iter", truth_.empty() ? "" : "   phase NRMSE");
+        std::fflush(stdout);
+    }
+    for (int it = 1; it <= cfg_.iterations; ++it) {
+        const double wall0 = now_seconds();
+        const size_t r = static_cast<size_t>(ctx_.rank());
+        schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
+        IterationSteps steps = steps_of(it);
+        const std::int64_t nb = schedule_->batches_per_iteration();
+        if (deferred_) batches_deferred(it, nb, steps);  // the whole iteration queued on the device
+        else
+            for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
+        if (steps.probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
+            PhaseTimer::Scope c(timer_, Phase::compute);
+            constrain_probe();
+        }
+        end_iteration(it, steps, wall0);
+    }
+}
+
+/// What iteration `it` updates, and its learning-rate factor: 1, or a half cosine from 1 at
+/// decay_start to decay_to at the end.
+IterationSteps Reconstruction::steps_of(int it) const {
+    IterationSteps st;
+    st.probe_on = it >= cfg_.probe_start && cfg_.lr_probe > 0;
+    st.pos_on = cfg_.correct_positions && it >= cfg_.positions_start && cfg_.lr_positions > 0;
+    if (cfg_.decay_start > 0 && it >= cfg_.decay_start && cfg_.iterations > cfg_.decay_start) {
+        const double x = static_cast<double>(it - cfg_.decay_start) / (cfg_.iterations - cfg_.decay_start);
+        st.rate = cfg_.decay_to + (1 - cfg_.decay_to) * 0.5 * (1 + std::cos(M_PI * x));
+    }
+    st.loss_kind = cfg_.loss == "poisson" ? LossKind::poisson : LossKind::amplitude;
+    return st;
+}
+
+/// The iteration's loss and time, the progress line, a checkpoint, new shares.
+void Reconstruction::end_iteration(int it, const IterationSteps& st, double wall0) {
+    loss_.push_back(st.loss_sum / static_cast<double>(schedule_->batches_per_iteration()));
+    iteration_seconds_.push_back(now_seconds() - wall0);
+    grad_seconds_total_ += st.grad_seconds;
+    speed_seconds_total_ += st.speed_seconds;
+    positions_done_ += st.done;
+    batches_done_ += st.batches;
+    const int report_every = cfg_.report_every > 0 ? cfg_.report_every : std::max(1, cfg_.iterations / 20);
+    if (it % report_every == 0 || it == cfg_.iterations) report(it);
+    if (cfg_.checkpoint_every > 0 && it % cfg_.checkpoint_every == 0 && it < cfg_.iterations) write_output(false);
+    if (cfg_.balance == "throughput" && ctx_.size() > 1 && (it <= 2 || it % 10 == 0) && it < cfg_.iterations)
+        rebalance();
+}
+
+/// This rank's part of a batch: its rows of the pattern share and their positions.
+ReconBatch Reconstruction::assemble(const std::vector<std::int64_t>& members) const {
+    ReconBatch batch;
+    batch.pattern_of.reserve(members.size());
+    batch.positions.reserve(2 * members.size());
+    for (std::int64_t idx : members) {
+        batch.pattern_of.push_back(idx - my_first_);
+        batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx)]);
+        batch.positions.push_back(ds_.positions[static_cast<size_t>(2 * idx + 1)]);
+    }
+    return batch;
+}
+
+/// Positions of batch t per rank, and where each rank's start in global batch order; the total.
+std::int64_t Reconstruction::batch_layout(std::int64_t t, std::vector<int>& counts, std::vector<int>& starts) const {
+    counts.assign(static_cast<size_t>(ctx_.size()), 0);
+    starts.assign(counts.size(), 0);
+    int total = 0;
+    for (int r = 0; r < ctx_.size(); ++r) {
+        int c = 0;
+        for (std::int64_t s = bounds_[static_cast<size_t>(r)]; s < bounds_[static_cast<size_t>(r) + 1]; ++s)
+            c += t < schedule_->stratum_size(s) ? 1 : 0;
+        counts[static_cast<size_t>(r)] = c;
+        starts[static_cast<size_t>(r)] = total;
+        total += c;
+    }
+    return total;
+}
+
+/// The Adam step of a batch (scale: the loss factor; deferred steps compute it on the device).
+ReconUpdate Reconstruction::next_update(const IterationSteps& st, double scale) {
+    ReconUpdate u;
+    u.object = true;
+    u.probe = st.probe_on;
+    u.grad_scale = scale;
+    u.lr_p0 = st.rate * cfg_.lr_amplitude;
+    u.lr_p1 = st.rate * cfg_.lr_phase;
+    u.lr_probe = st.rate * cfg_.lr_probe * std::sqrt(mean_total_ / static_cast<double>(n_));  // relative rate
+    u.beta1 = cfg_.beta1;
+    u.beta2 = cfg_.beta2;
+    u.eps = cfg_.epsilon;
+    u.t_object = ++t_object_;
+    u.t_probe = st.probe_on ? ++t_probe_ : t_probe_;
+    return u;
+}
+
+/// Doubles of the gradient buffer: the object's two parameters, then the probe when asked.
+std::int64_t Reconstruction::gradient_doubles(bool with_probe) const {
+    return 2 * static_cast<std::int64_t>(ds_.obj_h) * ds_.obj_w + (with_probe ? 2 * cfg_.modes * n_ : 0);
+}
+
+/**
+ * One batch, waiting for it: gradients, the sum over ranks (on the devices, or MPI over host
+ * buffers) with the loss terms gathered meanwhile, the loss factor on the host, Adam.
+ */
+void Reconstruction::batch_step(int it, std::int64_t t, IterationSteps& st) {
+    const double m0 = now_seconds();
+    const std::vector<std::int64_t> members = schedule_->members(t);
+    const ReconBatch batch = assemble(members);
+    comm_trace_[4] += now_seconds() - m0;
+    const ReconBatchTerms terms = batch_gradients(batch, st);
+    st.done += static_cast<std::int64_t>(members.size());
+    st.batches += members.empty() ? 0 : 1;
+    LossSums sums{terms.loss_a, terms.loss_b, static_cast<double>(members.size()) * static_cast<double>(n_)};
+    if (ctx_.size() > 1) sums = sum_over_ranks(t, terms, st);
+    double loss = 0, scale = 0;
+    ptycho_loss_scale(st.loss_kind, sums.a, sums.b, sums.pixels, loss, scale);
+    if (!std::isfinite(loss)) throw diverged(loss, it);
+    st.loss_sum += loss;
+    PhaseTimer::Scope c(timer_, Phase::compute);
+    const double u0 = now_seconds();
+    worker_->update(next_update(st, scale));
+    comm_trace_[2] += now_seconds() - u0;
+    if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, ++t_pos_, st.rate);
+    comm_trace_[3] += now_seconds() - u0;
+}
+
+ReconBatchTerms Reconstruction::batch_gradients(const ReconBatch& batch, IterationSteps& st) {
+    PhaseTimer::Scope c(timer_, Phase::compute);
+    const double g0 = now_seconds();
+    ReconBatchTerms terms = worker_->gradients(batch, st.probe_on, st.pos_on);
+    st.grad_seconds += now_seconds() - g0;
+    st.speed_seconds += now_seconds() - g0;
+    return terms;
+}
+
+/**
+ * The gradient buffer summed over ranks in place (on the devices, or MPI over host buffers),
+ * and the loss terms of every position gathered in global batch order meanwhile, so that the
+ * loss factor is the same bits on 1 or N ranks.
+ */
+LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& terms, const IterationSteps& st) {
+    size_t count = 0;
+    double* buf = device_sum_ ? nullptr : worker_->gradient_buffer(st.probe_on, count);
+    std::vector<int> counts, displs;
+    const int total = 2 * static_cast<int>(batch_layout(t, counts, displs));
+    for (size_t r = 0; r < counts.size(); ++r) {
+        counts[r] *= 2;
+        displs[r] *= 2;
+    }
+    std::vector<double> terms_all(static_cast<size_t>(total));
+    {
+        PhaseTimer::Scope s(timer_, Phase::sync);
+        EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+    }
+    PhaseTimer::Scope c(timer_, Phase::comm);
+    const double c0 = now_seconds();
+    if (device_sum_) {
+        worker_->device_sum(st.probe_on);
+        count = static_cast<size_t>(gradient_doubles(st.probe_on));
+    } else {
+        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+    }
+    const double c1 = now_seconds();
+    // the loss terms travel while the devices sum
+    EF_MPI_CHECK(MPI_Allgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()), MPI_DOUBLE,
+                                terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE, ctx_.world()));
+    comm_trace_[1] += now_seconds() - c1;
+    if (device_sum_) worker_->device_sum_wait();
+    comm_trace_[0] += now_seconds() - c0;
+    allreduce_calls_ += 2;
+    allreduce_bytes_ += static_cast<double>(count) * 8.0 + 8.0 * total;
+    LossSums sums;
+    for (int i = 0; i < total; i += 2) {
+        sums.a += terms_all[static_cast<size_t>(i)];
+        sums.b += terms_all[static_cast<size_t>(i) + 1];
+    }
+    sums.pixels = static_cast<double>(total / 2) * static_cast<double>(n_);
+    return sums;
+}
+
+/**
+ * An iteration's batches as deferred steps (ReconWorker::begin_deferred): the host queues
+ * them all and waits once, then takes the position steps in batch order (the same steps as
+ * batch_step(): each position is in one batch of the iteration).
+ */
+void Reconstruction::batches_deferred(int it, std::int64_t nb, IterationSteps& st) {
+    PhaseTimer::Scope c(timer_, Phase::compute);
+    const double it0 = now_seconds();
+    worker_->begin_deferred(nb, schedule_->strata(), my_count_);
+    std::vector<int> counts, starts;
+    std::vector<std::vector<std::int64_t>> members(static_cast<size_t>(nb));
+    for (std::int64_t t = 0; t < nb; ++t) {
+        const double m0 = now_seconds();
+        std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
+        mine = schedule_->members(t);
+        const std::int64_t total = batch_layout(t, counts, starts);
+        comm_trace_[4] += now_seconds() - m0;
+        worker_->gradients_deferred(assemble(mine), st.probe_on, st.pos_on, starts[static_cast<size_t>(ctx_.rank())],
+                                    total);
+        st.done += static_cast<std::int64_t>(mine.size());
+        st.batches += mine.empty() ? 0 : 1;
+        if (ctx_.size() > 1) {
+            worker_->device_sum(st.probe_on);
+            allreduce_calls_ += 1;
+            allreduce_bytes_ += 8.0 * static_cast<double>(gradient_doubles(st.probe_on) + 2 * total);
+        }
+        worker_->update_deferred(next_update(st, 0.0), static_cast<double>(total) * static_cast<double>(n_), t);
+    }
+    const ReconDeferredResults res = worker_->end_deferred(nb);
+    const double* pg = res.position_grad.data();
+    for (std::int64_t t = 0; t < nb; ++t) {
+        const double loss = res.loss[static_cast<size_t>(t)];
+        if (!std::isfinite(loss)) throw diverged(loss, it);
+        st.loss_sum += loss;
+        if (!st.pos_on) continue;
+        const std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
+        update_positions(mine, pg, res.scale[static_cast<size_t>(t)], ++t_pos_, st.rate);
+        pg += 2 * mine.size();
+    }
+    account_device_time(res, st);
+    deferred_trace_[5] += now_seconds() - it0;
+}
+
+/**
+ * The device timeline of deferred steps into the phases: gradients and updates are compute; of
+ * the sum over ranks, the shortest rank's time in each batch is communication and the rest of
+ * a rank's time waiting for the others (synchronisation); device idle time between batches
+ * (the host preparing and launching) is scheduling.
+ */
+void Reconstruction::account_device_time(const ReconDeferredResults& res, IterationSteps& st) {
+    std::vector<double> shortest = res.sum;
+    if (ctx_.size() > 1 && !shortest.empty())
+        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, shortest.data(), static_cast<int>(shortest.size()), MPI_DOUBLE,
+                                   MPI_MIN, ctx_.world()));
+    double grad = 0, sum = 0, comm = 0, update = 0, gap = 0;
+    for (size_t t = 0; t < res.sum.size(); ++t) {
+        grad += res.gradients[t];
+        sum += res.sum[t];
+        comm += shortest[t];
+        update += res.update[t];
+        gap += res.gap[t];
+    }
+    st.grad_seconds += grad;
+    // The rank's speed from its median batch: the device times are exact, but a first
+    // iteration's batches include one-off costs (kernel modules loaded on first launch) that
+    // differ between ranks and would move shares for nothing.
+    if (!res.gradients.empty()) {
+        std::vector<double> g = res.gradients;
+        std::nth_element(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(g.size() / 2), g.end());
+        st.speed_seconds += g[g.size() / 2] * static_cast<double>(g.size());
+    }
+    timer_.move(Phase::compute, Phase::comm, comm);
+    timer_.move(Phase::compute, Phase::sync, sum - comm);
+    timer_.move(Phase::compute, Phase::sched, gap);
+    const double parts[5] = {grad, sum, comm, update, gap};
+    for (int k = 0; k < 5; ++k) deferred_trace_[k] += parts[k];
+}
+
+/**
+ * PtyRAD's per-iteration probe constraints where the probe lives: the modes' Gram matrix comes
+ * to the host (K x K), its eigenvectors (orthogonalisation, modes by power) and the intensity
+ * factor sqrt(target / trace) make one K x K mixing matrix, applied by the worker. Every rank
+ * computes the same matrix from the same Gram matrix.
+ */
+void Reconstruction::constrain_probe() {
+    const int K = cfg_.modes;
+    const std::vector<Complex> gram = worker_->probe_gram();
+    std::vector<Complex> mix(static_cast<size_t>(K) * static_cast<size_t>(K), 0.0);
+    for (int k = 0; k < K; ++k) mix[static_cast<size_t>(k) * static_cast<size_t>(K + 1)] = 1.0;
+    if (cfg_.orthogonalize && K > 1) hermitian_eigen(gram, K, mode_powers_, mix);
+    if (cfg_.fix_intensity) {
+        double power = 0;  // the trace: the modes' power, which the unitary mix keeps
+        for (int k = 0; k < K; ++k) power += gram[static_cast<size_t>(k) * static_cast<size_t>(K + 1)].real();
+        if (power > 0 && mean_total_ > 0) {
+            const double f = std::sqrt(mean_total_ / power);
+            for (Complex& z : mix) z *= f;
+        }
+    }
+    worker_->mix_probe_modes(mix);
+}
+
+/// Adam on the positions this rank owns (they are local: no reduction needed).
+void Reconstruction::update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale,
+                                         std::int64_t t, double rate) {
+    AdamCoefficients<double> a{};
+    a.step_size = rate * cfg_.lr_positions / (1 - std::pow(cfg_.beta1, static_cast<double>(t)));
+    a.beta1 = cfg_.beta1;
+    a.beta2 = cfg_.beta2;
+    a.eps = cfg_.epsilon;
+    a.inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(cfg_.beta2, static_cast<double>(t)));
+    a.grad_scale = scale;
+    for (size_t j = 0; j < members.size(); ++j)
+        for (size_t c = 0; c < 2; ++c) {
+            const size_t i = static_cast<size_t>(2 * members[j]) + c;
+            adam_step(ds_.positions[i], pos_m_[i], pos_v_[i], grad[2 * j + c], a);
+            const double hi = static_cast<double>((c == 0 ? ds_.obj_h - ds_.h : ds_.obj_w - ds_.w));
+            ds_.positions[i] = std::clamp(ds_.positions[i], 0.0, hi);
+        }
+}
+
+/// Gathers every rank's positions (and their Adam moments) so that all ranks agree.
+void Reconstruction::sync_positions() {
+    if (ctx_.size() == 1 || !cfg_.correct_positions) return;
+    PhaseTimer::Scope c(timer_, Phase::comm);
+    std::vector<int> counts(static_cast<size_t>(ctx_.size())), displs(static_cast<size_t>(ctx_.size()));
+    for (size_t r = 0; r < counts.size(); ++r) {
+        const std::int64_t a = schedule_->stratum_begin(bounds_[r]), b = schedule_->stratum_begin(bounds_[r + 1]);
+        displs[r] = static_cast<int>(2 * a);
+        counts[r] = static_cast<int>(2 * (b - a));
+    }
+    for (std::vector<double>* v : {&ds_.positions, &pos_m_, &pos_v_})
+        EF_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v->data(), counts.data(), displs.data(),
+                                    MPI_DOUBLE, ctx_.world()));
+}
+
+/**
+ * New shares proportional to each rank's measured speed: positions per second of gradient
+ * work, accumulated since the last change of shares (timing noise averages out, and a share
+ * is only moved when the predicted slowest rank gains more than 5%).
+ */
+void Reconstruction::rebalance() {
+    std::vector<double> speed(static_cast<size_t>(ctx_.size()));
+    const double secs = speed_seconds_total_ - speed_mark_seconds_;
+    const double mine = secs > 0 ? static_cast<double>(positions_done_ - speed_mark_positions_) / secs : 0.0;
+    {
+        PhaseTimer::Scope c(timer_, Phase::sched);
+        EF_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, speed.data(), 1, MPI_DOUBLE, ctx_.world()));
+    }
+    if (!debug_speeds_.empty()) speed = debug_speeds_[std::min(rebalance_points_, debug_speeds_.size() - 1)];
+    ++rebalance_points_;
+    const std::vector<std::int64_t> next = BatchSchedule::partition(schedule_->strata(), speed);
+    auto slowest = [&](const std::vector<std::int64_t>& b) {
+        double worst = 0;
+        for (size_t r = 0; r + 1 < b.size(); ++r)
+            worst = std::max(worst, speed[r] > 0 ? static_cast<double>(b[r + 1] - b[r]) / speed[r] : 0.0);
+        return worst;
+    };
+    if (next == bounds_ || slowest(next) > 0.95 * slowest(bounds_)) return;
+    sync_positions();
+    speed_mark_seconds_ = speed_seconds_total_;
+    speed_mark_positions_ = positions_done_;
+    bounds_ = next;
+    load_share(bounds_);
+    ++rebalances_;
+    if (!ctx_.is_root()) return;
+    std::printf("  rebalanced shares (strata per rank):");
+    for (size_t r = 0; r + 1 < bounds_.size(); ++r) std::printf(" %lld", static_cast<long long>(bounds_[r + 1] - bounds_[r]));
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+}  // namespace ef::recon
