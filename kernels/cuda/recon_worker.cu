@@ -196,6 +196,24 @@ __global__ void for_each_rows_kernel(std::int64_t rows, int cols, F f) {
     for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) f(r, c);
 }
 
+/// The sum of every thread's `s` over a block of kBlock threads, valid on thread 0: a fixed
+/// shared-memory tree, so the result depends only on the block size (no atomics).
+__device__ Sum2 block_tree_sum(Sum2 s) {
+    __shared__ double sa[kBlock];
+    __shared__ double sb[kBlock];
+    sa[threadIdx.x] = s.a;
+    sb[threadIdx.x] = s.b;
+    __syncthreads();
+    for (int stride = kBlock / 2; stride > 0; stride >>= 1) {
+        if (static_cast<int>(threadIdx.x) < stride) {
+            sa[threadIdx.x] += sa[threadIdx.x + stride];
+            sb[threadIdx.x] += sb[threadIdx.x + stride];
+        }
+        __syncthreads();
+    }
+    return Sum2{sa[0], sb[0]};
+}
+
 /**
  * Block (p, g) sums elements [p * span, (p + 1) * span) of group g and writes partial
  * g * parts + p. Thread t takes every blockDim-th element from t, then a fixed shared-memory
@@ -203,50 +221,23 @@ __global__ void for_each_rows_kernel(std::int64_t rows, int cols, F f) {
  */
 template <class F>
 __global__ void reduce_groups_kernel(std::int64_t size, std::int64_t span, F f, Sum2* partial) {
-    __shared__ double sa[kBlock];
-    __shared__ double sb[kBlock];
     const std::int64_t g = blockIdx.y;
     const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * span;
     const std::int64_t end = begin + span < size ? begin + span : size;
     Sum2 s;
     for (std::int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) s += f(g, e);
-    sa[threadIdx.x] = s.a;
-    sb[threadIdx.x] = s.b;
-    __syncthreads();
-    for (int stride = kBlock / 2; stride > 0; stride >>= 1) {
-        if (static_cast<int>(threadIdx.x) < stride) {
-            sa[threadIdx.x] += sa[threadIdx.x + stride];
-            sb[threadIdx.x] += sb[threadIdx.x + stride];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        Sum2 out;
-        out.a = sa[0];
-        out.b = sb[0];
-        partial[g * gridDim.x + blockIdx.x] = out;
-    }
+    const Sum2 total = block_tree_sum(s);
+    if (threadIdx.x == 0) partial[g * gridDim.x + blockIdx.x] = total;
 }
 
 /// Block g: out[g] = sum over p of partial[g * parts + p]; thread t adds p = t, t + blockDim, ...
 /// in order, then a fixed shared-memory tree (deterministic, no atomics).
 __global__ void sum_partials_kernel(std::int64_t parts, const Sum2* partial, Sum2* out) {
-    __shared__ double sa[kBlock];
-    __shared__ double sb[kBlock];
     const std::int64_t g = blockIdx.x;
     Sum2 s;
     for (std::int64_t p = threadIdx.x; p < parts; p += blockDim.x) s += partial[g * parts + p];
-    sa[threadIdx.x] = s.a;
-    sb[threadIdx.x] = s.b;
-    __syncthreads();
-    for (int stride = kBlock / 2; stride > 0; stride >>= 1) {
-        if (static_cast<int>(threadIdx.x) < stride) {
-            sa[threadIdx.x] += sa[threadIdx.x + stride];
-            sb[threadIdx.x] += sb[threadIdx.x + stride];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) out[g] = Sum2{sa[0], sb[0]};
+    const Sum2 total = block_tree_sum(s);
+    if (threadIdx.x == 0) out[g] = total;
 }
 
 /**

@@ -327,57 +327,57 @@ struct Lines {
     /// Forward stage A (R1-point DFTs, then twiddles).
     template <class Block>
     EF_HD static void forward_a(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
-        jobs<N * R2>(blk, [&](int J) {
-            const int line = J % N, t = J / N;
-            Cx<T>* x = win + line * kLine + t * kElem;
-            Cx<T> a[R1];
-            EF_UNROLL
-            for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
-            small_dft<T, R1, -1>(a);
-            EF_UNROLL
-            for (int k = 0; k < R1; ++k) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
-        });
+        stage_a<-1>(blk, win, tw);
     }
     /// Forward stage B (R2-point DFTs over contiguous slots).
     template <class Block>
     EF_HD static void forward_b(const Block& blk, Cx<T>* win) {
-        jobs<N * R1>(blk, [&](int J) {
-            const int line = J % N, k1 = J / N;
-            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
-            Cx<T> a[R2];
-            EF_UNROLL
-            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
-            small_dft<T, R2, -1>(a);
-            EF_UNROLL
-            for (int t = 0; t < R2; ++t) x[t * kElem] = a[t];
-        });
+        stage_b<-1>(blk, win, nullptr);
     }
     /// Inverse stage B (from slot order: R2-point inverse DFTs, then conjugate twiddles).
     template <class Block>
     EF_HD static void inverse_b(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
-        jobs<N * R1>(blk, [&](int J) {
-            const int line = J % N, k1 = J / N;
-            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
-            Cx<T> a[R2];
-            EF_UNROLL
-            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
-            small_dft<T, R2, 1>(a);
-            EF_UNROLL
-            for (int t = 0; t < R2; ++t) x[t * kElem] = t == 0 ? a[0] : twiddle<T, 1>(a[t], tw, t * k1);
-        });
+        stage_b<1>(blk, win, tw);
     }
     /// Inverse stage A (R1-point inverse DFTs into natural order).
     template <class Block>
     EF_HD static void inverse_a(const Block& blk, Cx<T>* win) {
+        stage_a<1>(blk, win, nullptr);
+    }
+
+   private:
+    /// R1-point DFTs in direction Dir over slots R2 apart; the forward stage twiddles its outputs.
+    template <int Dir, class Block>
+    EF_HD static void stage_a(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
         jobs<N * R2>(blk, [&](int J) {
             const int line = J % N, t = J / N;
             Cx<T>* x = win + line * kLine + t * kElem;
             Cx<T> a[R1];
             EF_UNROLL
             for (int m = 0; m < R1; ++m) a[m] = x[m * R2 * kElem];
-            small_dft<T, R1, 1>(a);
+            small_dft<T, R1, Dir>(a);
             EF_UNROLL
-            for (int m = 0; m < R1; ++m) x[m * R2 * kElem] = a[m];
+            for (int k = 0; k < R1; ++k) {
+                if constexpr (Dir < 0) x[k * R2 * kElem] = k == 0 ? a[0] : twiddle<T, -1>(a[k], tw, t * k);
+                else x[k * R2 * kElem] = a[k];
+            }
+        });
+    }
+    /// R2-point DFTs in direction Dir over contiguous slots; the inverse stage twiddles its outputs.
+    template <int Dir, class Block>
+    EF_HD static void stage_b(const Block& blk, Cx<T>* win, const Cx<T>* tw) {
+        jobs<N * R1>(blk, [&](int J) {
+            const int line = J % N, k1 = J / N;
+            Cx<T>* x = win + line * kLine + k1 * R2 * kElem;
+            Cx<T> a[R2];
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) a[t] = x[t * kElem];
+            small_dft<T, R2, Dir>(a);
+            EF_UNROLL
+            for (int t = 0; t < R2; ++t) {
+                if constexpr (Dir > 0) x[t * kElem] = t == 0 ? a[0] : twiddle<T, 1>(a[t], tw, t * k1);
+                else x[t * kElem] = a[t];
+            }
         });
     }
 };
