@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <ensemblefit/core/error.hpp>
-#include <ensemblefit/worker/worker.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 namespace ef {
 
@@ -21,6 +21,15 @@ std::string cuda_device_name(int ordinal) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) return "";
     return prop.name;
+}
+
+std::string cuda_device_pci_bus_id(int ordinal) {
+    char id[32] = {};
+    if (cudaDeviceGetPCIBusId(id, sizeof id, ordinal) != cudaSuccess) {
+        cudaGetLastError();
+        return "";
+    }
+    return id;
 }
 
 

@@ -1,17 +1,168 @@
 // SPDX-License-Identifier: MIT
 #include "src/run/placement.hpp"
 
+#include <omp.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
+
+#include <ensemblefit/core/error.hpp>
 
 #include "src/core/text.hpp"
 #include "src/run/environment.hpp"
 
 namespace ef {
 
+namespace {
+
+using CpuList = std::vector<int>;
+
+CpuList current_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CpuList cpus;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+}
+
+std::string format_cpus(const CpuList& cpus) {
+    std::string out;
+    for (size_t i = 0; i < cpus.size();) {
+        size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        out += (out.empty() ? "" : ",") + std::to_string(cpus[i]) + (j > i ? "-" + std::to_string(cpus[j]) : "");
+        i = j + 1;
+    }
+    return out.empty() ? "?" : out;
+}
+
+/// "0-3,8" back to {0, 1, 2, 3, 8} (the form Linux uses in /sys too).
+CpuList parse_cpus(const std::string& text) {
+    CpuList cpus;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto dash = item.find('-');
+        try {
+            const int a = std::stoi(item.substr(0, dash));
+            const int b = dash == std::string::npos ? a : std::stoi(item.substr(dash + 1));
+            for (int c = a; c <= b; ++c) cpus.push_back(c);
+        } catch (const std::exception&) {
+            return {};
+        }
+    }
+    return cpus;
+}
+
+/// Every node-local rank's mask, as CPU_SETSIZE flags each.
+std::vector<CpuList> node_masks(const MpiContext& ctx, const CpuList& mine) {
+    std::vector<char> flags(CPU_SETSIZE, 0), all(static_cast<size_t>(CPU_SETSIZE) * ctx.local_size());
+    for (int c : mine) flags[static_cast<size_t>(c)] = 1;
+    EF_MPI_CHECK(MPI_Allgather(flags.data(), CPU_SETSIZE, MPI_CHAR, all.data(), CPU_SETSIZE, MPI_CHAR, ctx.node()));
+    std::vector<CpuList> masks(static_cast<size_t>(ctx.local_size()));
+    for (size_t r = 0; r < masks.size(); ++r)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (all[r * CPU_SETSIZE + static_cast<size_t>(c)]) masks[r].push_back(c);
+    return masks;
+}
+
+/// Node-local rank `i` of `n`: its contiguous block of `cpus` (a shared CPU when there are
+/// more ranks than CPUs; the placement warnings say so).
+CpuList block_of(const CpuList& cpus, int i, int n) {
+    if (cpus.empty()) return {};
+    const size_t m = cpus.size();
+    if (static_cast<size_t>(n) > m) return {cpus[static_cast<size_t>(i) % m]};
+    return CpuList(cpus.begin() + static_cast<std::ptrdiff_t>(m * static_cast<size_t>(i) / static_cast<size_t>(n)),
+                   cpus.begin() + static_cast<std::ptrdiff_t>(m * static_cast<size_t>(i + 1) / static_cast<size_t>(n)));
+}
+
+void set_cpus(const CpuList& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        throw runtime_error("run.bind: sched_setaffinity to cores " + format_cpus(cpus) + " failed");
+}
+
+const char* omp_binding() {
+    switch (omp_get_proc_bind()) {
+        case omp_proc_bind_false: return "free";
+        case omp_proc_bind_true: return "omp-bound";
+        case omp_proc_bind_master: return "omp-master";
+        case omp_proc_bind_close: return "omp-close";
+        case omp_proc_bind_spread: return "omp-spread";
+    }
+    return "?";
+}
+
+std::string read_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return trim(line);
+}
+
+/// NUMA node of each CPU, from /sys (empty where the kernel does not say).
+std::map<int, int> cpu_numa_nodes() {
+    std::map<int, int> node_of;
+    for (int n = 0; n < 64; ++n) {
+        const std::string list = read_line("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
+        if (list.empty()) continue;
+        for (int c : parse_cpus(list)) node_of[c] = n;
+    }
+    return node_of;
+}
+
+/// "0 (NUMA 1, cores on NUMA 0)" for a GPU rank: its device and the NUMA nodes involved.
+std::string gpu_column(int device, const CpuList& cpus) {
+    if (device < 0) return "-";
+    std::string bus = cuda_device_pci_bus_id(device);
+    std::transform(bus.begin(), bus.end(), bus.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string numa = bus.empty() ? "" : read_line("/sys/bus/pci/devices/" + bus + "/numa_node");
+    const std::map<int, int> node_of = cpu_numa_nodes();
+    std::set<int> nodes;
+    for (int c : cpus)
+        if (node_of.count(c)) nodes.insert(node_of.at(c));
+    std::string cores;
+    for (int n : nodes) cores += (cores.empty() ? "" : ",") + std::to_string(n);
+    return std::to_string(device) + " (NUMA " + (numa.empty() || numa == "-1" ? "?" : numa) + ", cores on NUMA " +
+           (cores.empty() ? "?" : cores) + ")";
+}
+
+std::vector<std::string> split_tabs(const std::string& row) {
+    std::vector<std::string> cols;
+    std::stringstream ss(row);
+    std::string c;
+    while (std::getline(ss, c, '\t')) cols.push_back(c);
+    cols.resize(7, "");
+    return cols;
+}
+
+}  // namespace
+
+std::string affinity_list() { return format_cpus(current_cpus()); }
+
+std::string apply_binding(const MpiContext& ctx, const std::string& mode) {
+    const CpuList mine = current_cpus();
+    const std::vector<CpuList> masks = node_masks(ctx, mine);
+    const bool shared = std::all_of(masks.begin(), masks.end(), [&](const CpuList& m) { return m == masks[0]; });
+    if (mode == "none" || ctx.local_size() == 1 || (mode == "auto" && !shared)) return mode == "none" ? "none" : "launcher";
+    std::set<int> all;
+    for (const CpuList& m : masks) all.insert(m.begin(), m.end());
+    set_cpus(block_of(CpuList(all.begin(), all.end()), ctx.local_rank(), ctx.local_size()));
+    return mode;
+}
+
 ThreadPlan resolve_threads(int configured, int local_ranks) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int mine = static_cast<int>(current_cpus().size());
     const LauncherEnvironment& env = launcher_environment();
     ThreadPlan plan;
     if (configured > 0) {
@@ -23,6 +174,9 @@ ThreadPlan resolve_threads(int configured, int local_ranks) {
     } else if (env.omp_num_threads > 0) {
         plan.threads = env.omp_num_threads;
         plan.source = "OMP_NUM_THREADS";
+    } else if (mine > 0 && mine < cores) {
+        plan.threads = mine;
+        plan.source = "this rank's cores";
     } else {
         plan.threads = std::max(1, cores / std::max(1, local_ranks));
         plan.source = "cores/ranks";
@@ -43,24 +197,64 @@ DevicePlan choose_device(const std::string& want, const MpiContext& ctx) {
     return plan;
 }
 
-std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads) {
+std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,
+                                          const std::string& binding, int device) {
+    const CpuList cpus = current_cpus();
     std::ostringstream me;
-    me << ctx.rank() << "\t" << ctx.host() << "\t" << worker << "\t" << threads;
+    me << ctx.rank() << "\t" << ctx.host() << "\t" << worker << "\t" << threads << "\t" << format_cpus(cpus) << "\t"
+       << binding << ", " << omp_binding() << "\t" << gpu_column(device, cpus);
     return ctx.gather(me.str());
 }
 
 void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
-    os << "placement:\n  " << pad("rank", 6) << pad("host", 20) << pad("worker", 24) << "threads\n";
+    os << "placement:\n  " << pad("rank", 6) << pad("host", 16) << pad("worker", 24) << pad("threads", 8)
+       << pad("cores", 10) << pad("binding", 20) << "gpu\n";
     for (const auto& r : rows) {
-        std::stringstream ss(r);
-        std::string rank, host, worker, threads;
-        std::getline(ss, rank, '\t');
-        std::getline(ss, host, '\t');
-        std::getline(ss, worker, '\t');
-        std::getline(ss, threads, '\t');
-        os << "  " << pad(rank, 6) << pad(host, 20) << pad(worker, 24) << threads << "\n";
+        const std::vector<std::string> c = split_tabs(r);
+        os << "  " << pad(c[0], 6) << pad(c[1], 16) << pad(c[2], 24) << pad(c[3], 8) << pad(c[4], 10)
+           << pad(c[5], 20) << c[6] << "\n";
     }
     os.flush();
+}
+
+std::vector<std::string> placement_warnings(const std::vector<std::string>& rows) {
+    std::vector<std::string> out;
+    std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_host;
+    std::string crowded, far;
+    for (const auto& r : rows) {
+        const std::vector<std::string> c = split_tabs(r);
+        const CpuList cpus = parse_cpus(c[4]);
+        by_host[c[1]].push_back({c[0], cpus});
+        if (!cpus.empty() && c[2].rfind("cpu", 0) == 0 && std::atoi(c[3].c_str()) > static_cast<int>(cpus.size()))
+            crowded += (crowded.empty() ? "" : ", ") + c[0] + " (" + c[3] + " on " + c[4] + ")";
+        const auto numa = c[6].find("(NUMA ");
+        const auto on = c[6].find(", cores on NUMA ");
+        if (numa != std::string::npos && on != std::string::npos && c[6].find('?') == std::string::npos &&
+            c[6].substr(numa + 6, on - numa - 6) != c[6].substr(on + 16, c[6].size() - on - 17))
+            far += (far.empty() ? "" : ", ") + c[0];
+    }
+    if (!crowded.empty()) out.push_back("more threads than cores on rank(s) " + crowded);
+    if (!far.empty()) out.push_back("rank(s) " + far + ": cores on another NUMA node than their GPU");
+    for (const auto& [host, ranks] : by_host) {
+        std::set<std::string> names;
+        std::set<int> shared;
+        for (size_t i = 0; i < ranks.size(); ++i)
+            for (size_t j = i + 1; j < ranks.size(); ++j) {
+                CpuList common;
+                std::set_intersection(ranks[i].second.begin(), ranks[i].second.end(), ranks[j].second.begin(),
+                                      ranks[j].second.end(), std::back_inserter(common));
+                if (common.empty()) continue;
+                names.insert(ranks[i].first);
+                names.insert(ranks[j].first);
+                shared.insert(common.begin(), common.end());
+            }
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        if (!names.empty())
+            out.push_back("ranks " + list + " on " + host + " share cores " + format_cpus({shared.begin(), shared.end()}) +
+                          " (each rank's own cores: [run] bind = auto or cores, or the launcher's binding)");
+    }
+    return out;
 }
 
 }  // namespace ef

@@ -17,8 +17,8 @@ struct ThreadPlan {
     std::string warning;  ///< set when ranks x threads exceed this node's cores
 };
 
-/// `configured` if > 0, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else cores / ranks on
-/// this node.
+/// `configured` if > 0, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else this rank's cores
+/// (after binding: a block of the node's cores), else cores / ranks on this node.
 ThreadPlan resolve_threads(int configured, int local_ranks);
 
 /// The worker a rank runs and, for a GPU worker, its device.
@@ -32,10 +32,30 @@ struct DevicePlan {
 DevicePlan choose_device(const std::string& want, const MpiContext& ctx);
 
 /**
- * The placement table: one row per rank ("rank\thost\tworker\tthreads", the form stored under
- * /timing and read back by `report`). Collective; the rows are on rank 0 only.
+ * `[run] bind = auto | none | cores`, applied before any OpenMP region (threads inherit the
+ * main thread's cores). `auto`: when the ranks of a node all got the same mask (the launcher
+ * did not bind them), each node-local rank takes its own contiguous block of that mask's CPUs;
+ * a launcher's binding is kept. `cores`: the blocks always, over the union of the node's masks.
+ * `none`: the launcher's masks as they are. Collective over the node's ranks. Returns how this
+ * rank's cores were decided ("launcher", "auto", "cores" or "none").
  */
-std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads);
+std::string apply_binding(const MpiContext& ctx, const std::string& mode);
+
+/// The CPUs this process may run on, as a list like "0-3,8".
+std::string affinity_list();
+
+/**
+ * The placement table: one row per rank, "rank\thost\tworker\tthreads\tcores\tbinding\tgpu",
+ * the form stored under /timing and read back by `report` (binding: how the cores were decided
+ * and OpenMP's proc_bind; gpu: "-" or "device (NUMA n)" with the cores' NUMA nodes). Collective;
+ * the rows are on rank 0 only. `device` < 0 for a CPU worker.
+ */
+std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,
+                                          const std::string& binding = "launcher", int device = -1);
 void print_placement(const std::vector<std::string>& rows, std::ostream& os);
+
+/// What is wrong with a placement, one line each naming the ranks: ranks of one host sharing
+/// cores, more threads than cores, a GPU rank's cores on another NUMA node than its GPU.
+std::vector<std::string> placement_warnings(const std::vector<std::string>& rows);
 
 }  // namespace ef

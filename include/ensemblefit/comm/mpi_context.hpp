@@ -36,6 +36,8 @@ class MpiContext {
     int size() const { return size_; }
     int local_rank() const { return local_rank_; }
     int local_size() const { return local_size_; }
+    /// The ranks of this node (MPI_COMM_TYPE_SHARED), ordered by world rank.
+    MPI_Comm node() const { return node_; }
     const std::string& host() const { return host_; }
     bool is_root() const { return rank_ == 0; }
 

@@ -15,5 +15,7 @@ inline const char* to_string(WorkerKind kind) { return kind == WorkerKind::cpu ?
 int cuda_device_count();
 /// Name of device `ordinal` ("" when unavailable).
 std::string cuda_device_name(int ordinal);
+/// PCI bus id of device `ordinal` ("0000:3b:00.0"; "" when unavailable).
+std::string cuda_device_pci_bus_id(int ordinal);
 
 }  // namespace ef

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Placement: each rank's cores are in the placement table and under /timing; with no binding
+# from the launcher, [run] bind = auto gives the ranks of a node distinct cores; bind = none
+# keeps the shared mask and warns; two ranks forced onto one core are warned about.
+source "$(dirname "$0")/../tools/mpi_common.sh"
+cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
+ARGS="--fit.replicas 20"
+cores() {  # the stored cores of each rank, one line per rank
+    /usr/bin/python3 -c "
+import h5py, sys
+for row in h5py.File(sys.argv[1], 'r')['/timing'].attrs['placement']:
+    row = row.decode() if isinstance(row, bytes) else row
+    print(row.split('\t')[4])" "$1"
+}
+ncpu=$(nproc)
+[ "$ncpu" -ge 2 ] || { echo "placement: one CPU only, nothing to place; skipped"; exit 0; }
+
+# No binding from the launcher: auto splits the node's cores.
+"$MPIEXEC" --oversubscribe --bind-to none -np 2 "$EF" fit example.ini $ARGS --output.file auto.h5 > auto.log 2> auto.err
+mapfile -t c < <(cores auto.h5)
+[ "${#c[@]}" = 2 ] && [ "${c[0]}" != "${c[1]}" ] || { cat auto.log; fail "bind = auto: ranks share cores: ${c[*]}"; }
+grep -q "share cores" auto.err && { cat auto.err; fail "bind = auto warned about shared cores"; }
+ok "bind = auto under mpirun --bind-to none: rank cores ${c[0]} and ${c[1]}"
+
+# bind = none: today's behaviour (one shared mask), with a warning naming the ranks.
+"$MPIEXEC" --oversubscribe --bind-to none -np 2 "$EF" fit example.ini $ARGS --run.bind none --output.file none.h5 \
+    > none.log 2> none.err
+mapfile -t c < <(cores none.h5)
+[ "${c[0]}" = "${c[1]}" ] || fail "bind = none changed the launcher's masks: ${c[*]}"
+grep -q "warning: ranks 0, 1 on .* share cores" none.err || { cat none.err; fail "no warning for shared cores"; }
+ok "bind = none: shared mask ${c[0]} kept, warned"
+
+# Two ranks forced onto one core (the whole job's mask is one CPU): warned whatever bind says.
+taskset -c 0 "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$EF" fit example.ini $ARGS --output.file one.h5 \
+    > one.log 2> one.err
+mapfile -t c < <(cores one.h5)
+[ "${c[0]}" = 0 ] && [ "${c[1]}" = 0 ] || fail "taskset -c 0: cores ${c[*]}"
+grep -q "warning: ranks 0, 1 on .* share cores 0" one.err || { cat one.err; fail "no warning for one core"; }
+ok "two ranks on one core: warned"
+
+# A launcher's binding is kept (OpenMPI binds 2 ranks to cores by default).
+"$MPIEXEC" --bind-to core -np 2 "$EF" fit example.ini $ARGS --output.file launcher.h5 > launcher.log 2>&1
+grep -q "launcher" launcher.log || { cat launcher.log; fail "the launcher's binding was not kept"; }
+mapfile -t c < <(cores launcher.h5)
+[ "${c[0]}" != "${c[1]}" ] || fail "launcher binding: ranks share cores"
+ok "launcher binding kept: cores ${c[0]} and ${c[1]}"
+echo "placement: all checks passed"
