@@ -51,6 +51,7 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     id.replicas_total = pb.config.replicas;
     id.shard = shard;
     id.span = shard_span(pb.config.replicas, shard);
+    id.errors = central_errors_of(pb);  // [fit] error_scale and ndf, for /central/covariance
     return id;
 }
 

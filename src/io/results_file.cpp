@@ -56,6 +56,7 @@ RunIdentity read_identity(const h5::File& f) {
     id.span.begin = f.attr_int64("/", "range_begin");
     id.span.end = f.attr_int64("/", "range_end");
     id.span.central = f.attr_int64("/", "has_central") != 0;
+    id.errors = read_central_errors(f);
     return id;
 }
 
@@ -72,6 +73,7 @@ ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) 
         f.create_int64("/central/status", 1, 0, -1);
         f.create_int64("/central/iterations", 1, 0, 0);
         f.create_double("/central/covariance", P, P, kNaN);
+        prepare_central_errors(f, id.errors, static_cast<int>(P));
         f.set_attr("/central/params", "param_names", id.param_names);
     }
     // /replicas rows can be added later: --resume with more replicas grows the ensemble.
@@ -203,7 +205,7 @@ void ResultsFile::write(const ReplicaBlock& b) {
             file_.write_rows("/central/params", 0, P, &b.params[i * P]);
             file_.write_rows("/central/chi2", 0, 1, &b.chi2[i]);
             file_.write_rows("/central/iterations", 0, 1, &b.iterations[i]);
-            file_.write_rows("/central/covariance", 0, P, b.covariance.data());
+            write_central_errors(file_, id_.errors, b.chi2[i], b.covariance, b.P);
             file_.flush();
             file_.write_rows("/central/status", 0, 1, &b.status[i]);
             ++i;
@@ -236,11 +238,14 @@ ReplicaBlock ResultsFile::read_replicas() const {
 
 void ResultsFile::write_summary(const EnsembleSummary& s) {
     const std::uint64_t P = static_cast<std::uint64_t>(s.P);
-    for (const char* name : {"/summary/mean", "/summary/std", "/summary/covariance", "/summary/quantiles"})
+    for (const char* name :
+         {"/summary/mean", "/summary/std", "/summary/covariance", "/summary/correlation", "/summary/quantiles"})
         if (file_.exists(name)) H5Ldelete(file_.id(), name, H5P_DEFAULT);
     file_.write("/summary/mean", s.mean);
     file_.write("/summary/std", s.std);
     file_.write("/summary/covariance", s.covariance, P);
+    // NaN where a variance is 0 (correlation_of).
+    file_.write("/summary/correlation", s.correlation.empty() ? correlation_of(s.covariance, s.P) : s.correlation, P);
     file_.write("/summary/quantiles", s.quantiles, P);
     file_.set_attr("/summary/quantiles", "levels_percent",
                    std::vector<double>(std::begin(kQuantileLevels), std::end(kQuantileLevels)));
@@ -249,6 +254,8 @@ void ResultsFile::write_summary(const EnsembleSummary& s) {
     file_.set_attr("/summary", "param_names", id_.param_names);
     file_.flush();
 }
+
+RunIdentity read_run_identity(const h5::File& f) { return read_identity(f); }
 
 ResultsContent read_results(const std::string& path) {
     const h5::File f = h5::File::open_read(path);
@@ -262,7 +269,7 @@ ResultsContent read_results(const std::string& path) {
         c.central.chi2 = f.read_double("/central/chi2");
         c.central.status = f.read_int64("/central/status");
         c.central.iterations = f.read_int64("/central/iterations");
-        c.central.covariance = f.read_double("/central/covariance");
+        c.central.covariance = read_central_covariance_unscaled(f);
     }
     c.replicas.P = P;
     c.replicas.index = f.read_int64("/replicas/index");

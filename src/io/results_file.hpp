@@ -8,6 +8,7 @@
 #include <ensemblefit/fit/replica_block.hpp>
 #include <ensemblefit/report/ensemble_summary.hpp>
 
+#include "src/io/central_errors.hpp"
 #include "src/io/h5.hpp"
 
 namespace ef {
@@ -40,6 +41,7 @@ struct RunIdentity {
     std::int64_t replicas_total = 0;
     ShardSpec shard;
     ReplicaSpan span;
+    CentralErrors errors;  ///< how /central/covariance is stored ([fit] error_scale)
 };
 
 /**
@@ -78,10 +80,12 @@ class ResultsFile {
 /// A complete result file read back (for merge and tests).
 struct ResultsContent {
     RunIdentity id;
-    ReplicaBlock central;   ///< empty when the file holds no central fit
+    ReplicaBlock central;   ///< empty when the file holds no central fit; covariance unscaled
     ReplicaBlock replicas;
 };
 
 ResultsContent read_results(const std::string& path);
+/// The identity attributes of an open result file (usage_error when it is not one).
+RunIdentity read_run_identity(const h5::File& f);
 
 }  // namespace ef

@@ -23,7 +23,10 @@ EnsembleSummary summarize(const std::vector<double>& params, const std::vector<s
     s.std.assign(Pz, nan);
     s.covariance.assign(Pz * Pz, nan);
     s.quantiles.assign(5 * Pz, nan);
-    if (rows.empty()) return s;
+    if (rows.empty()) {
+        s.correlation.assign(Pz * Pz, nan);
+        return s;
+    }
     for (size_t q = 0; q < Pz; ++q) {
         double acc = 0.0;
         for (size_t r : rows) acc += params[r * Pz + q];
@@ -40,18 +43,43 @@ EnsembleSummary summarize(const std::vector<double>& params, const std::vector<s
             s.std[a] = std::sqrt(s.covariance[a * Pz + a]);
         }
     }
+    s.correlation = correlation_of(s.covariance, P);
     std::vector<double> col(rows.size());
     for (size_t q = 0; q < Pz; ++q) {
         for (size_t i = 0; i < rows.size(); ++i) col[i] = params[rows[i] * Pz + q];
-        std::sort(col.begin(), col.end());
-        for (size_t l = 0; l < 5; ++l) {
-            const double h = (m - 1.0) * kQuantileLevels[l] / 100.0;
-            const size_t lo = static_cast<size_t>(std::floor(h));
-            const size_t hi = std::min(lo + 1, col.size() - 1);
-            s.quantiles[l * Pz + q] = col[lo] + (h - std::floor(h)) * (col[hi] - col[lo]);
-        }
+        const std::array<double, 5> levels = quantiles_of(col);
+        for (size_t l = 0; l < 5; ++l) s.quantiles[l * Pz + q] = levels[l];
     }
     return s;
+}
+
+std::vector<double> correlation_of(const std::vector<double>& cov, int P) {
+    const size_t Pz = static_cast<size_t>(P);
+    std::vector<double> rho(Pz * Pz, std::numeric_limits<double>::quiet_NaN());
+    auto defined = [&](size_t a) { return std::isfinite(cov[a * Pz + a]) && cov[a * Pz + a] > 0.0; };
+    for (size_t a = 0; a < Pz; ++a) {
+        if (!defined(a)) continue;
+        for (size_t b = 0; b < Pz; ++b) {
+            if (!defined(b)) continue;
+            rho[a * Pz + b] = a == b ? 1.0 : cov[a * Pz + b] / std::sqrt(cov[a * Pz + a] * cov[b * Pz + b]);
+        }
+    }
+    return rho;
+}
+
+std::array<double, 5> quantiles_of(std::vector<double>& col) {
+    std::array<double, 5> out;
+    out.fill(std::numeric_limits<double>::quiet_NaN());
+    if (col.empty()) return out;
+    std::sort(col.begin(), col.end());
+    const double m = static_cast<double>(col.size());
+    for (size_t l = 0; l < 5; ++l) {
+        const double h = (m - 1.0) * kQuantileLevels[l] / 100.0;
+        const size_t lo = static_cast<size_t>(std::floor(h));
+        const size_t hi = std::min(lo + 1, col.size() - 1);
+        out[l] = col[lo] + (h - std::floor(h)) * (col[hi] - col[lo]);
+    }
+    return out;
 }
 
 }  // namespace ef

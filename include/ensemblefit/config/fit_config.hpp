@@ -19,6 +19,11 @@ enum class FitSolver { qr, normal };
 /// Arithmetic of the fit (data, Jacobian, linear algebra); results are stored as double.
 enum class FitPrecision { float64, float32 };
 
+/// What the central fit's stored covariance is: (J^T W J)^-1 as the sigmas give it (none), or
+/// that times chi2 / ndf (chi2: the sigmas' scale estimated from the fit, as NIST StRD, MINPACK
+/// and scipy's curve_fit with absolute_sigma=False do).
+enum class ErrorScale { none, chi2 };
+
 /// One fit parameter as the user configured it in a `[param.NAME]` section.
 struct ParamSpec {
     std::string name;
@@ -73,6 +78,7 @@ struct FitConfig {
     int chunk = 0;  ///< replicas per work unit; 0 = automatic
     FitSolver solver = FitSolver::qr;
     FitPrecision precision = FitPrecision::float64;
+    ErrorScale error_scale = ErrorScale::none;
 
     // [output]
     std::string output_file;
