@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -46,10 +47,6 @@ const KeyInfo kKeys[] = {
     {"fit.solver", "auto", "auto | qr | normal (auto: qr in double, normal in float; normal "
                            "accumulates J^T J point by point, needs at most 16 parameters and "
                            "squares the condition number)"},
-    {"fit.error_scale", "none", "none | chi2: the central fit's covariance and errors as (J^T W J)^-1 from the "
-                                "sigmas (none), or scaled by chi2/ndf, ndf = points - free parameters (chi2: "
-                                "as NIST StRD, MINPACK and scipy's absolute_sigma=False); correlations are "
-                                "the same either way"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
@@ -161,7 +158,6 @@ std::string FitConfig::canonical_text() const {
     // Written only when not the default, so that files from before these keys still match.
     if (solver == FitSolver::normal) os << "solver = normal\n";
     if (precision == FitPrecision::float32) os << "precision = float\n";
-    if (error_scale == ErrorScale::chi2) os << "error_scale = chi2\n";
     return os.str();
 }
 
@@ -175,21 +171,6 @@ std::string FitConfig::resolved_text() const {
 
 namespace {
 
-/// Value conversions whose errors name where the key was set.
-class Converter {
-   public:
-    explicit Converter(const FitConfig& c) : c_(c) {}
-
-    double real(const std::string& key, const std::string& v) const { return ini::to_real(v, c_.where(key)); }
-    long long integer(const std::string& key, const std::string& v) const {
-        return ini::to_integer(v, c_.where(key));
-    }
-    bool boolean(const std::string& key, const std::string& v) const { return ini::to_bool(v, c_.where(key)); }
-
-   private:
-    const FitConfig& c_;
-};
-
 std::vector<std::string> split_list(const std::string& s) {
     std::vector<std::string> out;
     std::stringstream ss(s);
@@ -201,16 +182,8 @@ std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
-}  // namespace
-
-FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& given) {
-    const std::vector<std::string> overrides = ini::last_overrides_win(given);
-    FitConfig cfg;
-    cfg.config_file = path;
-    std::vector<std::string> param_order;
-    const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order);
-
-    // Parameters named only on the command line are added after the file's.
+/// Parameters named only on the command line (--param.NAME.sub) are added after the file's.
+void add_override_params(const std::vector<std::string>& overrides, std::vector<std::string>& param_order) {
     for (size_t i = 0; i < overrides.size(); ++i) {
         std::string key = overrides[i];
         if (key.rfind("--", 0) != 0) continue;
@@ -220,7 +193,13 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
             std::find(param_order.begin(), param_order.end(), name) == param_order.end())
             param_order.push_back(name);
     }
+}
 
+/// Command line and file through Program_options: every value set, with where it came from in
+/// cfg.origins (command line first: Program_options keeps the first value stored for a key);
+/// keys the generic table does not know go to cfg.model_options when they belong to [model].
+po::variables_map parse_values(const std::string& path, const std::vector<std::string>& overrides,
+                               const std::vector<std::string>& param_order, FitConfig& cfg) {
     po::options_description desc;
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
     for (const auto& name : param_order)
@@ -229,7 +208,6 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
 
     po::variables_map vm;
     try {
-        // Command line first: Boost.Program_options keeps the first value stored for a key.
         const po::parsed_options cli = ini::parse_overrides(overrides, desc);  // no silent abbreviations
         for (const auto& o : cli.options) {
             if (!o.unregistered) continue;
@@ -257,63 +235,77 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     } catch (const po::error& e) {
         throw usage_error(path + ": " + e.what());
     }
-    for (const auto& s : scanned)
-        if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
-    // Model option keys parsed above under their short names: drop the generic ones.
-    for (const char* k : {"name", "formula", "order", "peaks"}) cfg.model_options.erase(k);
+    return vm;
+}
 
-    const Converter conv(cfg);
-    auto get = [&](const std::string& key) -> std::string {
-        if (vm.count(key)) return vm[key].as<std::string>();
+/// The values of one config, with defaults, and their conversions, whose errors name where the
+/// key was set.
+class Values {
+   public:
+    Values(const po::variables_map& vm, const FitConfig& cfg) : vm_(vm), c_(cfg) {}
+
+    /// The value set for `key`, else its default ("" when it has none).
+    std::string get(const std::string& key) const {
+        if (vm_.count(key)) return vm_[key].as<std::string>();
         if (const KeyInfo* k = ini::find_key(kKeys, key)) return k->def;
         for (const auto& k : kParamKeys)
             if (key.size() > std::string(k.key).size() &&
                 key.compare(key.size() - std::string(k.key).size(), std::string::npos, k.key) == 0)
                 return k.def;
         return "";
-    };
-    auto required = [&](const std::string& key) {
-        const std::string v = trim(get(key));
-        if (v.empty()) throw usage_error(path + ": missing required key '" + key + "'");
-        return v;
-    };
-
-    // [data]
-    cfg.data_file = required("data.file");
-    if (cfg.data_file[0] != '/' && cfg.origins[("data.file")].line > 0)
-        cfg.data_file = ini::folder_of(path) + cfg.data_file;
-    cfg.x_columns = split_list(get("data.x"));
-    if (cfg.x_columns.empty()) throw usage_error(cfg.where("data.x") + ": no column named");
-    cfg.y_column = trim(get("data.y"));
-    cfg.sigma = required("data.sigma");
-    {
-        char* end = nullptr;
-        const double v = std::strtod(cfg.sigma.c_str(), &end);
-        if (end == cfg.sigma.c_str() + cfg.sigma.size()) {
-            cfg.sigma_is_constant = true;
-            cfg.sigma_constant = v;
-            if (!(v > 0.0) || !std::isfinite(v))
-                throw usage_error(cfg.where("data.sigma") + ": a constant sigma must be positive and "
-                                                            "finite, got '" + cfg.sigma + "'");
-        }
     }
+    /// The trimmed value; usage_error when it is empty.
+    std::string required(const std::string& key) const {
+        const std::string v = trim(get(key));
+        if (v.empty()) throw usage_error(c_.config_file + ": missing required key '" + key + "'");
+        return v;
+    }
+    double real(const std::string& key, const std::string& v) const { return ini::to_real(v, c_.where(key)); }
+    long long integer(const std::string& key, const std::string& v) const {
+        return ini::to_integer(v, c_.where(key));
+    }
+    bool boolean(const std::string& key, const std::string& v) const { return ini::to_bool(v, c_.where(key)); }
 
-    // [model]
-    cfg.model_name = required("model.name");
+   private:
+    const po::variables_map& vm_;
+    const FitConfig& c_;
+};
+
+void read_data(FitConfig& cfg, const Values& v) {
+    cfg.data_file = v.required("data.file");
+    if (cfg.data_file[0] != '/' && cfg.origins[("data.file")].line > 0)
+        cfg.data_file = ini::folder_of(cfg.config_file) + cfg.data_file;
+    cfg.x_columns = split_list(v.get("data.x"));
+    if (cfg.x_columns.empty()) throw usage_error(cfg.where("data.x") + ": no column named");
+    cfg.y_column = trim(v.get("data.y"));
+    cfg.sigma = v.required("data.sigma");
+    char* end = nullptr;
+    const double s = std::strtod(cfg.sigma.c_str(), &end);
+    if (end == cfg.sigma.c_str() + cfg.sigma.size()) {
+        cfg.sigma_is_constant = true;
+        cfg.sigma_constant = s;
+        if (!(s > 0.0) || !std::isfinite(s))
+            throw usage_error(cfg.where("data.sigma") + ": a constant sigma must be positive and "
+                                                        "finite, got '" + cfg.sigma + "'");
+    }
+}
+
+void read_model(FitConfig& cfg, const Values& v) {
+    cfg.model_name = v.required("model.name");
     static const std::set<std::string> kModels = {"formula", "linear", "polynomial",
                                                   "exponential", "gaussian", "gaussian2d", "dis-mellin"};
     if (!kModels.count(cfg.model_name))
         throw usage_error(cfg.where("model.name") + ": unknown model '" + cfg.model_name +
                           "' (allowed: formula, linear, polynomial, exponential, gaussian, "
                           "gaussian2d, dis-mellin)");
-    cfg.formula = trim(get("model.formula"));
+    cfg.formula = trim(v.get("model.formula"));
     if (cfg.model_name == "formula" && cfg.formula.empty())
-        throw usage_error(path + ": missing required key 'model.formula' (model.name = formula)");
-    cfg.order = static_cast<int>(conv.integer("model.order", get("model.order")));
+        throw usage_error(cfg.config_file + ": missing required key 'model.formula' (model.name = formula)");
+    cfg.order = static_cast<int>(v.integer("model.order", v.get("model.order")));
     if (cfg.order < 0 || cfg.order > 20)
         throw usage_error(cfg.where("model.order") + ": order must be in 0..20, got " +
                           std::to_string(cfg.order));
-    cfg.peaks = static_cast<int>(conv.integer("model.peaks", get("model.peaks")));
+    cfg.peaks = static_cast<int>(v.integer("model.peaks", v.get("model.peaks")));
     if (cfg.peaks < 1 || cfg.peaks > 20)
         throw usage_error(cfg.where("model.peaks") + ": peaks must be in 1..20, got " +
                           std::to_string(cfg.peaks));
@@ -322,20 +314,21 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
         throw usage_error(cfg.where(key) + ": unknown key for model '" + cfg.model_name +
                           "' (allowed: name, formula, order, peaks)");
     }
+}
 
-    // [param.NAME]
+void read_params(FitConfig& cfg, const Values& v, const std::vector<std::string>& param_order) {
     for (const auto& name : param_order) {
         ParamSpec p;
         p.name = name;
         const std::string pre = "param." + name + ".";
-        const std::string start = trim(get(pre + "start"));
-        if (start.empty()) throw usage_error(path + ": [param." + name + "] has no 'start'");
-        p.start = conv.real(pre + "start", start);
+        const std::string start = trim(v.get(pre + "start"));
+        if (start.empty()) throw usage_error(cfg.config_file + ": [param." + name + "] has no 'start'");
+        p.start = v.real(pre + "start", start);
         if (!std::isfinite(p.start))
             throw usage_error(cfg.where(pre + "start") + ": start must be finite");
-        p.lower = conv.real(pre + "lower", get(pre + "lower"));
-        p.upper = conv.real(pre + "upper", get(pre + "upper"));
-        p.fixed = conv.boolean(pre + "fixed", get(pre + "fixed"));
+        p.lower = v.real(pre + "lower", v.get(pre + "lower"));
+        p.upper = v.real(pre + "upper", v.get(pre + "upper"));
+        p.fixed = v.boolean(pre + "fixed", v.get(pre + "fixed"));
         if (p.lower > p.upper)
             throw usage_error(cfg.where(pre + "lower") + ": lower bound " + format_double(p.lower) +
                               " is above upper bound " + format_double(p.upper));
@@ -344,35 +337,16 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
                               " is outside [" + format_double(p.lower) + ", " + format_double(p.upper) + "]");
         cfg.params.push_back(p);
     }
-    if (cfg.params.empty()) throw usage_error(path + ": no [param.NAME] sections");
+    if (cfg.params.empty()) throw usage_error(cfg.config_file + ": no [param.NAME] sections");
+}
 
-    // [fit]
-    cfg.replicas = conv.integer("fit.replicas", get("fit.replicas"));
-    if (cfg.replicas < 0)
-        throw usage_error(cfg.where("fit.replicas") + ": replicas must be >= 0, got " +
-                          std::to_string(cfg.replicas));
-    const std::string rs = trim(get("fit.resample"));
-    if (rs == "smear") cfg.resample = ResampleMethod::smear;
-    else if (rs == "bootstrap") cfg.resample = ResampleMethod::bootstrap;
-    else throw usage_error(cfg.where("fit.resample") + ": unknown method '" + rs +
-                           "' (allowed: smear, bootstrap)");
-    const long long seed = conv.integer("fit.seed", get("fit.seed"));
-    if (seed < 0) throw usage_error(cfg.where("fit.seed") + ": seed must be >= 0");
-    cfg.seed = static_cast<std::uint64_t>(seed);
-    cfg.max_iterations = static_cast<int>(conv.integer("fit.max_iterations", get("fit.max_iterations")));
-    if (cfg.max_iterations < 1)
-        throw usage_error(cfg.where("fit.max_iterations") + ": must be >= 1");
-    for (auto [key, dst] : {std::pair{"fit.ftol", &cfg.ftol}, std::pair{"fit.xtol", &cfg.xtol},
-                            std::pair{"fit.gtol", &cfg.gtol}}) {
-        *dst = conv.real(key, get(key));
-        if (!(*dst >= 0.0) || !std::isfinite(*dst))
-            throw usage_error(cfg.where(key) + ": tolerance must be finite and >= 0");
-    }
-    const std::string prec = trim(get("fit.precision"));
+/// [fit] precision and solver: float needs the normal-equations solver.
+void read_solver(FitConfig& cfg, const Values& v) {
+    const std::string prec = trim(v.get("fit.precision"));
     if (prec == "float") cfg.precision = FitPrecision::float32;
     else if (prec != "double")
         throw usage_error(cfg.where("fit.precision") + ": unknown precision '" + prec + "' (allowed: double, float)");
-    const std::string solver = trim(get("fit.solver"));
+    const std::string solver = trim(v.get("fit.solver"));
     if (solver == "normal" || (solver == "auto" && cfg.precision == FitPrecision::float32))
         cfg.solver = FitSolver::normal;
     else if (solver == "qr" && cfg.precision == FitPrecision::float32)
@@ -380,26 +354,78 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
                           "needs solver = normal (or auto)");
     else if (solver != "qr" && solver != "auto")
         throw usage_error(cfg.where("fit.solver") + ": unknown solver '" + solver + "' (allowed: auto, qr, normal)");
-    const std::string scale = trim(get("fit.error_scale"));
-    if (scale == "chi2") cfg.error_scale = ErrorScale::chi2;
-    else if (scale != "none")
-        throw usage_error(cfg.where("fit.error_scale") + ": unknown error scale '" + scale + "' (allowed: none, chi2)");
-    cfg.chunk = static_cast<int>(conv.integer("fit.chunk", get("fit.chunk")));
-    if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
+}
 
-    // [output], [sched], [run]
-    cfg.output_file = required("output.file");
-    cfg.sched_policy = trim(get("sched.policy"));
-    if (cfg.sched_policy != "static" && cfg.sched_policy != "dynamic" && cfg.sched_policy != "guided" &&
-        cfg.sched_policy != "weighted")
-        throw usage_error(cfg.where("sched.policy") + ": unknown policy '" + cfg.sched_policy +
-                          "' (allowed: static, dynamic, guided, weighted)");
-    cfg.workers = trim(get("run.workers"));
-    if (cfg.workers != "auto" && cfg.workers != "cpu" && cfg.workers != "gpu")
-        throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + cfg.workers +
-                          "' (allowed: auto, cpu, gpu)");
-    cfg.threads = static_cast<int>(conv.integer("run.threads", get("run.threads")));
+void read_fit(FitConfig& cfg, const Values& v) {
+    cfg.replicas = v.integer("fit.replicas", v.get("fit.replicas"));
+    if (cfg.replicas < 0)
+        throw usage_error(cfg.where("fit.replicas") + ": replicas must be >= 0, got " +
+                          std::to_string(cfg.replicas));
+    const std::string rs = trim(v.get("fit.resample"));
+    if (rs == "smear") cfg.resample = ResampleMethod::smear;
+    else if (rs == "bootstrap") cfg.resample = ResampleMethod::bootstrap;
+    else throw usage_error(cfg.where("fit.resample") + ": unknown method '" + rs +
+                           "' (allowed: smear, bootstrap)");
+    const long long seed = v.integer("fit.seed", v.get("fit.seed"));
+    if (seed < 0) throw usage_error(cfg.where("fit.seed") + ": seed must be >= 0");
+    cfg.seed = static_cast<std::uint64_t>(seed);
+    cfg.max_iterations = static_cast<int>(v.integer("fit.max_iterations", v.get("fit.max_iterations")));
+    if (cfg.max_iterations < 1)
+        throw usage_error(cfg.where("fit.max_iterations") + ": must be >= 1");
+    for (auto [key, dst] : {std::pair{"fit.ftol", &cfg.ftol}, std::pair{"fit.xtol", &cfg.xtol},
+                            std::pair{"fit.gtol", &cfg.gtol}}) {
+        *dst = v.real(key, v.get(key));
+        if (!(*dst >= 0.0) || !std::isfinite(*dst))
+            throw usage_error(cfg.where(key) + ": tolerance must be finite and >= 0");
+    }
+    read_solver(cfg, v);
+    cfg.chunk = static_cast<int>(v.integer("fit.chunk", v.get("fit.chunk")));
+    if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
+}
+
+/// `key`'s value, trimmed, if it is one of `allowed`; else usage_error naming `what` and the
+/// allowed values.
+std::string choice(const FitConfig& cfg, const Values& v, const std::string& key, const char* what,
+                   std::initializer_list<const char*> allowed) {
+    const std::string value = trim(v.get(key));
+    std::string list;
+    for (const char* a : allowed) {
+        if (value == a) return value;
+        list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    throw usage_error(cfg.where(key) + ": unknown " + what + " '" + value + "' (allowed: " + list + ")");
+}
+
+/// [output], [sched], [run]: where results go and how the run is carried out.
+void read_run(FitConfig& cfg, const Values& v) {
+    cfg.output_file = v.required("output.file");
+    cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
+    cfg.workers = choice(cfg, v, "run.workers", "worker kind", {"auto", "cpu", "gpu"});
+    cfg.threads = static_cast<int>(v.integer("run.threads", v.get("run.threads")));
     if (cfg.threads < 0) throw usage_error(cfg.where("run.threads") + ": must be >= 0");
+}
+
+}  // namespace
+
+FitConfig load_fit_config(const std::string& path, const std::vector<std::string>& given) {
+    const std::vector<std::string> overrides = ini::last_overrides_win(given);
+    FitConfig cfg;
+    cfg.config_file = path;
+    std::vector<std::string> param_order;
+    const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order);
+    add_override_params(overrides, param_order);
+    const po::variables_map vm = parse_values(path, overrides, param_order, cfg);
+    for (const auto& s : scanned)
+        if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
+    // Model option keys parsed above under their short names: drop the generic ones.
+    for (const char* k : {"name", "formula", "order", "peaks"}) cfg.model_options.erase(k);
+
+    const Values values(vm, cfg);
+    read_data(cfg, values);
+    read_model(cfg, values);
+    read_params(cfg, values, param_order);
+    read_fit(cfg, values);
+    read_run(cfg, values);
     return cfg;
 }
 
