@@ -61,109 +61,115 @@ void order_params(FitConfig& cfg, const std::vector<std::string>& names) {
     cfg.params = ordered;
 }
 
-}  // namespace
-
-FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
-    auto cm = std::make_shared<CompiledModel>();
-    const double n = data.n;
-    if (cfg.model_name == "formula") {
-        auto prog = std::make_shared<FormulaProgram>();
-        try {
-            *prog = compile_formula(cfg.formula, cfg.param_names(), data.x_names);
-        } catch (const FormulaError& e) {
-            throw usage_error(cfg.where("model.formula") + ": column " + std::to_string(e.column()) +
-                              ": " + e.what());
-        }
-        // A parameter the formula never uses has a zero Jacobian column: refuse it early.
-        std::vector<bool> used(cfg.params.size(), false);
-        for (const auto& op : prog->code)
-            if (op.code == FormulaOpCode::push_param) used[static_cast<size_t>(op.arg)] = true;
-        for (size_t q = 0; q < used.size(); ++q)
-            if (!used[q])
-                throw usage_error(cfg.where("param." + cfg.params[q].name + ".start") + ": parameter '" +
-                                  cfg.params[q].name + "' does not appear in the formula");
-        FormulaModel fm;
-        fm.code = prog->code.data();
-        fm.constants = prog->constants.data();
-        fm.code_size = static_cast<int>(prog->code.size());
-        fm.params = static_cast<int>(cfg.params.size());
-        cm->view = fm;
-        cm->param_names = cfg.param_names();
-        cm->description = "formula: " + cfg.formula;
-        cm->flops_per_evaluation = n * static_cast<double>(prog->code.size());
-        cm->storage = prog;
-    } else if (cfg.model_name == "dis-mellin") {
-        DisMellinSettings settings;
-        try {
-            settings = parse_dis_mellin_settings(cfg.model_options);
-        } catch (const Error& e) {
-            throw usage_error(cfg.config_file + ": " + e.what());
-        }
-        if (data.nx != 3)
-            throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
-                                                    "(1 proton, 2 neutron), got " + std::to_string(data.nx));
-        const auto names = dis_mellin_param_names();
-        order_params(cfg, names);
-        std::vector<double> lower, start;
-        std::vector<bool> fixed;
-        for (const auto& p : cfg.params) {
-            lower.push_back(p.lower);
-            start.push_back(p.start);
-            fixed.push_back(p.fixed);
-        }
-        try {
-            check_dis_mellin_bounds(names, lower, start, settings, fixed);
-        } catch (const Error& e) {
-            throw usage_error(cfg.config_file + ": " + e.what());
-        }
-        auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
-        cm->view = theory->model();
-        cm->param_names = names;
-        cm->description = "dis-mellin: LO F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
-                          " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV";
-        cm->flops_per_evaluation = theory->flops_per_evaluation(0);
-        cm->flops_per_point = theory->flops_per_point(0);
-        cm->flops_dual_pass[0] = theory->flops_per_evaluation(4);
-        cm->flops_dual_pass[1] = theory->flops_per_evaluation(8);
-        cm->flops_dual_pass[2] = theory->flops_per_evaluation(16);
-        cm->storage = theory;
-    } else {
-        const auto names = builtin_param_names(cfg);
-        if (names.empty())
-            throw usage_error(cfg.where("model.name") + ": model '" + cfg.model_name +
-                              "' is not available in this build");
-        order_params(cfg, names);
-        cm->param_names = names;
-        if (cfg.model_name == "linear") {
-            cm->view = LinearModel{};
-            cm->description = "linear: a + b x";
-            cm->flops_per_evaluation = 2 * n;
-        } else if (cfg.model_name == "polynomial") {
-            PolynomialModel m;
-            m.order = cfg.order;
-            cm->view = m;
-            cm->description = "polynomial of order " + std::to_string(cfg.order);
-            cm->flops_per_evaluation = 2 * n * cfg.order;
-        } else if (cfg.model_name == "exponential") {
-            cm->view = ExponentialModel{};
-            cm->description = "exponential: a exp(-k x) + c";
-            cm->flops_per_evaluation = 4 * n;  // exp counted as one
-        } else if (cfg.model_name == "gaussian2d") {
-            if (data.nx != 2)
-                throw usage_error(cfg.where("data.x") + ": gaussian2d needs two x columns (the pixel "
-                                                        "coordinates), got " + std::to_string(data.nx));
-            cm->view = Gaussian2DModel{};
-            cm->description = "gaussian2d: a exp(-((x0 - u)^2 + (x1 - v)^2) / (2 s^2)) + c";
-            cm->flops_per_evaluation = 11 * n;  // exp counted as one
-        } else {
-            GaussianModel m;
-            m.peaks = cfg.peaks;
-            cm->view = m;
-            cm->description = std::to_string(cfg.peaks) + " Gaussian peak(s) on a constant";
-            cm->flops_per_evaluation = 7 * n * cfg.peaks + n;
-        }
+/// A formula model: the formula compiled against the parameter and x column names; every
+/// parameter must appear in it.
+void compile_formula_model(const FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
+    auto prog = std::make_shared<FormulaProgram>();
+    try {
+        *prog = compile_formula(cfg.formula, cfg.param_names(), data.x_names);
+    } catch (const FormulaError& e) {
+        throw usage_error(cfg.where("model.formula") + ": column " + std::to_string(e.column()) +
+                          ": " + e.what());
     }
-    if (cm->flops_per_point == 0.0 && n > 0) cm->flops_per_point = cm->flops_per_evaluation / n;
+    // A parameter the formula never uses has a zero Jacobian column: refuse it early.
+    std::vector<bool> used(cfg.params.size(), false);
+    for (const auto& op : prog->code)
+        if (op.code == FormulaOpCode::push_param) used[static_cast<size_t>(op.arg)] = true;
+    for (size_t q = 0; q < used.size(); ++q)
+        if (!used[q])
+            throw usage_error(cfg.where("param." + cfg.params[q].name + ".start") + ": parameter '" +
+                              cfg.params[q].name + "' does not appear in the formula");
+    FormulaModel fm;
+    fm.code = prog->code.data();
+    fm.constants = prog->constants.data();
+    fm.code_size = static_cast<int>(prog->code.size());
+    fm.params = static_cast<int>(cfg.params.size());
+    cm.view = fm;
+    cm.param_names = cfg.param_names();
+    cm.description = "formula: " + cfg.formula;
+    cm.flops_per_evaluation = data.n * static_cast<double>(prog->code.size());
+    cm.storage = prog;
+}
+
+/// dis-mellin: its [model] options and bounds checked, its theory tables built on the data's x.
+void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
+    DisMellinSettings settings;
+    try {
+        settings = parse_dis_mellin_settings(cfg.model_options);
+    } catch (const Error& e) {
+        throw usage_error(cfg.config_file + ": " + e.what());
+    }
+    if (data.nx != 3)
+        throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
+                                                "(1 proton, 2 neutron), got " + std::to_string(data.nx));
+    const auto names = dis_mellin_param_names();
+    order_params(cfg, names);
+    std::vector<double> lower, start;
+    std::vector<bool> fixed;
+    for (const auto& p : cfg.params) {
+        lower.push_back(p.lower);
+        start.push_back(p.start);
+        fixed.push_back(p.fixed);
+    }
+    try {
+        check_dis_mellin_bounds(names, lower, start, settings, fixed);
+    } catch (const Error& e) {
+        throw usage_error(cfg.config_file + ": " + e.what());
+    }
+    auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
+    cm.view = theory->model();
+    cm.param_names = names;
+    cm.description = "dis-mellin: LO F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
+                     " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV";
+    cm.flops_per_evaluation = theory->flops_per_evaluation(0);
+    cm.flops_per_point = theory->flops_per_point(0);
+    cm.flops_dual_pass[0] = theory->flops_per_evaluation(4);
+    cm.flops_dual_pass[1] = theory->flops_per_evaluation(8);
+    cm.flops_dual_pass[2] = theory->flops_per_evaluation(16);
+    cm.storage = theory;
+}
+
+/// The built-in models of kernels/models/builtin_models.hpp.
+void compile_builtin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
+    const double n = data.n;
+    const auto names = builtin_param_names(cfg);
+    if (names.empty())
+        throw usage_error(cfg.where("model.name") + ": model '" + cfg.model_name +
+                          "' is not available in this build");
+    order_params(cfg, names);
+    cm.param_names = names;
+    if (cfg.model_name == "linear") {
+        cm.view = LinearModel{};
+        cm.description = "linear: a + b x";
+        cm.flops_per_evaluation = 2 * n;
+    } else if (cfg.model_name == "polynomial") {
+        PolynomialModel m;
+        m.order = cfg.order;
+        cm.view = m;
+        cm.description = "polynomial of order " + std::to_string(cfg.order);
+        cm.flops_per_evaluation = 2 * n * cfg.order;
+    } else if (cfg.model_name == "exponential") {
+        cm.view = ExponentialModel{};
+        cm.description = "exponential: a exp(-k x) + c";
+        cm.flops_per_evaluation = 4 * n;  // exp counted as one
+    } else if (cfg.model_name == "gaussian2d") {
+        if (data.nx != 2)
+            throw usage_error(cfg.where("data.x") + ": gaussian2d needs two x columns (the pixel "
+                                                    "coordinates), got " + std::to_string(data.nx));
+        cm.view = Gaussian2DModel{};
+        cm.description = "gaussian2d: a exp(-((x0 - u)^2 + (x1 - v)^2) / (2 s^2)) + c";
+        cm.flops_per_evaluation = 11 * n;  // exp counted as one
+    } else {
+        GaussianModel m;
+        m.peaks = cfg.peaks;
+        cm.view = m;
+        cm.description = std::to_string(cfg.peaks) + " Gaussian peak(s) on a constant";
+        cm.flops_per_evaluation = 7 * n * cfg.peaks + n;
+    }
+}
+
+/// What the solvers support: parameter counts, and the normal-equations solver's limits.
+void check_solver_limits(const FitConfig& cfg) {
     if (static_cast<int>(cfg.params.size()) > kMaxParams)
         throw usage_error(cfg.config_file + ": " + std::to_string(cfg.params.size()) +
                           " parameters; at most " + std::to_string(kMaxParams) + " are supported");
@@ -185,6 +191,17 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
     }
     if (std::all_of(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return p.fixed; }))
         throw usage_error(cfg.config_file + ": every parameter is fixed; nothing to fit");
+}
+
+}  // namespace
+
+FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
+    auto cm = std::make_shared<CompiledModel>();
+    if (cfg.model_name == "formula") compile_formula_model(cfg, data, *cm);
+    else if (cfg.model_name == "dis-mellin") compile_dis_mellin_model(cfg, data, *cm);
+    else compile_builtin_model(cfg, data, *cm);
+    if (cm->flops_per_point == 0.0 && data.n > 0) cm->flops_per_point = cm->flops_per_evaluation / data.n;
+    check_solver_limits(cfg);
 
     FitProblem pb;
     pb.config = std::move(cfg);
