@@ -457,6 +457,7 @@ void run_merge(const std::string& output, const std::vector<std::string>& inputs
     out.close();
     std::printf("merged %zu file(s), replicas 1..%lld and the central fit, into %s\n", inputs.size(),
                 static_cast<long long>(R), output.c_str());
+    print_file_summary(output, std::cout);
 }
 
 }  // namespace ef

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "src/core/text.hpp"
+#include "src/report/results_summary.hpp"
 
 namespace ef {
 namespace {
@@ -14,15 +15,6 @@ std::string num(double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
     return b;
-}
-
-const char* status_name(std::int64_t s) {
-    switch (s) {
-        case 0: return "converged";
-        case 1: return "max_iterations";
-        case 2: return "failed";
-        default: return "not done";
-    }
 }
 
 }  // namespace
@@ -51,44 +43,19 @@ void print_problem(const FitProblem& pb, const RunIdentity& id, std::ostream& os
 
 void print_summary(const FitProblem& pb, const h5::File& f, const ReplicaBlock& reps,
                    const EnsembleSummary& s, std::ostream& os) {
-    const int P = pb.num_params();
-    const auto names = pb.config.param_names();
-    const bool central = f.exists("/central/params");
-    std::vector<double> cp, cov;
-    if (central) {
-        cp = f.read_double("/central/params");
-        cov = f.read_double("/central/covariance");
-        const double chi2 = f.read_double("/central/chi2")[0];
-        const auto st = f.read_int64("/central/status")[0];
-        const auto it = f.read_int64("/central/iterations")[0];
-        int nfree = 0;
+    ResultsSummary r = summary_of(f, reps, s);
+    if (r.errors.ndf < 0) {  // an output from before the ndf attribute, resumed
+        std::int64_t nfree = 0;
         for (const auto& p : pb.config.params) nfree += p.fixed ? 0 : 1;
-        const int ndf = pb.data.n - nfree;
-        os << "\ncentral fit (replica 0): chi2 = " << num(chi2) << " for " << ndf << " degrees of freedom"
-           << (ndf > 0 ? " (chi2/ndf = " + num(chi2 / ndf) + ")" : "") << ", " << status_name(st) << " after "
-           << it << " iteration" << (it == 1 ? "" : "s") << "\n";
+        r.errors.ndf = pb.data.n - nfree;
     }
-    os << "\n  " << pad("parameter", 14) << pad("central", 14) << pad("+-fit", 12) << pad("mean", 14)
-       << pad("std", 12) << pad("16%", 14) << "84%\n";
-    for (int q = 0; q < P; ++q) {
-        const size_t Q = static_cast<size_t>(q);
-        os << "  " << pad(names[Q], 14);
-        if (central) {
-            os << pad(num(cp[Q]), 14) << pad(num(std::sqrt(cov[Q * static_cast<size_t>(P) + Q])), 12);
-        } else {
-            os << pad("-", 14) << pad("-", 12);
-        }
-        os << pad(num(s.mean[Q]), 14) << pad(num(s.std[Q]), 12)
-           << pad(num(s.quantiles[1 * static_cast<size_t>(P) + Q]), 14)
-           << num(s.quantiles[3 * static_cast<size_t>(P) + Q]) << "\n";
-    }
-    std::int64_t counts[3] = {0, 0, 0};
-    for (auto st : reps.status)
-        if (st >= 0 && st <= 2) ++counts[st];
-    os << "\nreplicas: " << reps.size() << " in this file: " << counts[0] << " converged, " << counts[1]
-       << " at max_iterations, " << counts[2] << " failed; statistics over " << s.used << " converged\n";
-    os << "(+-fit: sqrt of the central fit's (J^T W J)^-1 diagonal, not scaled by chi2/ndf)\n";
-    os.flush();
+    os << "\n";
+    write_results_summary(r, SummaryFormat::table, false, os);
+}
+
+void print_file_summary(const std::string& path, std::ostream& os) {
+    os << "\n";
+    write_results_summary(read_results_summary(path), SummaryFormat::table, false, os);
 }
 
 }  // namespace ef

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "src/report/results_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/io/central_errors.hpp"
+#include "src/report/summary_format.hpp"
+
+namespace ef {
+namespace {
+
+/// The `formula = ...` line of a canonical config's [model] section ("" when there is none).
+std::string formula_of(const std::string& canonical) {
+    std::istringstream in(canonical);
+    std::string line, section;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line.front() == '[') section = line;
+        if (section == "[model]" && line.rfind("formula = ", 0) == 0) return line.substr(10);
+    }
+    return "";
+}
+
+void read_central(const h5::File& f, ResultsSummary& r) {
+    r.central_in_file = r.id.span.central && f.exists("/central/params");
+    if (!r.central_in_file) return;
+    r.central_status = f.read_int64("/central/status")[0];
+    r.central_iterations = f.read_int64("/central/iterations")[0];
+    r.central_chi2 = f.read_double("/central/chi2")[0];
+    r.central_params = f.read_double("/central/params");
+    r.central_covariance = f.read_double("/central/covariance");
+    r.errors = read_central_errors(f);
+    // Files from before /central/correlation: the same function on the unscaled covariance.
+    r.central_correlation = f.exists("/central/correlation")
+                                ? f.read_double("/central/correlation")
+                                : correlation_of(read_central_covariance_unscaled(f), r.P());
+    if (f.has_attr("/central/covariance", "chi2_per_ndf"))
+        r.chi2_per_ndf = f.attr_double("/central/covariance", "chi2_per_ndf");
+}
+
+}  // namespace
+
+ResultsSummary summary_of(const h5::File& f, const ReplicaBlock& reps, const EnsembleSummary& s) {
+    ResultsSummary r;
+    r.path = f.path();
+    r.id = read_run_identity(f);
+    r.formula = formula_of(r.id.canonical_config);
+    if (f.has_attr("/", "merged_from")) r.merged_from = f.attr_strings("/", "merged_from");
+    read_central(f, r);
+    for (const std::int64_t st : reps.status) {
+        if (st == 0) ++r.converged;
+        else if (st == 1) ++r.max_iterations;
+        else if (st == 2) ++r.failed;
+        else ++r.not_done;
+    }
+    r.ensemble = s;
+    if (r.ensemble.correlation.empty()) r.ensemble.correlation = correlation_of(s.covariance, s.P);
+    return r;
+}
+
+ResultsSummary read_results_summary(const std::string& path) {
+    if (!std::ifstream(path)) throw usage_error(path + ": no such file (or it cannot be read)");
+    if (!h5::is_hdf5(path)) throw usage_error(path + ": not an HDF5 file (summary reads ensemblefit fit results)");
+    const h5::File f = h5::File::open_read(path);
+    ReplicaBlock reps;
+    reps.P = static_cast<int>(read_run_identity(f).param_names.size());
+    reps.params = f.read_double("/replicas/params");
+    reps.status = f.read_int64("/replicas/status");
+    reps.index = f.read_int64("/replicas/index");
+    return summary_of(f, reps, summarize(reps.params, reps.status, reps.P));
+}
+
+void write_results_summary(const ResultsSummary& s, SummaryFormat format, bool all_correlations, std::ostream& os) {
+    switch (format) {
+        case SummaryFormat::table: write_summary_table(s, all_correlations, os); break;
+        case SummaryFormat::csv: write_summary_csv(s, os); break;
+        case SummaryFormat::json: write_summary_json(s, os); break;
+    }
+    os.flush();
+}
+
+}  // namespace ef
