@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <cstdio>
 #include <map>
+
+#include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
 
@@ -22,6 +25,40 @@ CommandRegistrar::CommandRegistrar(const std::string& name, const std::string& s
     registry()[name] = Entry{summary, std::move(fn)};
 }
 
+namespace {
+
+/// The two-word commands that start with `prefix` ("simulate" -> "simulate dis", ...).
+std::vector<std::string> sub_commands(const std::string& prefix) {
+    std::vector<std::string> out;
+    for (const auto& [name, e] : registry())
+        if (name.rfind(prefix + " ", 0) == 0) out.push_back(name);
+    return out;
+}
+
+/// `ensemblefit simulate [--help]`: the sub-commands of a prefix, with their summaries; exit 0
+/// for --help, 2 without one. An unknown sub-command is a usage error naming the known ones.
+int prefix_help(const std::string& prefix, const std::vector<std::string>& subs,
+                const std::vector<std::string>& args, const MpiContext& ctx) {
+    const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help");
+    if (!args.empty() && !help) {
+        std::string known;
+        for (const auto& s : subs) known += (known.empty() ? "" : ", ") + s.substr(prefix.size() + 1);
+        throw usage_error("unknown command '" + prefix + " " + args[0] + "' (" + prefix + " takes: " + known +
+                          "; see ensemblefit " + prefix + " --help)");
+    }
+    if (ctx.is_root()) {
+        std::string out = "usage: ensemblefit " + prefix + " SUBCOMMAND [options]\n\nsubcommands:\n";
+        for (const auto& s : subs) {
+            out += "  " + s + std::string(s.size() < 24 ? 24 - s.size() : 1, ' ') + registry()[s].summary + "\n";
+        }
+        out += "\nensemblefit " + prefix + " SUBCOMMAND --help: options of one\n";
+        std::fputs(out.c_str(), help ? stdout : stderr);
+    }
+    return help ? 0 : 2;
+}
+
+}  // namespace
+
 bool run_extra_command(const std::string& cmd, const std::vector<std::string>& args,
                        const MpiContext& ctx, int& code) {
     auto& r = registry();
@@ -33,8 +70,13 @@ bool run_extra_command(const std::string& cmd, const std::vector<std::string>& a
         }
     }
     const auto one = r.find(cmd);
-    if (one == r.end()) return false;
-    code = one->second.fn(args, ctx);
+    if (one != r.end()) {
+        code = one->second.fn(args, ctx);
+        return true;
+    }
+    const std::vector<std::string> subs = sub_commands(cmd);
+    if (subs.empty()) return false;
+    code = prefix_help(cmd, subs, args, ctx);
     return true;
 }
 

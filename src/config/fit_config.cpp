@@ -15,6 +15,7 @@
 
 #include "src/config/ini_scan.hpp"
 #include "src/core/text.hpp"
+#include "src/model/dis_mellin.hpp"
 
 namespace po = boost::program_options;
 
@@ -433,11 +434,18 @@ std::string fit_config_help() {
     std::ostringstream os;
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
     ini::write_key_help(os, kKeys, 16, "none, required where used");
+    os << "  [model] keys of name = dis-mellin (all optional):\n" << dis_mellin_settings_help();
     os << "  [param.NAME]   one section per model parameter, in the model's order\n";
     for (const auto& k : kParamKeys) {
         os << "    " << k.key << std::string(16 - std::string(k.key).size(), ' ') << k.help
            << " (default: " << (*k.def ? k.def : "none") << ")\n";
     }
+    std::string dis;
+    for (const auto& name : dis_mellin_param_names()) dis += " " + name;
+    os << "  parameters (NAME) of each model:\n"
+       << "    linear a b; polynomial c0 .. c<order>; exponential a k c; gaussian c a1 mu1 s1 .. a<peaks> "
+          "mu<peaks> s<peaks>;\n    gaussian2d a u v s c; formula: the names its formula uses; dis-mellin"
+       << dis << "\n";
     return os.str();
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include <ensemblefit/core/error.hpp>
 
@@ -383,6 +384,28 @@ int DisMellinSettings::num_nodes() const {
 MellinContour DisMellinSettings::contour() const {
     return make_mellin_contour(contour_c, contour_phi_deg * kPi / 180.0,
                                mellin_breakpoints(contour_breakpoints), contour_nodes);
+}
+
+std::string dis_mellin_settings_help() {
+    const DisMellinSettings d;
+    const std::pair<const char*, std::string> keys[] = {
+        {"q0", "input scale Q0 in GeV; the PDFs are parameterised at Q0^2 (default: " + fmt(d.q0) + ")"},
+        {"alphas_mz", "alpha_s(M_Z), LO running with 3/4/5 flavours (default: " + fmt(d.alphas_mz) + ")"},
+        {"mc", "charm threshold in GeV (default: " + fmt(d.mc) + ")"},
+        {"mb", "bottom threshold in GeV, > mc (default: " + fmt(d.mb) + ")"},
+        {"mz", "Z mass in GeV, the scale of alphas_mz, > mb (default: " + fmt(d.mz) + ")"},
+        {"strange_fraction", "kappa: s = sbar = kappa ubar at Q0^2, 0..4 (default: " + fmt(d.strange_fraction) + ")"},
+        {"contour_c", "abscissa c of the inverse-Mellin contour, 1 < c <= 10 (default: " + fmt(d.contour_c) + ")"},
+        {"contour_phi_deg", "contour angle in degrees, 90 < phi < 180 (default: " + fmt(d.contour_phi_deg) + ")"},
+        {"contour_nodes", "Gauss-Legendre points per contour segment, 1..64 (default: " +
+                              std::to_string(d.contour_nodes) + ")"},
+        {"contour", "breakpoints: standard (17 segments) | extended (26) | precise (35; with contour_nodes "
+                    "= 24 for 1e-8 as x -> 1) (default: standard)"},
+    };
+    std::string out;
+    for (const auto& [key, help] : keys)
+        out += "    " + std::string(key) + std::string(18 - std::string(key).size(), ' ') + help + "\n";
+    return out;
 }
 
 DisMellinSettings parse_dis_mellin_settings(const std::map<std::string, std::string>& options) {

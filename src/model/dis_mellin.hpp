@@ -58,6 +58,10 @@ struct DisMellinSettings {
 DisMellinSettings parse_dis_mellin_settings(
     const std::map<std::string, std::string>& model_options);
 
+/// `[model]` keys of dis-mellin, one "    key  meaning (default: V)" line each, for
+/// `ensemblefit fit --help` (the same keys parse_dis_mellin_settings accepts).
+std::string dis_mellin_settings_help();
+
 /// One parameter's name, meaning and defaults (start = the pseudo-data truth).
 struct DisMellinParamInfo {
     std::string name;
