@@ -48,6 +48,10 @@ const KeyInfo kKeys[] = {
     {"fit.solver", "auto", "auto | qr | normal (auto: qr in double, normal in float; normal "
                            "accumulates J^T J point by point, needs at most 16 parameters and "
                            "squares the condition number)"},
+    {"fit.error_scale", "none", "none | chi2: the central fit's covariance and errors as (J^T W J)^-1 from the "
+                                "sigmas (none), or scaled by chi2/ndf, ndf = points - free parameters (chi2: "
+                                "as NIST StRD, MINPACK and scipy's absolute_sigma=False); correlations are "
+                                "the same either way"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
@@ -159,6 +163,7 @@ std::string FitConfig::canonical_text() const {
     // Written only when not the default, so that files from before these keys still match.
     if (solver == FitSolver::normal) os << "solver = normal\n";
     if (precision == FitPrecision::float32) os << "precision = float\n";
+    if (error_scale == ErrorScale::chi2) os << "error_scale = chi2\n";
     return os.str();
 }
 
@@ -380,6 +385,10 @@ void read_fit(FitConfig& cfg, const Values& v) {
             throw usage_error(cfg.where(key) + ": tolerance must be finite and >= 0");
     }
     read_solver(cfg, v);
+    const std::string scale = trim(v.get("fit.error_scale"));
+    if (scale == "chi2") cfg.error_scale = ErrorScale::chi2;
+    else if (scale != "none")
+        throw usage_error(cfg.where("fit.error_scale") + ": unknown error scale '" + scale + "' (allowed: none, chi2)");
     cfg.chunk = static_cast<int>(v.integer("fit.chunk", v.get("fit.chunk")));
     if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
 }
