@@ -64,6 +64,14 @@ EF_HD Complex<T> log_with_wraps(const Complex<T>& prod, int wraps) {
     return lp;
 }
 
+/// sum_k c[k] inv2^k for k = 0..7 (Horner, from the highest term): both Stirling series' sums.
+template <class T>
+EF_HD Complex<T> stirling_sum(const Complex<T>& inv2, const double (&c)[8]) {
+    Complex<T> series{T(c[7])};
+    for (int k = 6; k >= 0; --k) series = series * inv2 + T(c[k]);
+    return series;
+}
+
 /// Stirling's series for ln Gamma(w), |w| large, |arg w| < 3 pi / 4 (principal branch).
 template <class T>
 EF_HD Complex<T> lgamma_stirling(const Complex<T>& w) {
@@ -71,9 +79,7 @@ EF_HD Complex<T> lgamma_stirling(const Complex<T>& w) {
     constexpr double c[8] = {1.0 / 12.0,   -1.0 / 360.0,      1.0 / 1260.0, -1.0 / 1680.0,
                              1.0 / 1188.0, -691.0 / 360360.0, 1.0 / 156.0,  -3617.0 / 122400.0};
     const Complex<T> inv = T(1) / w;
-    const Complex<T> inv2 = inv * inv;
-    Complex<T> series{T(c[7])};
-    for (int k = 6; k >= 0; --k) series = series * inv2 + T(c[k]);
+    const Complex<T> series = stirling_sum(inv * inv, c);
     const Complex<T> lw = log(w);
     return (w - T(0.5)) * lw - w + T(kHalfLog2Pi) + series * inv;
 }
@@ -86,9 +92,7 @@ EF_HD Complex<T> digamma_stirling(const Complex<T>& w) {
                              1.0 / 132.0, -691.0 / 32760.0, 1.0 / 12.0,  -3617.0 / 8160.0};
     const Complex<T> inv = T(1) / w;
     const Complex<T> inv2 = inv * inv;
-    Complex<T> series{T(c[7])};
-    for (int k = 6; k >= 0; --k) series = series * inv2 + T(c[k]);
-    return log(w) - T(0.5) * inv - series * inv2;
+    return log(w) - T(0.5) * inv - stirling_sum(inv2, c) * inv2;
 }
 }  // namespace mellin_detail
 
