@@ -8,6 +8,12 @@
 
 namespace ef {
 
+namespace {
+
+std::int64_t rounded(double items) { return static_cast<std::int64_t>(std::llround(items)); }
+
+}  // namespace
+
 SchedPolicy parse_sched_policy(const std::string& name) {
     if (name == "static") return SchedPolicy::static_blocks;
     if (name == "dynamic") return SchedPolicy::dynamic;
@@ -32,7 +38,7 @@ WorkQueue::WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int
 WorkQueue::WorkQueue(SchedPolicy policy, std::int64_t total, const std::vector<std::int64_t>& chunks)
     : policy_(policy), total_(total), ranks_(std::max<int>(1, static_cast<int>(chunks.size()))),
       chunk_(chunks), block_cursor_(static_cast<size_t>(ranks_)), block_end_(static_cast<size_t>(ranks_)),
-      throughput_(static_cast<size_t>(ranks_), 0.0) {
+      throughput_(static_cast<size_t>(ranks_), 0.0), last_(static_cast<size_t>(ranks_), 0) {
     chunk_.resize(static_cast<size_t>(ranks_), 1);
     for (auto& c : chunk_) c = std::max<std::int64_t>(1, c);
     for (int r = 0; r < ranks_; ++r) {
@@ -49,46 +55,57 @@ std::int64_t WorkQueue::remaining() const {
     return left;
 }
 
+std::int64_t WorkQueue::min_unit(size_t rank) const {
+    // Units last at least kMinUnitSeconds once a rank's speed is known: cheap fits (microseconds
+    // each) would otherwise spend their time on the request round trip.
+    const double by_time = throughput_[rank] * kMinUnitSeconds;
+    return std::max(chunk_[rank], static_cast<std::int64_t>(by_time));
+}
+
+double WorkQueue::time_left(std::int64_t left) const {
+    double rate = 0.0;
+    for (double t : throughput_) {
+        if (t <= 0.0) return 0.0;
+        rate += t;
+    }
+    return static_cast<double>(left) / rate;
+}
+
+/// The unit size of the shared-cursor policies, before clipping to `left` (the rules are in
+/// the header's comment).
+std::int64_t WorkQueue::shared_unit(size_t rank, std::int64_t left) const {
+    const double rate = throughput_[rank];
+    if (policy_ == SchedPolicy::dynamic) {  // never more than left / 2P: the last units still spread
+        const std::int64_t by_time = static_cast<std::int64_t>(rate * kMinUnitSeconds);
+        return std::max(chunk_[rank], std::min(by_time, left / (2 * ranks_)));
+    }
+    const std::int64_t floor = min_unit(rank);
+    const double t = time_left(left);
+    if (t <= 0.0) return floor;  // some rank's speed is still unknown: probe-sized units
+    const double share = rate * t;
+    if (policy_ == SchedPolicy::guided) {
+        const std::int64_t classic = (left + 2 * ranks_ - 1) / (2 * ranks_);
+        const double cap = share / 2.0 - static_cast<double>(last_[rank]);
+        return std::max(floor, std::min(classic, rounded(cap)));
+    }
+    return std::max(floor, rounded(share / 4.0));  // weighted
+}
+
 UnitSpan WorkQueue::next(int rank, double throughput) {
     const size_t R = static_cast<size_t>(rank);
     if (throughput > 0.0) throughput_[R] = throughput;
-    // Units last at least kMinUnitSeconds once a rank's speed is known: cheap fits (microseconds
-    // each) would otherwise spend their time on the request round trip.
-    const std::int64_t by_time =
-        throughput_[R] > 0.0 ? static_cast<std::int64_t>(throughput_[R] * kMinUnitSeconds) : 0;
     if (policy_ == SchedPolicy::static_blocks) {
         const std::int64_t b = block_cursor_[R];
-        const std::int64_t e = std::min(b + std::max(chunk_[R], by_time), block_end_[R]);
+        const std::int64_t e = std::min(b + min_unit(R), block_end_[R]);
         block_cursor_[R] = e;
         return {b, e};
     }
     const std::int64_t left = total_ - cursor_;
     if (left <= 0) return {cursor_, cursor_};
-    std::int64_t size = chunk_[R];
-    if (policy_ == SchedPolicy::dynamic) {
-        // Never more than guided would give, so the last units still spread over the ranks.
-        size = std::max(chunk_[R], std::min(by_time, left / (2 * ranks_)));
-    } else if (policy_ == SchedPolicy::guided) {
-        size = std::max(chunk_[R], (left + 2 * ranks_ - 1) / (2 * ranks_));
-    } else if (policy_ == SchedPolicy::weighted) {
-        if (throughput_[R] > 0.0) {
-            // Ranks not measured yet count as the mean of the measured ones.
-            double sum = 0.0;
-            int known = 0;
-            for (double t : throughput_) {
-                if (t > 0) {
-                    sum += t;
-                    ++known;
-                }
-            }
-            const double total_rate = sum + (ranks_ - known) * (sum / known);
-            const double time_left = static_cast<double>(left) / total_rate;
-            size = std::max<std::int64_t>(1, std::llround(throughput_[R] * time_left / 4.0));
-        }
-    }
-    size = std::min(size, left);
+    const std::int64_t size = std::min(shared_unit(R, left), left);
     const UnitSpan u{cursor_, cursor_ + size};
     cursor_ += size;
+    last_[R] = size;
     return u;
 }
 

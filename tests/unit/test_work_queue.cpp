@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <deque>
+#include <numeric>
+#include <queue>
 #include <thread>
 #include <vector>
 
@@ -10,7 +15,10 @@
 
 namespace {
 
-/// Drains a queue with ranks asking in round-robin; returns how many units each rank got and
+using ef::SchedPolicy;
+constexpr double kUnit = ef::WorkQueue::kMinUnitSeconds;
+
+/// Drains a queue with ranks asking in round-robin; returns how many positions each rank got and
 /// checks that every position is handed out exactly once.
 std::vector<std::int64_t> drain(ef::WorkQueue& q, int ranks, std::int64_t total,
                                 const std::vector<double>& speed, std::vector<std::int64_t>* sizes = nullptr) {
@@ -36,11 +44,89 @@ std::vector<std::int64_t> drain(ef::WorkQueue& q, int ranks, std::int64_t total,
     return work;
 }
 
+/// A simulated rank: its true speed (positions per second) and whether it asks for its next
+/// unit when it starts the current one, as UnitDispatch's worker ranks do (rank 0 asks when
+/// it has finished).
+struct SimRank {
+    double rate;
+    bool prefetch;
+};
+
+struct SimResult {
+    std::vector<double> compute;         // per rank, simulated seconds
+    std::vector<std::int64_t> done;      // per rank, positions
+    std::vector<int> seen;               // per position, how many times handed out
+    double load_balance() const {        // mean compute / max compute, as in /timing
+        const double max = *std::max_element(compute.begin(), compute.end());
+        return std::accumulate(compute.begin(), compute.end(), 0.0) / static_cast<double>(compute.size()) / max;
+    }
+};
+
+/// One simulated rank's state: the units it holds, the unit it is computing.
+struct SimState {
+    std::deque<ef::UnitSpan> held;
+    bool drained = false;
+    double busy = 0.0;             // seconds of the unit in progress
+    std::int64_t busy_size = 0;
+};
+
+/**
+ * A discrete-event simulation of a run: each rank computes its units at its true speed and asks
+ * the queue for work when its previous unit finishes (or, prefetching, when it starts one),
+ * passing its throughput as the dispatcher does: positions done / compute seconds, 0 before
+ * its first unit is done (after it, the true speed). Deterministic: ties go to the lower rank.
+ */
+SimResult simulate(ef::WorkQueue& q, std::int64_t total, const std::vector<SimRank>& ranks) {
+    const size_t P = ranks.size();
+    SimResult res{std::vector<double>(P, 0.0), std::vector<std::int64_t>(P, 0), std::vector<int>(static_cast<size_t>(total), 0)};
+    std::vector<SimState> st(P);
+    auto ask = [&](size_t r) {
+        if (st[r].drained) return;
+        const double measured = res.compute[r] > 0 ? static_cast<double>(res.done[r]) / res.compute[r] : 0.0;
+        const ef::UnitSpan u = q.next(static_cast<int>(r), measured);
+        if (u.empty()) {
+            st[r].drained = true;
+            return;
+        }
+        for (auto i = u.begin; i < u.end; ++i) ++res.seen[static_cast<size_t>(i)];
+        st[r].held.push_back(u);
+    };
+    using Event = std::pair<double, size_t>;  // (time the rank is free, rank)
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+    for (size_t r = 0; r < P; ++r) events.push({0.0, r});
+    while (!events.empty()) {
+        const auto [t, r] = events.top();
+        events.pop();
+        res.compute[r] += st[r].busy;
+        res.done[r] += st[r].busy_size;
+        if (st[r].held.empty()) ask(r);
+        if (st[r].held.empty()) continue;  // no work left: this rank is done
+        const ef::UnitSpan u = st[r].held.front();
+        st[r].held.pop_front();
+        if (ranks[r].prefetch) ask(r);
+        st[r].busy = static_cast<double>(u.size()) / ranks[r].rate;
+        st[r].busy_size = u.size();
+        events.push({t + st[r].busy, r});
+    }
+    return res;
+}
+
+/// `ranks` simulated CPU ranks at `rate`, rank `slow` `factor` times slower; rank 0 does not
+/// prefetch, the others do (or none does).
+std::vector<SimRank> slowed_ranks(int ranks, double rate, int slow, double factor, bool prefetch) {
+    std::vector<SimRank> out;
+    for (int r = 0; r < ranks; ++r) out.push_back({r == slow ? rate / factor : rate, prefetch && r != 0});
+    return out;
+}
+
+std::int64_t min_unit(std::int64_t chunk, double rate) {
+    return std::max(chunk, static_cast<std::int64_t>(rate * kUnit));
+}
+
 }  // namespace
 
 TEST_CASE("every policy hands out each pending replica exactly once", "[sched]") {
-    for (auto p : {ef::SchedPolicy::static_blocks, ef::SchedPolicy::dynamic, ef::SchedPolicy::guided,
-                   ef::SchedPolicy::weighted}) {
+    for (auto p : {SchedPolicy::static_blocks, SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
         for (std::int64_t total : {0, 1, 7, 1000}) {
             ef::WorkQueue q(p, total, 3, 4);
             const auto work = drain(q, 3, total, {1.0, 2.0, 3.0});
@@ -50,48 +136,168 @@ TEST_CASE("every policy hands out each pending replica exactly once", "[sched]")
     }
 }
 
-TEST_CASE("static gives contiguous equal blocks; guided shrinks; dynamic is fixed", "[sched]") {
-    ef::WorkQueue st(ef::SchedPolicy::static_blocks, 10, 3, 2);
+TEST_CASE("static gives contiguous equal blocks; dynamic is fixed; unmeasured ranks get the chunk", "[sched]") {
+    ef::WorkQueue st(SchedPolicy::static_blocks, 10, 3, 2);
     CHECK(st.next(1, 0).begin == 3);  // rank 1's block is [3, 6)
     CHECK(st.next(1, 0).begin == 5);
     CHECK(st.next(1, 0).empty());
 
     std::vector<std::int64_t> sizes;
-    ef::WorkQueue gd(ef::SchedPolicy::guided, 1000, 4, 5);
-    drain(gd, 4, 1000, {0, 0, 0, 0}, &sizes);
-    CHECK(sizes.front() == 125);  // 1000 / (2 x 4)
-    CHECK(sizes.back() <= 5);
-    for (size_t i = 1; i < sizes.size(); ++i) CHECK(sizes[i] <= sizes[i - 1]);
-
-    sizes.clear();
-    ef::WorkQueue dy(ef::SchedPolicy::dynamic, 100, 4, 8);
+    ef::WorkQueue dy(SchedPolicy::dynamic, 100, 4, 8);
     drain(dy, 4, 100, {0, 0, 0, 0}, &sizes);
     for (size_t i = 0; i + 1 < sizes.size(); ++i) CHECK(sizes[i] == 8);
+
+    // Guided and weighted never give a rank of unknown speed more than its chunk: a slow rank's
+    // first request must not take remaining / (2 ranks).
+    for (auto p : {SchedPolicy::guided, SchedPolicy::weighted}) {
+        sizes.clear();
+        ef::WorkQueue q(p, 1000, 4, 5);
+        drain(q, 4, 1000, {0, 0, 0, 0}, &sizes);
+        for (size_t i = 0; i + 1 < sizes.size(); ++i) CHECK(sizes[i] == 5);
+    }
 }
 
-TEST_CASE("dynamic and static grow units of cheap fits to 20 ms of work", "[sched]") {
-    ef::WorkQueue dy(ef::SchedPolicy::dynamic, 100000, 4, 4);
-    CHECK(dy.next(1, 0.0).size() == 4);          // speed unknown: the chunk size
-    CHECK(dy.next(1, 50000.0).size() == 1000);   // 50000 fits/s x 20 ms
-    CHECK(dy.next(2, 1e9).size() <= 100000 / 8);  // capped at guided's size
+TEST_CASE("dynamic and static units are kMinUnitSeconds of the rank's own work", "[sched]") {
+    ef::WorkQueue dy(SchedPolicy::dynamic, 1000000, 4, 4);
+    CHECK(dy.next(1, 0.0).size() == 4);                                      // speed unknown: the chunk
+    CHECK(dy.next(1, 50000.0).size() == min_unit(4, 50000.0));               // 50000 fits/s x 50 ms
+    CHECK(dy.next(3, 1000.0).size() == min_unit(4, 1000.0));                 // a slower rank: fewer
+    CHECK(dy.next(2, 40.0).size() == 4);                                     // 2 fits in 50 ms: the chunk
+    const std::int64_t left = dy.remaining();
+    CHECK(dy.next(2, 1e9).size() == left / 8);                               // capped at left / (2 ranks)
 
-    ef::WorkQueue st(ef::SchedPolicy::static_blocks, 1000, 2, 4);
-    CHECK(st.next(0, 10000.0).size() == 200);  // 10000 fits/s x 20 ms, within rank 0's block
+    ef::WorkQueue st(SchedPolicy::static_blocks, 100000, 2, 4);
+    CHECK(st.next(0, 10000.0).size() == min_unit(4, 10000.0));  // within rank 0's block
+    CHECK(st.next(1, 0.0).begin == 50000);
 }
 
-TEST_CASE("weighted units are proportional to measured throughput", "[sched]") {
-    ef::WorkQueue q(ef::SchedPolicy::weighted, 10000, 2, 4);
-    CHECK(q.next(0, 0.0).size() == 4);  // nothing measured yet: the chunk size
+namespace {
 
-    q.next(1, 100.0);
-    q.next(0, 400.0);
-    ef::WorkQueue same = q;  // both ranks measured; compare their next units from one state
+/// The documented size rules of the shared-cursor policies (work_queue.hpp), restated from
+/// what a caller sees: positions left, the throughputs each rank has reported, and the size of
+/// the unit each rank got last.
+struct SizeRule {
+    SchedPolicy policy;
+    std::vector<std::int64_t> chunk;
+    std::vector<double> rate;            // last reported, 0 = none
+    std::vector<std::int64_t> last;
 
-    const auto fast = q.next(0, 400.0);
-    const auto slow = same.next(1, 100.0);
+    std::int64_t expect(size_t r, std::int64_t left) const {
+        const std::int64_t P = static_cast<std::int64_t>(chunk.size());
+        const std::int64_t floor = min_unit(chunk[r], rate[r]);
+        std::int64_t size = floor;
+        if (policy == SchedPolicy::dynamic) {
+            size = std::max(chunk[r], std::min(static_cast<std::int64_t>(rate[r] * kUnit), left / (2 * P)));
+        } else if (std::all_of(rate.begin(), rate.end(), [](double x) { return x > 0; })) {
+            const double share = rate[r] * static_cast<double>(left) / std::accumulate(rate.begin(), rate.end(), 0.0);
+            if (policy == SchedPolicy::guided) {
+                const std::int64_t classic = (left + 2 * P - 1) / (2 * P);
+                size = std::max(floor, std::min<std::int64_t>(classic, std::llround(share / 2.0 - static_cast<double>(last[r]))));
+            } else {
+                size = std::max(floor, static_cast<std::int64_t>(std::llround(share / 4.0)));
+            }
+        }
+        return std::min(size, left);
+    }
+};
 
-    CHECK(static_cast<double>(fast.size()) / static_cast<double>(slow.size()) == Approx(4.0).epsilon(0.01));
-    CHECK(fast.size() == Approx(0.25 * 0.8 * static_cast<double>(q.remaining() + fast.size())).epsilon(0.01));
+/// Requests in a pseudo-random order (fixed seed), each rank reporting 0 on its first request
+/// and its speed after; every unit must have the size the rule gives.
+void check_sizes(SchedPolicy p, std::int64_t total, const std::vector<std::int64_t>& chunks,
+                 const std::vector<double>& speed) {
+    ef::WorkQueue q(p, total, chunks);
+    SizeRule rule{p, chunks, std::vector<double>(chunks.size(), 0.0), std::vector<std::int64_t>(chunks.size(), 0)};
+    std::vector<int> asked(chunks.size(), 0);
+    unsigned seed = 12345;
+    while (q.remaining() > 0) {
+        seed = seed * 1664525u + 1013904223u;
+        const size_t r = (seed >> 16) % chunks.size();
+        const double reported = asked[r]++ > 0 ? speed[r] : 0.0;
+        if (reported > 0) rule.rate[r] = reported;
+        const std::int64_t left = q.remaining();
+        const std::int64_t want = rule.expect(r, left);
+        const ef::UnitSpan u = q.next(static_cast<int>(r), reported);
+        INFO("policy " << ef::to_string(p) << ", rank " << r << ", left " << left);
+        REQUIRE(u.size() == want);
+        REQUIRE(u.begin == total - left);
+        rule.last[r] = u.size();
+    }
+}
+
+}  // namespace
+
+TEST_CASE("units are sized as each policy says, given the recorded throughputs", "[sched]") {
+    const std::vector<double> one_slow{1000.0, 250.0, 1000.0, 1000.0};
+    for (auto p : {SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
+        for (std::int64_t total : {10, 1000, 100000}) {
+            check_sizes(p, total, {4, 4, 4, 4}, one_slow);
+            check_sizes(p, total, {5000, 4, 4, 4}, {50000.0, 400.0, 400.0, 400.0});  // a GPU rank and 3 CPU ranks
+        }
+    }
+}
+
+TEST_CASE("guided caps a slow rank at half its share of the time left; weighted at a quarter", "[sched]") {
+    // Ranks 0-2 report their speeds; rank 3 has not yet, so they get min_unit-sized units.
+    const std::vector<double> rate{1000.0, 250.0, 1000.0, 1000.0};
+    for (auto p : {SchedPolicy::guided, SchedPolicy::weighted}) {
+        ef::WorkQueue q(p, 100000, 4, 4);
+        for (int r = 0; r < 3; ++r) CHECK(q.next(r, rate[static_cast<size_t>(r)]).size() == min_unit(4, rate[static_cast<size_t>(r)]));
+        q.next(3, 1000.0);  // now every rank is measured
+        const std::int64_t left = q.remaining();
+        const double share1 = 250.0 * static_cast<double>(left) / 3250.0;
+        const std::int64_t slow = q.next(1, 250.0).size();
+        if (p == SchedPolicy::guided) {
+            CHECK(slow == std::llround(share1 / 2.0 - static_cast<double>(min_unit(4, 250.0))));
+            CHECK(slow < (left + 7) / 8);  // the share, not remaining / (2 ranks), bounds it
+            // Asking again at once (a worker prefetching as it starts that unit): it already
+            // holds half its share, so it gets the smallest unit.
+            CHECK(q.next(1, 250.0).size() == min_unit(4, 250.0));
+        } else {
+            CHECK(slow == std::llround(share1 / 4.0));
+            ef::WorkQueue same = q;  // a fast and a slow rank's next units from one state
+            const double ratio = static_cast<double>(q.next(0, 1000.0).size()) / static_cast<double>(same.next(1, 250.0).size());
+            CHECK(ratio == Approx(4.0).epsilon(0.01));
+        }
+    }
+}
+
+TEST_CASE("simulated run: with one rank 4x slower among 4, dynamic, guided and weighted balance", "[sched]") {
+    struct Case {
+        std::int64_t total;
+        double rate;  // the fast ranks' positions per second
+    };
+    // ~3 simulated seconds of cheap fits, and ~6 s of expensive ones (4 of them per 50 ms).
+    for (const Case c : {Case{20000, 2000.0}, Case{2000, 100.0}}) {
+        for (int slow : {0, 1, 3}) {
+            for (bool prefetch : {true, false}) {
+                const auto ranks = slowed_ranks(4, c.rate, slow, 4.0, prefetch);
+                for (auto p : {SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
+                    ef::WorkQueue q(p, c.total, 4, 4);
+                    const SimResult res = simulate(q, c.total, ranks);
+                    INFO(ef::to_string(p) << ": " << c.total << " at " << c.rate << "/s, rank " << slow
+                                          << " slowed, prefetch " << prefetch);
+                    for (int s : res.seen) REQUIRE(s == 1);
+                    CHECK(res.load_balance() >= 0.95);
+                    for (int r = 0; r < 4; ++r)
+                        if (r != slow) CHECK(res.done[static_cast<size_t>(slow)] < res.done[static_cast<size_t>(r)]);
+                }
+                ef::WorkQueue st(SchedPolicy::static_blocks, c.total, 4, 4);
+                const SimResult res = simulate(st, c.total, ranks);
+                CHECK(res.load_balance() == Approx(7.0 / 16.0).epsilon(0.01));  // three ranks t, one 4t
+            }
+        }
+    }
+}
+
+TEST_CASE("simulated run: a GPU rank 50x faster than 3 CPU ranks, big chunks for the GPU", "[sched]") {
+    const std::vector<SimRank> ranks{{20000.0, false}, {400.0, true}, {400.0, true}, {400.0, true}};
+    for (auto p : {SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
+        ef::WorkQueue q(p, 20000, {2500, 4, 4, 4});
+        const SimResult res = simulate(q, 20000, ranks);
+        INFO(ef::to_string(p));
+        for (int s : res.seen) REQUIRE(s == 1);
+        CHECK(res.load_balance() >= 0.95);
+    }
 }
 
 TEST_CASE("PhaseTimer::move shifts measured time between phases and keeps the sum", "[sched]") {

@@ -11,7 +11,7 @@ namespace ef {
 enum class SchedPolicy {
     static_blocks,  ///< "static": rank r owns a contiguous block, taken chunk by chunk
     dynamic,        ///< fixed chunks from one shared cursor, to whoever asks
-    guided,         ///< chunks of remaining / (2 ranks), never below the chunk size
+    guided,         ///< shrinking chunks (remaining / (2 ranks)), capped by the rank's share of the time left
     weighted,       ///< chunks proportional to each rank's measured throughput
 };
 
@@ -28,23 +28,48 @@ struct UnitSpan {
 
 /**
  * The scheduler's decision logic, and the only place that decides who does what: given a
- * request from a rank (and that rank's measured throughput, replicas per second of compute),
- * returns the next unit. Pure and single-threaded (the dispatcher serialises calls), so it is
- * tested on its own; every position in [0, total) is handed out exactly once whatever the order
- * of requests.
+ * request from a rank (and that rank's measured throughput, replicas per second of compute,
+ * or 0 before its first unit is done), returns the next unit. Pure and single-threaded (the
+ * dispatcher serialises calls), so it is tested on its own; every position in [0, total) is
+ * handed out exactly once whatever the order of requests.
  *
- * `static` and `dynamic` use the chunk size, grown to at least kMinUnitSeconds of work once
- * the rank's throughput is known (dynamic: at most guided's size, so the end still balances).
- * `weighted` sizes a unit so that it should take about the same time on every rank:
- * size = throughput x T, with T = (estimated time left on all ranks) / 4, so units shrink as the
- * run ends (like guided) but stay proportional to speed, and a GPU rank and a CPU rank each get
- * work in proportion to what they deliver. Before a rank's first measurement it gets `chunk`.
+ * For a request from rank r: `left` = positions not yet handed out, P = ranks, `chunk` = the
+ * rank's chunk size (a GPU rank's is the batch it needs), `rate` = its last recorded
+ * throughput (0 until it has one), `min_unit` = max(chunk, rate x kMinUnitSeconds), the
+ * smallest unit of every policy. Once every rank has recorded a throughput, `time_left` =
+ * left / (sum of the ranks' rates) is when the run would end if every rank worked to the end at
+ * its rate, and `share` = rate x time_left is the part of `left` rank r would do by then;
+ * `last` is the size of the unit r was handed before this one. Each unit is clipped to `left`.
+ *
+ * - `static`: rank r owns [total r / P, total (r+1) / P) and takes it in steps of
+ *   max(chunk, rate x kMinUnitSeconds). Nothing moves between ranks: the one policy that may
+ *   be unbalanced.
+ * - `dynamic`: max(chunk, min(rate x kMinUnitSeconds, left / 2P)) to whoever asks: units of
+ *   kMinUnitSeconds of the asking rank's own work, never more than left / 2P so the last units
+ *   still spread over the ranks.
+ * - `guided`: min_unit while some rank has no recorded throughput (the first units probe each
+ *   rank's speed, so a rank of unknown speed never gets a big unit); then
+ *   max(min_unit, min(ceil(left / 2P), share / 2 - last)): chunks shrink with the remaining work
+ *   as in OpenMP's guided, but a rank is never promised more than half of its share of the time
+ *   left, counting the unit it may still hold (a worker rank asks for its next unit when it
+ *   starts the current one), so a slow rank gets small units and nobody waits for it.
+ * - `weighted`: min_unit while some rank has no recorded throughput; then
+ *   max(min_unit, share / 4): every rank's unit takes about a quarter of the time left,
+ *   whatever its speed, so a GPU rank and a CPU rank get work in proportion to what they
+ *   deliver and units shrink as the run ends. With the unit it may still hold, a rank is
+ *   committed to about half of its share of the time left, as under guided; one fraction
+ *   larger (share / 2) let one noisy estimate leave a long unit at the end.
+ *
+ * kMinUnitSeconds is 50 ms: on an oversubscribed node (4 ranks on 2 cores, others' builds
+ * beside them) a request's reply took up to tens of milliseconds, so with 20 ms units workers
+ * waited for replies despite prefetching (dynamic's load balance 0.84 with one rank slowed 4x,
+ * 0.97-0.99 with 50 ms units; perf/RESULTS.md, scheduling policies).
  */
 class WorkQueue {
    public:
-    /// Shortest unit worth a request (static and dynamic grow their chunks to it once a rank's
-    /// throughput is known).
-    static constexpr double kMinUnitSeconds = 0.02;
+    /// Shortest unit worth a request once a rank's throughput is known (every policy's floor,
+    /// and dynamic's and static's unit length).
+    static constexpr double kMinUnitSeconds = 0.05;
 
     WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk);
     /// Per-rank chunk sizes (a GPU rank wants thousands of replicas per unit, a CPU rank a few
@@ -56,6 +81,12 @@ class WorkQueue {
     SchedPolicy policy() const { return policy_; }
 
    private:
+    std::int64_t min_unit(size_t rank) const;
+    /// Seconds until the shared positions left run out with every rank at its recorded rate;
+    /// 0 while some rank has not recorded one.
+    double time_left(std::int64_t left) const;
+    std::int64_t shared_unit(size_t rank, std::int64_t left) const;
+
     SchedPolicy policy_;
     std::int64_t total_;
     int ranks_;
@@ -63,7 +94,8 @@ class WorkQueue {
     std::int64_t cursor_ = 0;                 // shared policies
     std::vector<std::int64_t> block_cursor_;  // static: per-rank position
     std::vector<std::int64_t> block_end_;
-    std::vector<double> throughput_;          // weighted: last known, per rank
+    std::vector<double> throughput_;          // last known, per rank
+    std::vector<std::int64_t> last_;          // size of the last unit handed to each rank
 };
 
 }  // namespace ef
