@@ -1,45 +1,58 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Scheduling: every policy gives bitwise identical replicas; with rank 1 made 4x slower among 4
-# ranks, dynamic and weighted reach a load balance above 0.9 while static stays near the
-# arithmetic's 7/16 = 0.44 (three ranks at t, one at 4t: mean 7t/4 over max 4t).
+# Scheduling: every policy fits every replica once and gives bitwise identical results; with
+# rank 1 made 16x slower among 4 ranks, dynamic, guided and weighted give it fewer replicas than
+# every other rank. Nothing here depends on how busy the machine is: no timing figure is
+# asserted (load balance and wall time per policy are measured by perf/sched/bench_policies.sh).
+#
+# Why 16x and not 4x: --debug.slowdown sleeps (FACTOR-1) x the rank's compute time, and a rank
+# that sleeps gets more of a shared core when it wakes than ranks that never sleep, so its real
+# slowdown depends on the machine's load. On this 2-core machine, loaded by other builds, a
+# 4x-slowed rank fitted about half as many of the README example's replicas as the others, not a
+# quarter: too close to 1 to be load-independent. At 16x it would need 16 times the CPU share of
+# every other rank.
 source "$(dirname "$0")/../tools/mpi_common.sh"
-write_peaks_problem 3000 639 2 peaks.h5
+write_peaks_problem 1000 639 2 peaks.h5
+pending=640  # replicas 1..639 and the central fit
 lb() { $H5CHECK get "$1" /timing load_balance; }
+# static as the reference, without slowdown (its blocks do not depend on speed).
+run_np 4 fit peaks.ini --policy static --output.file static.h5 > static.log
+for p in dynamic guided weighted; do
+    run_np 4 fit peaks.ini --policy $p --output.file $p.h5 --debug.slowdown 1:16 > $p.log
+done
 for p in static dynamic guided weighted; do
-    run_np 4 fit peaks.ini --policy $p --output.file $p.h5 --debug.slowdown 1:4 > $p.log
     grep -q "policy $p" $p.log || fail "$p.log does not name the policy"
-    echo "policy $p: load balance $(lb $p.h5)"
+    [ "$($H5CHECK status $p.h5)" = "$pending 0" ] || fail "$p: not every replica fitted"
+    echo "policy $p: load balance $(lb $p.h5) (not checked)"
 done
 for p in dynamic guided weighted; do
     $H5CHECK equal static.h5 $p.h5 /central /replicas /summary || fail "$p differs from static"
 done
 ok "static, dynamic, guided, weighted: bitwise identical /central, /replicas, /summary"
-/usr/bin/python3 - static.h5 dynamic.h5 weighted.h5 <<'PY' || fail "load balance out of range"
+/usr/bin/python3 - $pending static.h5 dynamic.h5 guided.h5 weighted.h5 <<'PY' || fail "timing records"
 import sys, h5py
-lb = {}
-for f in sys.argv[1:]:
+pending = int(sys.argv[1])
+for f in sys.argv[2:]:
     with h5py.File(f, "r") as h:
         t = h["/timing"]
-        lb[f] = t.attrs["load_balance"]
-        # The phases account for the wall time of every rank within 1%.
+        # Every rank's phases add up to its wall time (within 1 %).
         phases = ["setup", "compute", "comm", "sync", "sched", "idle", "io"]
         total = sum(t[p][()] for p in phases)
         wall = t["wall"][()]
         assert (abs(total - wall) <= 0.01 * wall).all(), (f, total, wall)
-        slow, others = t["replicas"][1], [t["replicas"][r] for r in (0, 2, 3)]
-        print(f, "load balance %.3f" % lb[f], "replicas per rank", list(t["replicas"][()]))
+        reps = [int(x) for x in t["replicas"][()]]
+        print(f, "replicas per rank", reps, "units per rank", list(t["units"][()]))
+        assert sum(reps) == pending, (f, reps)  # each replica handed out once
         if f != "static.h5":
-            assert slow < min(others), f"{f}: the slow rank should get fewer replicas"
-# 7/16 on idle cores; time-sharing 4 ranks on 2 cores moves it up a little.
-assert 0.30 < lb["static.h5"] < 0.70, lb
-assert lb["dynamic.h5"] > 0.9 and lb["weighted.h5"] > 0.9, lb
+            assert reps[1] < min(reps[0], reps[2], reps[3]), f"{f}: the slow rank should get fewer replicas"
 PY
-ok "slowdown 1:4 — static LB $(lb static.h5), dynamic $(lb dynamic.h5), weighted $(lb weighted.h5)"
-test -s weighted.h5.timing.json || fail "no JSON timing sidecar"
-/usr/bin/python3 -c "import json,sys; d=json.load(open('weighted.h5.timing.json')); assert d['ranks']==4 and len(d['per_rank'])==4" \
-    || fail "JSON sidecar malformed"
-ok "JSON sidecar has 4 ranks"
+ok "every policy: phases add up to the wall time, $pending replicas handed out once; the 16x-slower rank fits the fewest under dynamic, guided, weighted"
+for p in static dynamic guided weighted; do
+    test -s $p.h5.timing.json || fail "$p: no JSON timing sidecar"
+    /usr/bin/python3 -c "import json,sys; d=json.load(open('$p.h5.timing.json')); assert d['ranks']==4 and len(d['per_rank'])==4" \
+        || fail "$p: JSON sidecar malformed"
+done
+ok "JSON sidecars have 4 ranks"
 # Scaling-study report: one row per run, CSV for plotting; --baseline on a fit.
 run_np 1 fit peaks.ini --fit.replicas 40 --output.file one.h5 > one.log
 run_np 2 fit peaks.ini --fit.replicas 40 --output.file two.h5 --baseline one.h5 > two.log
