@@ -13,7 +13,7 @@ for row in h5py.File(sys.argv[1], 'r')['/timing'].attrs['placement']:
     row = row.decode() if isinstance(row, bytes) else row
     print(row.split('\t')[4])" "$1"
 }
-ncpu=$(nproc)
+ncpu=$(getconf _NPROCESSORS_ONLN)  # not nproc: it follows OMP_NUM_THREADS
 [ "$ncpu" -ge 2 ] || { echo "placement: one CPU only, nothing to place; skipped"; exit 0; }
 
 # No binding from the launcher: auto splits the node's cores.
