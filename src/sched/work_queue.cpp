@@ -76,7 +76,7 @@ double WorkQueue::time_left(std::int64_t left) const {
 std::int64_t WorkQueue::shared_unit(size_t rank, std::int64_t left) const {
     const double rate = throughput_[rank];
     if (policy_ == SchedPolicy::dynamic) {  // never more than left / 2P: the last units still spread
-        const std::int64_t by_time = static_cast<std::int64_t>(rate * kMinUnitSeconds);
+        const std::int64_t by_time = static_cast<std::int64_t>(rate * kDynamicUnitSeconds);
         return std::max(chunk_[rank], std::min(by_time, left / (2 * ranks_)));
     }
     const std::int64_t floor = min_unit(rank);

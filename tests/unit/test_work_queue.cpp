@@ -157,17 +157,17 @@ TEST_CASE("static gives contiguous equal blocks; dynamic is fixed; unmeasured ra
     }
 }
 
-TEST_CASE("dynamic and static units are kMinUnitSeconds of the rank's own work", "[sched]") {
+TEST_CASE("dynamic units are 50 ms of the rank's own work, static steps 20 ms", "[sched]") {
     ef::WorkQueue dy(SchedPolicy::dynamic, 1000000, 4, 4);
-    CHECK(dy.next(1, 0.0).size() == 4);                                      // speed unknown: the chunk
-    CHECK(dy.next(1, 50000.0).size() == min_unit(4, 50000.0));               // 50000 fits/s x 50 ms
-    CHECK(dy.next(3, 1000.0).size() == min_unit(4, 1000.0));                 // a slower rank: fewer
-    CHECK(dy.next(2, 40.0).size() == 4);                                     // 2 fits in 50 ms: the chunk
+    CHECK(dy.next(1, 0.0).size() == 4);         // speed unknown: the chunk
+    CHECK(dy.next(1, 50000.0).size() == 2500);  // 50000 fits/s x 50 ms
+    CHECK(dy.next(3, 1000.0).size() == 50);     // a slower rank: fewer
+    CHECK(dy.next(2, 40.0).size() == 4);        // 2 fits in 50 ms: the chunk
     const std::int64_t left = dy.remaining();
-    CHECK(dy.next(2, 1e9).size() == left / 8);                               // capped at left / (2 ranks)
+    CHECK(dy.next(2, 1e9).size() == left / 8);  // capped at left / (2 ranks)
 
     ef::WorkQueue st(SchedPolicy::static_blocks, 100000, 2, 4);
-    CHECK(st.next(0, 10000.0).size() == min_unit(4, 10000.0));  // within rank 0's block
+    CHECK(st.next(0, 10000.0).size() == 200);  // 10000 fits/s x 20 ms, within rank 0's block
     CHECK(st.next(1, 0.0).begin == 50000);
 }
 
@@ -187,7 +187,8 @@ struct SizeRule {
         const std::int64_t floor = min_unit(chunk[r], rate[r]);
         std::int64_t size = floor;
         if (policy == SchedPolicy::dynamic) {
-            size = std::max(chunk[r], std::min(static_cast<std::int64_t>(rate[r] * kUnit), left / (2 * P)));
+            const auto by_time = static_cast<std::int64_t>(rate[r] * ef::WorkQueue::kDynamicUnitSeconds);
+            size = std::max(chunk[r], std::min(by_time, left / (2 * P)));
         } else if (std::all_of(rate.begin(), rate.end(), [](double x) { return x > 0; })) {
             const double share = rate[r] * static_cast<double>(left) / std::accumulate(rate.begin(), rate.end(), 0.0);
             if (policy == SchedPolicy::guided) {
@@ -266,7 +267,7 @@ TEST_CASE("simulated run: with one rank 4x slower among 4, dynamic, guided and w
         std::int64_t total;
         double rate;  // the fast ranks' positions per second
     };
-    // ~3 simulated seconds of cheap fits, and ~6 s of expensive ones (4 of them per 50 ms).
+    // ~3 simulated seconds of cheap fits, and ~6 s of expensive ones (a chunk of 4 is 40 ms).
     for (const Case c : {Case{20000, 2000.0}, Case{2000, 100.0}}) {
         for (int slow : {0, 1, 3}) {
             for (bool prefetch : {true, false}) {

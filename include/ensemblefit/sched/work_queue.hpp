@@ -44,9 +44,9 @@ struct UnitSpan {
  * - `static`: rank r owns [total r / P, total (r+1) / P) and takes it in steps of
  *   max(chunk, rate x kMinUnitSeconds). Nothing moves between ranks: the one policy that may
  *   be unbalanced.
- * - `dynamic`: max(chunk, min(rate x kMinUnitSeconds, left / 2P)) to whoever asks: units of
- *   kMinUnitSeconds of the asking rank's own work, never more than left / 2P so the last units
- *   still spread over the ranks.
+ * - `dynamic`: max(chunk, min(rate x kDynamicUnitSeconds, left / 2P)) to whoever asks: units
+ *   of kDynamicUnitSeconds of the asking rank's own work, never more than left / 2P so the last
+ *   units still spread over the ranks.
  * - `guided`: min_unit while some rank has no recorded throughput (the first units probe each
  *   rank's speed, so a rank of unknown speed never gets a big unit); then
  *   max(min_unit, min(ceil(left / 2P), share / 2 - last)): chunks shrink with the remaining work
@@ -60,16 +60,20 @@ struct UnitSpan {
  *   committed to about half of its share of the time left, as under guided; one fraction
  *   larger (share / 2) let one noisy estimate leave a long unit at the end.
  *
- * kMinUnitSeconds is 50 ms: on an oversubscribed node (4 ranks on 2 cores, others' builds
- * beside them) a request's reply took up to tens of milliseconds, so with 20 ms units workers
- * waited for replies despite prefetching (dynamic's load balance 0.84 with one rank slowed 4x,
- * 0.97-0.99 with 50 ms units; perf/RESULTS.md, scheduling policies).
+ * Why dynamic's units are longer (kDynamicUnitSeconds) than the floor: dynamic hands out every
+ * unit at that size, so its request rate is what meets the reply latency. On an oversubscribed
+ * node (4 ranks on 2 cores, other builds beside them) a reply took tens of milliseconds, and with
+ * 20 ms units the worker ranks waited for replies despite prefetching (dynamic's load balance
+ * 0.84 with one rank slowed 4x, 0.97-0.99 with 50 ms units). Guided and weighted hand out mostly
+ * large units and only their last few at the floor, where short units keep the end balanced.
  */
 class WorkQueue {
    public:
-    /// Shortest unit worth a request once a rank's throughput is known (every policy's floor,
-    /// and dynamic's and static's unit length).
-    static constexpr double kMinUnitSeconds = 0.05;
+    /// Shortest unit worth a request once a rank's throughput is known: every policy's floor,
+    /// and static's step.
+    static constexpr double kMinUnitSeconds = 0.02;
+    /// Dynamic's unit length (see above).
+    static constexpr double kDynamicUnitSeconds = 0.05;
 
     WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk);
     /// Per-rank chunk sizes (a GPU rank wants thousands of replicas per unit, a CPU rank a few
