@@ -136,7 +136,7 @@ TEST_CASE("every policy hands out each pending replica exactly once", "[sched]")
     }
 }
 
-TEST_CASE("static gives contiguous equal blocks; dynamic is fixed; unmeasured ranks get the chunk", "[sched]") {
+TEST_CASE("static gives contiguous equal blocks, dynamic fixed units, unmeasured ranks the chunk", "[sched]") {
     ef::WorkQueue st(SchedPolicy::static_blocks, 10, 3, 2);
     CHECK(st.next(1, 0).begin == 3);  // rank 1's block is [3, 6)
     CHECK(st.next(1, 0).begin == 5);
@@ -237,7 +237,7 @@ TEST_CASE("units are sized as each policy says, given the recorded throughputs",
     }
 }
 
-TEST_CASE("guided caps a slow rank at half its share of the time left; weighted at a quarter", "[sched]") {
+TEST_CASE("guided caps a slow rank at half its share of the time left and weighted at a quarter", "[sched]") {
     // Ranks 0-2 report their speeds; rank 3 has not yet, so they get min_unit-sized units.
     const std::vector<double> rate{1000.0, 250.0, 1000.0, 1000.0};
     for (auto p : {SchedPolicy::guided, SchedPolicy::weighted}) {
@@ -262,7 +262,7 @@ TEST_CASE("guided caps a slow rank at half its share of the time left; weighted 
     }
 }
 
-TEST_CASE("simulated run: with one rank 4x slower among 4, dynamic, guided and weighted balance", "[sched]") {
+TEST_CASE("simulated run: with one rank 4x slower among 4 dynamic, guided and weighted balance", "[sched]") {
     struct Case {
         std::int64_t total;
         double rate;  // the fast ranks' positions per second
