@@ -64,7 +64,9 @@ const KeyInfo kKeys[] = {
     {"solver.decay_to", "0.1", "fraction of the learning rates left at the last iteration"},
     {"run.workers", "auto", "auto | cpu | gpu, or a comma-separated list per rank (the last repeats)"},
     {"run.threads", "0", "OpenMP threads per CPU rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
-                         "else cores / ranks on the node)"},
+                         "else the rank's cores, else cores / ranks on the node)"},
+    {"run.bind", "auto", "auto | none | cores: auto gives each rank of a node its own block of cores "
+                         "when the launcher bound none; cores always; none keeps the launcher's"},
     {"run.balance", "throughput", "throughput (shares follow each rank's measured speed) | equal"},
     {"run.fft_planning", "estimate", "estimate | measure: FFTW planner effort (measure can be faster, but "
                                      "its timing-based choice may differ between processes, and so the last bits)"},
@@ -259,6 +261,7 @@ void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     }
     if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
     cfg.threads = static_cast<int>(r.integer("run.threads", 0, 4096));
+    cfg.bind = r.choice("run.bind", {"auto", "none", "cores"});
     cfg.balance = r.choice("run.balance", {"throughput", "equal"});
     cfg.fft_measure = r.choice("run.fft_planning", {"estimate", "measure"}) == "measure";
     cfg.allreduce = r.choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
@@ -317,7 +320,7 @@ std::string ReconConfig::resolved_text() const {
        << "\nbatch_size = " << batch_size << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)
-       << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads
+       << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads << "\nbind = " << bind
        << "\nbalance = " << balance << "\nfft_planning = " << (fft_measure ? "measure" : "estimate")
        << "\nallreduce = " << allreduce
        << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")

@@ -81,12 +81,13 @@ void Reconstruction::set_up() {
     check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, false);
     const std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
     bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads);
+    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);
 }
 
 /// The config, the dataset's metadata and positions, the batch schedule and --debug.speeds.
 void Reconstruction::read_input() {
     cfg_ = load_recon_config(opt_.config_path, opt_.overrides);
+    binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
     if (!file_exists(cfg_.data_file))
         throw usage_error(cfg_.where("data.file") + ": no such file '" + cfg_.data_file + "'");
     ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin);
@@ -134,6 +135,7 @@ void Reconstruction::make_worker() {
     const std::string& want = cfg_.workers[std::min(static_cast<size_t>(ctx_.rank()), cfg_.workers.size() - 1)];
     collective(ctx_, [&] {
         const DevicePlan device = choose_device(want, ctx_);
+        device_ = device.kind == WorkerKind::gpu ? device.device : -1;
         worker_ = make_recon_worker(device.kind, worker_options(device.device));
     });
 }
@@ -213,6 +215,8 @@ void Reconstruction::print_plan() const {
                 deferred_ ? ", deferred steps" : "");
     std::fflush(stdout);
     print_placement(placement_, std::cout);
+    for (const std::string& w : placement_warnings(placement_))
+        std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
     if (opt_.dry_run) std::printf("dry run: nothing reconstructed, nothing written\n");
     std::fflush(stdout);
 }

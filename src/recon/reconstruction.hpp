@@ -120,6 +120,8 @@ class Reconstruction {
     std::int64_t n_ = 0;  // pixels per pattern
     bool subpixel_ = true;
     ThreadPlan threads_;
+    std::string binding_;  // how this rank's cores were decided (apply_binding, [run] bind)
+    int device_ = -1;      // this rank's GPU, -1 for a CPU worker
     std::unique_ptr<ReconWorker> worker_;
     std::vector<std::string> placement_;
     std::unique_ptr<BatchSchedule> schedule_;

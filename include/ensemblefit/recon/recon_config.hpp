@@ -63,6 +63,7 @@ struct ReconConfig {
     // [run]
     std::vector<std::string> workers{"auto"};  ///< per rank (the last repeats): auto | cpu | gpu
     int threads = 0;
+    std::string bind = "auto";  ///< [run] bind: auto | none | cores
     std::string balance = "throughput";  ///< throughput | equal
     bool fft_measure = false;            ///< fft_planning = estimate | measure
     std::string allreduce = "auto";      ///< auto | mpi | nccl
