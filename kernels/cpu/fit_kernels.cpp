@@ -3,33 +3,46 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/table_gemm.hpp"
+#include "kernels/fit/batch_arrays.hpp"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_batched.hpp"
 #include "kernels/fit/lm_gram.hpp"
-#include "kernels/fit/lm_normal_dispatch.hpp"
+#include "kernels/fit/lm_normal.hpp"
+#include "kernels/fit/plan_dispatch.hpp"
 #include "kernels/fit/resample.hpp"
 #include "kernels/fit/round_plan.hpp"
-#include "src/fit/fit_arrays.hpp"
-#include "src/model/compiled_model.hpp"
 
 namespace ef::cpu {
+
+struct FitContext {
+    PackedTable table;                ///< table path: T
+    PackedTable tt, g;                ///< Gram path: T^T and G = T^T W T
+    std::vector<float> inv_sigma_f;   ///< normal path in float: 1 / sigma
+    std::vector<double> inv_sigma_d;  ///< normal path in double: 1 / sigma
+
+    template <class Real>
+    const std::vector<Real>& inv_sigma() const {
+        if constexpr (std::is_same_v<Real, float>) return inv_sigma_f;
+        else return inv_sigma_d;
+    }
+};
+
 namespace {
 
+/// The qr path, one replica per thread at a time.
 template <int K, class Model>
-void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* replicas, int count,
-              int threads, ReplicaBlock& out) {
-    const FitConfig& cfg = pb.config;
-    const DataTable& data = pb.data;
-    const int P = pb.num_params();
+void fit_with(const Model& model, const FitPlan& plan, const FitDataView& data, const std::int64_t* replicas,
+              int count, int threads, ReplicaBlock& out) {
+    const int P = plan.num_params();
     const int n = data.n;
-    const ParamArrays pa = param_arrays(cfg);
-    const ParamBoundsView bounds = pa.view();
-    const LmSettings settings = lm_settings(cfg);
-    const std::vector<double>& start = pa.start;
-    const bool bootstrap = cfg.resample == ResampleMethod::bootstrap;
+    const ParamBoundsView bounds = plan.params.view();
+    const std::vector<double>& start = plan.params.start;
     const LmWorkspaceLayout<K> layout(n, P, model.workspace_size());
 
 #pragma omp parallel num_threads(threads)
@@ -39,12 +52,11 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < count; ++t) {
             const std::int64_t r = replicas[t];
-            resample_replica(bootstrap ? 1 : 0, cfg.seed, static_cast<std::uint64_t>(r), n,
-                             data.y.data(), data.sigma.data(), y.data(), w.data());
-            const FitDataView view{n, data.nx, data.x.data(), y.data(), data.sigma.data(),
-                                   bootstrap ? w.data() : nullptr};
+            resample_replica(plan.bootstrap ? 1 : 0, plan.seed, static_cast<std::uint64_t>(r), n, data.y, data.sigma,
+                             y.data(), w.data());
+            const FitDataView view{n, data.nx, data.x, y.data(), data.sigma, plan.bootstrap ? w.data() : nullptr};
             p = start;
-            const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p.data(), work.data(),
+            const LmOutcome o = lm_fit<K>(model, view, bounds, plan.settings, p.data(), work.data(),
                                           r == 0 ? cov.data() : nullptr);
             store_outcome(out, static_cast<size_t>(t), r, o, p.data());
             if (r == 0) out.covariance = cov;
@@ -52,19 +64,14 @@ void fit_with(const Model& model, const FitProblem& pb, const std::int64_t* repl
     }
 }
 
-/// The normal-equations solver, one replica per thread at a time, in Real arithmetic.
+/// The normal path, one replica per thread at a time, in Real arithmetic.
 template <class Real, int K, class Model>
-void fit_normal_with(const Model& model, const FitProblem& pb, const std::int64_t* replicas, int count,
-                     int threads, ReplicaBlock& out) {
-    const FitConfig& cfg = pb.config;
-    const DataTable& data = pb.data;
-    const int P = pb.num_params();
+void fit_normal_with(const Model& model, const FitPlan& plan, const FitDataView& data,
+                     const std::vector<Real>& inv_sigma, const std::int64_t* replicas, int count, int threads,
+                     ReplicaBlock& out) {
+    const int P = plan.num_params();
     const int n = data.n;
-    const ParamArrays pa = param_arrays(cfg);
-    const ParamBoundsView bounds = pa.view();
-    const LmSettings settings = lm_settings(cfg);
-    const bool bootstrap = cfg.resample == ResampleMethod::bootstrap;
-    const std::vector<Real> inv_sigma = normal_inv_sigma<Real>(data.sigma);
+    const ParamBoundsView bounds = plan.params.view();
 
 #pragma omp parallel num_threads(threads)
     {
@@ -73,12 +80,12 @@ void fit_normal_with(const Model& model, const FitProblem& pb, const std::int64_
 #pragma omp for schedule(dynamic, 16)
         for (int t = 0; t < count; ++t) {
             const std::int64_t r = replicas[t];
-            resample_replica_strided<Real>(bootstrap ? 1 : 0, cfg.seed, static_cast<std::uint64_t>(r), n,
-                                           data.y.data(), data.sigma.data(), y.data(), w.data(), 1);
-            const NormalFitData<Real> view{n, data.nx, data.x.data(), inv_sigma.data(), y.data(),
-                                           bootstrap ? w.data() : nullptr, 1};
-            p = pa.start;
-            const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, settings, p.data(),
+            resample_replica_strided<Real>(plan.bootstrap ? 1 : 0, plan.seed, static_cast<std::uint64_t>(r), n,
+                                           data.y, data.sigma, y.data(), w.data(), 1);
+            const NormalFitData<Real> view{n, data.nx, data.x, inv_sigma.data(), y.data(),
+                                           plan.bootstrap ? w.data() : nullptr, 1};
+            p = plan.params.start;
+            const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, plan.settings, p.data(),
                                                        r == 0 ? cov.data() : nullptr);
             store_outcome(out, static_cast<size_t>(t), r, o, p.data());
             if (r == 0) out.covariance = cov;
@@ -86,199 +93,19 @@ void fit_normal_with(const Model& model, const FitProblem& pb, const std::int64_
     }
 }
 
-/// Host arrays behind a batched::BatchView.
-struct BatchStorage {
-    std::vector<double> work, params, y, w, cov;
-    std::vector<LmState> state;
-    std::vector<int> request;
-    std::vector<std::int64_t> replica;
-    std::vector<batched::JDual> pd;
-    std::vector<batched::JNorm> jnorm;
-    std::vector<batched::VNorm> vnorm;
-};
-
 /**
- * The batched table-model path on the CPU: rounds of (moments per slot, one GEMM for all
- * requests, LM steps per slot) until every replica is done (kernels/fit/lm_batched.hpp).
+ * Rounds until every slot is done, for either batched path (kernels/fit/lm_batched.hpp,
+ * lm_gram.hpp): moments per requesting slot, one GEMM of `matrix` (T: rows = n, or G: rows = Kt)
+ * with all the round's columns, then each slot's LM steps.
  */
-void fit_table_batched(const DisMellinModel& model, const PackedTable& packed, const FitProblem& pb,
-                       const std::int64_t* replicas, int count, int threads, ReplicaBlock& out) {
-    using namespace batched;
-    const FitConfig& cfg = pb.config;
-    const DataTable& data = pb.data;
-    const int P = pb.num_params();
-    const int n = data.n;
-    BatchStorage st;
-    const ParamArrays pa = param_arrays(cfg);
-    const LmScratchLayout layout(n, P);
-    BatchView b = batch_view(pb, pa.nfree, pa.view(), pa.start.data(), data.y.data(), data.sigma.data());
-    const size_t slots = static_cast<size_t>(count);
-    st.work.resize(slots * layout.total);
-    st.params.resize(slots * P);
-    st.y.resize(slots * n);
-    st.w.resize(slots * n);
-    st.state.resize(slots);
-    st.request.resize(slots);
-    st.replica.assign(replicas, replicas + count);
-    st.pd.resize(slots * P);
-    st.jnorm.resize(slots);
-    st.vnorm.resize(slots);
-    st.cov.assign(static_cast<size_t>(P) * P, 0.0);
-    b.work = st.work.data();
-    b.params = st.params.data();
-    b.y = st.y.data();
-    b.w = st.w.data();
-    b.state = st.state.data();
-    b.request = st.request.data();
-    b.replica = st.replica.data();
-    b.pd = st.pd.data();
-    b.jnorm = st.jnorm.data();
-    b.vnorm = st.vnorm.data();
-    b.cov = st.cov.data();
-    for (int s = 0; s < count; ++s)
-        if (replicas[s] == 0) b.cov_slot = s;
-
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int s = 0; s < count; ++s) start_slot(b, s);
-
+template <class View>
+void run_rounds(const DisMellinModel& model, const View& v, int count, const PackedTable& matrix, long rows,
+                int threads) {
     const long Kt = model.table_width();
-    const int nodes = model.nodes_count();
-    RoundPlan plan;
-    std::vector<double> W;
-    while (plan.build(st.request.data(), count, [&](int k) { return columns_for(b, k); })) {
-        const int m = plan.size();
-        W.resize(static_cast<size_t>(plan.cols) * Kt);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int t = 0; t < m; ++t) {
-            prepare_slot(model, b, plan.slot[t], plan.kind[t]);
-            for (int k = 0; k < nodes; ++k) node_columns(model, b, plan.slot[t], plan.kind[t], k, W.data(), plan.col0[t]);
-        }
-        table_gemm(packed, W.data(), plan.cols, threads, [&](int i0, long c0, const double* tile) {
-            for (int jj = 0; jj < 8 && c0 + jj < plan.cols; ++jj) {
-                const size_t t = static_cast<size_t>(plan.owner[static_cast<size_t>(c0 + jj)]);
-                const int j = static_cast<int>(c0 + jj - plan.col0[t]);
-                for (int ii = 0; ii < 4 && i0 + ii < n; ++ii)
-                    store_output(b, plan.slot[t], plan.kind[t], j, i0 + ii, tile[ii * 8 + jj]);
-            }
-        });
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int t = 0; t < m; ++t) finish_slot(SerialLanes{}, b, plan.slot[t], plan.kind[t]);
-    }
-
-    for (int s = 0; s < count; ++s) {
-        store_outcome(out, static_cast<size_t>(s), replicas[s], lm_outcome(st.state[static_cast<size_t>(s)]),
-                      st.params.data() + static_cast<size_t>(s) * P);
-        if (replicas[s] == 0) out.covariance = st.cov;
-    }
-}
-
-/// Column-major (rows x cols) F = T W from table_gemm's 4 x 8 tiles.
-void gemm_into(const PackedTable& t, const double* W, long cols, int threads, double* F) {
-    const int rows = t.rows;
-    table_gemm(t, W, cols, threads, [&](int i0, long c0, const double* tile) {
-        for (int jj = 0; jj < 8 && c0 + jj < cols; ++jj)
-            for (int ii = 0; ii < 4 && i0 + ii < rows; ++ii) F[(c0 + jj) * rows + i0 + ii] = tile[ii * 8 + jj];
-    });
-}
-
-}  // namespace
-
-/**
- * What the Gram path (kernels/fit/lm_gram.hpp) needs once per run, on the host: T^T and
- * T^T W (Kt x n, row-major), the start point's moments u0 and prediction f0 = T u0, 1 / sigma^2,
- * and the free parameters' indices. The CUDA worker uploads these and forms G and each
- * replica's b with its own GEMM kernel (the same bits as table_gemm).
- */
-GramInputs make_gram_inputs(const FitProblem& pb, const PackedTable* packed_t, int threads) {
-    const auto& m = std::get<DisMellinModel>(pb.model->view);
-    const int n = m.points;
-    const long Kt = m.table_width();
-    GramInputs g;
-    g.n = n;
-    g.Kt = Kt;
-    g.winv.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) g.winv[static_cast<size_t>(i)] = 1.0 / (pb.data.sigma[static_cast<size_t>(i)] * pb.data.sigma[static_cast<size_t>(i)]);
-    g.tt.resize(static_cast<size_t>(Kt) * n);
-    g.wtt.resize(static_cast<size_t>(Kt) * n);
-    for (int i = 0; i < n; ++i)
-        for (long k = 0; k < Kt; ++k) {
-            const double v = m.table[static_cast<long>(i) * Kt + k];
-            g.tt[static_cast<size_t>(k * n + i)] = v;
-            g.wtt[static_cast<size_t>(k * n + i)] = v * g.winv[static_cast<size_t>(i)];
-        }
-    const ParamArrays pa = param_arrays(pb.config);
-    for (int q = 0; q < static_cast<int>(pa.fixed.size()); ++q)
-        if (!pa.fixed[static_cast<size_t>(q)]) g.free_idx.push_back(q);
-    // u0: the moments at the start point (a value request's columns).
-    g.u0.assign(static_cast<size_t>(Kt), 0.0);
-    const batched::VNorm vn = dis_mellin::normalisation(pa.start.data());
-    for (int k = 0; k < m.nodes_count(); ++k) {
-        double out[2 * dis_mellin::kNumBasis];
-        m.prepare_node(pa.start.data(), vn, k, out);
-        for (int e = 0; e < DisMellinModel::node_width(); ++e)
-            g.u0[static_cast<size_t>(DisMellinModel::table_column_source(k * DisMellinModel::node_width() + e))] = out[e];
-    }
-    g.f0.resize(static_cast<size_t>(n));
-    PackedTable own;
-    if (packed_t == nullptr) {
-        own = pack_table(m.table, n, static_cast<int>(Kt));
-        packed_t = &own;
-    }
-    gemm_into(*packed_t, g.u0.data(), 1, threads, g.f0.data());
-    return g;
-}
-
-namespace {
-
-/**
- * The Gram path on the CPU: b and c per replica, then rounds of (moments per slot, one GEMM with
- * G, the LM per slot) until every replica is done.
- */
-void fit_gram_batched(const DisMellinModel& model, const GramCpu& gc, const FitProblem& pb,
-                      const std::int64_t* replicas, int count, int threads, ReplicaBlock& out) {
-    using namespace gram;
-    const GramInputs& g = gc.in;
-    const int P = pb.num_params();
-    const int n = g.n;
-    const long Kt = g.Kt;
-    const int nfree = static_cast<int>(g.free_idx.size());
-    const size_t slots = static_cast<size_t>(count);
-    std::vector<double> params(slots * P), H(slots * Kt * (1 + nfree)), vh(slots * 2 * Kt), bvec(slots * Kt),
-        cvec(slots), E(slots * n),
-        cov(static_cast<size_t>(P) * P, 0.0);
-    std::vector<State> state(slots);
-    std::vector<int> request(slots);
-    std::vector<batched::JDual> pd(slots * P);
-    std::vector<batched::JNorm> jnorm(slots);
-    std::vector<batched::VNorm> vnorm(slots);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int s = 0; s < count; ++s)
-        replica_columns(n, pb.config.seed, replicas[s], pb.data.y.data(), pb.data.sigma.data(), g.f0.data(),
-                        g.winv.data(), E.data() + static_cast<size_t>(s) * n, cvec[static_cast<size_t>(s)]);
-    gemm_into(gc.tt, E.data(), count, threads, bvec.data());
-
-    const ParamArrays pa = param_arrays(pb.config);
-    GramView v = gram_view(pb, pa.view(), g.free_idx.data(), nfree, Kt, pa.start.data(), g.u0.data());
-    v.params = params.data();
-    v.state = state.data();
-    v.request = request.data();
-    v.pd = pd.data();
-    v.jnorm = jnorm.data();
-    v.vnorm = vnorm.data();
-    v.H = H.data();
-    v.vh = vh.data();
-    v.b = bvec.data();
-    v.c = cvec.data();
-    v.cov = cov.data();
-    for (int s = 0; s < count; ++s)
-        if (replicas[s] == 0) v.cov_slot = s;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int s = 0; s < count; ++s) start_slot(v, s);
-
     const int nodes = model.nodes_count();
     batched::RoundPlan plan;
     std::vector<double> W;
-    while (plan.build(request.data(), count, [&](int k) { return columns_for(v, k); })) {
+    while (plan.build(v.request, count, [&](int k) { return columns_for(v, k); })) {
         const int m = plan.size();
         W.resize(static_cast<size_t>(plan.cols) * Kt);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -286,103 +113,128 @@ void fit_gram_batched(const DisMellinModel& model, const GramCpu& gc, const FitP
             prepare_slot(model, v, plan.slot[t], plan.kind[t]);
             for (int k = 0; k < nodes; ++k) node_columns(model, v, plan.slot[t], plan.kind[t], k, W.data(), plan.col0[t]);
         }
-        table_gemm(gc.g, W.data(), plan.cols, threads, [&](int i0, long c0, const double* tile) {
+        table_gemm(matrix, W.data(), plan.cols, threads, [&](int i0, long c0, const double* tile) {
             for (int jj = 0; jj < 8 && c0 + jj < plan.cols; ++jj) {
                 const size_t t = static_cast<size_t>(plan.owner[static_cast<size_t>(c0 + jj)]);
                 const int j = static_cast<int>(c0 + jj - plan.col0[t]);
-                for (int ii = 0; ii < 4 && i0 + ii < Kt; ++ii) store_h(v, plan.slot[t], j, i0 + ii, tile[ii * 8 + jj]);
+                for (int ii = 0; ii < 4 && i0 + ii < rows; ++ii)
+                    batched::store_column(v, plan.slot[t], plan.kind[t], j, i0 + ii, tile[ii * 8 + jj]);
             }
         });
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int t = 0; t < m; ++t) finish_slot(SerialLanes{}, v, plan.slot[t], plan.kind[t], W.data(), plan.col0[t]);
+        for (int t = 0; t < m; ++t)
+            batched::finish_request(SerialLanes{}, v, plan.slot[t], plan.kind[t], W.data(), plan.col0[t]);
     }
+}
 
+/// A batched unit's results into `out`: each slot's outcome and parameters, replica 0's
+/// covariance.
+template <class State, class Outcome>
+void store_unit(const BatchArrays<HostArray>& a, const State* state, const std::int64_t* replicas, int count,
+                Outcome outcome, ReplicaBlock& out) {
+    const size_t P = static_cast<size_t>(out.P);
     for (int s = 0; s < count; ++s) {
-        store_outcome(out, static_cast<size_t>(s), replicas[s], normal_outcome(state[static_cast<size_t>(s)]),
-                      params.data() + static_cast<size_t>(s) * P);
-        if (replicas[s] == 0) out.covariance = cov;
+        store_outcome(out, static_cast<size_t>(s), replicas[s], outcome(state[s]), a.params.data() + s * P);
+        if (replicas[s] == 0) out.covariance.assign(a.cov.data(), a.cov.data() + P * P);
     }
+}
+
+/// The QR table path on the CPU: rounds of (moments, one GEMM with T, LM steps) until every
+/// replica is done.
+void fit_table(const DisMellinModel& model, const FitContext& ctx, const FitPlan& plan, const FitDataView& data,
+               const std::int64_t* replicas, int count, int threads, ReplicaBlock& out) {
+    BatchArrays<HostArray> a;
+    batched::BatchView b = batch_view(plan, data.n, plan.params.view(), plan.params.start.data(), data.y, data.sigma);
+    a.attach(b, count, replicas);
+    std::copy(replicas, replicas + count, a.replica.data());
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int s = 0; s < count; ++s) start_slot(b, s);
+    run_rounds(model, b, count, ctx.table, data.n, threads);
+    store_unit(a, a.lm_state.data(), replicas, count, [](const LmState& st) { return lm_outcome(st); }, out);
+}
+
+/// The Gram path on the CPU: b and c per replica, then rounds of (moments, one GEMM with G, LM
+/// steps) until every replica is done.
+void fit_gram(const DisMellinModel& model, const FitContext& ctx, const FitPlan& plan, const GramInputs& g,
+              const FitDataView& data, const std::int64_t* replicas, int count, int threads, ReplicaBlock& out) {
+    const int n = g.n;
+    BatchArrays<HostArray> a;
+    gram::GramView v = gram_view(plan, plan.params.view(), g.free_idx.data(), g.Kt, plan.params.start.data(),
+                                 g.u0.data());
+    a.attach(v, count, n, replicas);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int s = 0; s < count; ++s)
+        gram::replica_columns(n, plan.seed, replicas[s], data.y, data.sigma, g.f0.data(), g.winv.data(),
+                              a.E.data() + static_cast<size_t>(s) * n, a.c.data()[s]);
+    table_gemm_into(ctx.tt, a.E.data(), count, threads, a.b.data());
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int s = 0; s < count; ++s) start_slot(v, s);
+    run_rounds(model, v, count, ctx.g, g.Kt, threads);
+    store_unit(a, a.gram_state.data(), replicas, count, [](const gram::State& st) { return normal_outcome(st); },
+               out);
 }
 
 }  // namespace
 
-struct FitContext {
-    PackedTable packed;
-    std::unique_ptr<GramCpu> gram;
-};
-
-bool uses_table_path(const FitProblem& pb) {
-    return std::holds_alternative<DisMellinModel>(pb.model->view) &&
-           param_arrays(pb.config).nfree <= batched::kDualWidth;
-}
-
-bool uses_gram_path(const FitProblem& pb) { return uses_table_path(pb) && pb.config.solver == FitSolver::normal; }
-
-std::shared_ptr<FitContext> make_fit_context(const FitProblem& pb, int threads) {
+std::shared_ptr<const FitContext> make_fit_context(const FitPlan& plan, const FitInputs& in, int threads) {
     auto ctx = std::make_shared<FitContext>();
-    if (uses_table_path(pb)) {
-        const auto& m = std::get<DisMellinModel>(pb.model->view);
-        ctx->packed = pack_table(m.table, m.points, m.table_width());
-        if (uses_gram_path(pb)) {
-            // G = T^T W T, once: the table GEMM of T^T by the columns of W T.
-            auto gc = std::make_unique<GramCpu>();
-            gc->in = make_gram_inputs(pb, &ctx->packed, threads);
-            const int n = gc->in.n;
-            const int Kt = static_cast<int>(gc->in.Kt);
-            gc->tt = pack_table(gc->in.tt.data(), Kt, n);
-            std::vector<double> G(static_cast<size_t>(Kt) * Kt);
-            gemm_into(gc->tt, gc->in.wtt.data(), Kt, threads, G.data());
-            gc->g = pack_table(G.data(), Kt, Kt);
-            ctx->gram = std::move(gc);
-        }
+    if (plan.path == FitPath::table) {
+        const auto& m = std::get<DisMellinModel>(in.model);
+        ctx->table = pack_table(m.table, m.points, m.table_width());
+    } else if (plan.path == FitPath::gram) {
+        // G = T^T W T, once: the table GEMM of T^T by the columns of W T.
+        const GramInputs& g = *in.gram;
+        const int Kt = static_cast<int>(g.Kt);
+        ctx->tt = pack_table(g.tt.data(), Kt, g.n);
+        std::vector<double> G(static_cast<size_t>(Kt) * Kt);
+        table_gemm_into(ctx->tt, g.wtt.data(), Kt, threads, G.data());
+        ctx->g = pack_table(G.data(), Kt, Kt);
+    } else if (plan.path == FitPath::normal) {
+        const std::span<const double> sigma(in.data.sigma, static_cast<size_t>(in.data.n));
+        if (plan.single_precision) ctx->inv_sigma_f = normal_inv_sigma<float>(sigma);
+        else ctx->inv_sigma_d = normal_inv_sigma<double>(sigma);
     }
     return ctx;
 }
 
-void fit_replicas(const FitProblem& pb, const std::int64_t* replicas, int count, int threads,
-                  ReplicaBlock& out, FitContext* ctx) {
-    if (!uses_table_path(pb)) {
-        fit_replicas_per_replica(pb, replicas, count, threads, out);
-        return;
-    }
-    out.resize(static_cast<size_t>(count), pb.num_params());
+void fit_replicas(const FitPlan& plan, const FitInputs& in, const std::int64_t* replicas, int count, int threads,
+                  ReplicaBlock& out, const FitContext* ctx) {
+    out.resize(static_cast<size_t>(count), plan.num_params());
     out.covariance.clear();
-    std::shared_ptr<FitContext> own;
+    std::shared_ptr<const FitContext> own;
     if (ctx == nullptr) {
-        own = make_fit_context(pb, threads);
+        own = make_fit_context(plan, in, threads);
         ctx = own.get();
     }
-    if (ctx->gram) {
-        fit_gram_batched(std::get<DisMellinModel>(pb.model->view), *ctx->gram, pb, replicas, count, threads, out);
-        return;
+    const FitDataView& data = in.data;
+    switch (plan.path) {
+        case FitPath::table:
+            fit_table(std::get<DisMellinModel>(in.model), *ctx, plan, data, replicas, count, threads, out);
+            return;
+        case FitPath::gram:
+            fit_gram(std::get<DisMellinModel>(in.model), *ctx, plan, *in.gram, data, replicas, count, threads, out);
+            return;
+        case FitPath::normal:
+            std::visit(
+                [&](const auto& model) {
+                    with_normal_kernel(model, plan, [&](auto real, auto width) {
+                        using Real = decltype(real);
+                        fit_normal_with<Real, decltype(width)::value>(model, plan, data, ctx->inv_sigma<Real>(),
+                                                                      replicas, count, threads, out);
+                    });
+                },
+                in.model);
+            return;
+        case FitPath::qr:
+            std::visit(
+                [&](const auto& model) {
+                    with_dual_width(plan, [&](auto width) {
+                        fit_with<decltype(width)::value>(model, plan, data, replicas, count, threads, out);
+                    });
+                },
+                in.model);
+            return;
     }
-    fit_table_batched(std::get<DisMellinModel>(pb.model->view), ctx->packed, pb, replicas, count, threads, out);
-}
-
-void fit_replicas_per_replica(const FitProblem& pb, const std::int64_t* replicas, int count, int threads,
-                              ReplicaBlock& out) {
-    out.resize(static_cast<size_t>(count), pb.num_params());
-    out.covariance.clear();
-    const int nfree = param_arrays(pb.config).nfree;
-    if (pb.config.solver == FitSolver::normal) {
-        std::visit(
-            [&](const auto& model) {
-                dispatch_normal(model, pb.config, pb.num_params(), [&](auto real, auto width) {
-                    fit_normal_with<decltype(real), decltype(width)::value>(model, pb, replicas, count, threads, out);
-                });
-            },
-            pb.model->view);
-        return;
-    }
-    std::visit(
-        [&](const auto& model) {
-            // Dual width: the smallest of 4, 8, 16 that holds every free parameter (wider
-            // models take several passes of 16).
-            if (nfree <= 4) fit_with<4>(model, pb, replicas, count, threads, out);
-            else if (nfree <= 8) fit_with<8>(model, pb, replicas, count, threads, out);
-            else fit_with<16>(model, pb, replicas, count, threads, out);
-        },
-        pb.model->view);
 }
 
 }  // namespace ef::cpu

@@ -122,4 +122,12 @@ void table_gemm(const PackedTable& t, const double* W, long cols, int threads,
     }
 }
 
+void table_gemm_into(const PackedTable& t, const double* W, long cols, int threads, double* F) {
+    const int rows = t.rows;
+    table_gemm(t, W, cols, threads, [&](int i0, long c0, const double* tile) {
+        for (int jj = 0; jj < kNr && c0 + jj < cols; ++jj)
+            for (int ii = 0; ii < kMr && i0 + ii < rows; ++ii) F[(c0 + jj) * rows + i0 + ii] = tile[ii * kNr + jj];
+    });
+}
+
 }  // namespace ef::cpu

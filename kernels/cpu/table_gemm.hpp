@@ -27,4 +27,7 @@ PackedTable pack_table(const double* table, int rows, int width);
 void table_gemm(const PackedTable& t, const double* W, long cols, int threads,
                 const std::function<void(int i0, long c0, const double* tile /*4 x 8, row-major*/)>& out);
 
+/// The same product into column-major F (rows x cols, leading dimension rows).
+void table_gemm_into(const PackedTable& t, const double* W, long cols, int threads, double* F);
+
 }  // namespace ef::cpu

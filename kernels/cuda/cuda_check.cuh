@@ -3,30 +3,59 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 
 #include <ensemblefit/core/error.hpp>
 
+namespace ef::cuda {
+
+/// Throws for a failed CUDA (or CUDA library) call: the call, what the library said and the
+/// source location. EF_CUDA_CHECK and EF_CUFFT_CHECK end here.
+[[noreturn]] inline void fail(const char* call, const std::string& what, const char* file, int line) {
+    throw ::ef::runtime_error(std::string("CUDA call failed: ") + call + ": " + what + " (" + file + ":" +
+                              std::to_string(line) + ")");
+}
+
+}  // namespace ef::cuda
+
 /// Every CUDA runtime call goes through this: a failure throws with the call, the CUDA error
 /// string and the source location.
-#define EF_CUDA_CHECK(call)                                                                   \
-    do {                                                                                      \
-        const cudaError_t ef_cuda_rc = (call);                                                \
-        if (ef_cuda_rc != cudaSuccess)                                                        \
-            throw ::ef::runtime_error(std::string("CUDA call failed: ") + #call + ": " +      \
-                                      cudaGetErrorString(ef_cuda_rc) + " (" + __FILE__ + ":" + \
-                                      std::to_string(__LINE__) + ")");                        \
+#define EF_CUDA_CHECK(call)                                                                        \
+    do {                                                                                           \
+        const cudaError_t ef_cuda_rc = (call);                                                     \
+        if (ef_cuda_rc != cudaSuccess)                                                             \
+            ::ef::cuda::fail(#call, cudaGetErrorString(ef_cuda_rc), __FILE__, __LINE__);           \
+    } while (0)
+
+/// The same for cuFFT calls (the file that uses it includes cufft.h).
+#define EF_CUFFT_CHECK(call)                                                                       \
+    do {                                                                                           \
+        const cufftResult ef_cufft_rc = (call);                                                    \
+        if (ef_cufft_rc != CUFFT_SUCCESS)                                                          \
+            ::ef::cuda::fail(#call, "cufftResult " + std::to_string(static_cast<int>(ef_cufft_rc)), \
+                             __FILE__, __LINE__);                                                  \
     } while (0)
 
 namespace ef::cuda {
 
-/// Owns device memory for `n` values of T; no naked cudaFree in logic.
+/**
+ * Owns device memory for size() values of T; no naked cudaFree in logic. Two ways to size it,
+ * for two kinds of use:
+ *  - resize(n): exactly n values, zeroed, and finished before it returns (the memset runs on the
+ *    legacy default stream, which does not order with a non-blocking stream). For buffers that
+ *    are sized rarely and read before they are written (the reconstruction's).
+ *  - grow(n): at least n values, contents not kept, nothing waited for. For scratch sized per
+ *    unit of work and written before it is read (the fit's per-slot arrays), so that sizing it
+ *    costs nothing once the largest unit has been seen.
+ */
 template <class T>
 class DeviceBuffer {
    public:
     DeviceBuffer() = default;
-    explicit DeviceBuffer(size_t n) { resize(n); }
+    explicit DeviceBuffer(std::size_t n) { resize(n); }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
@@ -40,23 +69,37 @@ class DeviceBuffer {
     }
     ~DeviceBuffer() { release(); }
 
-    /// Grows (never shrinks) to at least n values; contents are not kept.
-    void resize(size_t n) {
+    /// Exactly n values, all zero (see the class comment).
+    void resize(std::size_t n) {
+        if (n == n_) return;
+        if (p_) EF_CUDA_CHECK(cudaFree(p_));
+        p_ = nullptr;
+        n_ = n;
+        if (n == 0) return;
+        EF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
+        EF_CUDA_CHECK(cudaMemset(p_, 0, n * sizeof(T)));
+        EF_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    /// At least n values (never shrinks); contents are not kept when it grows.
+    void grow(std::size_t n) {
         if (n <= n_) return;
         release();
-        EF_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
+        EF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
         n_ = n;
     }
-    void upload(const T* host, size_t n) {
+    /// Grows to n values and copies them from the host (synchronous).
+    void upload(const T* host, std::size_t n) {
         if (n == 0) return;
-        resize(n);
-        if (n) EF_CUDA_CHECK(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice));
+        grow(n);
+        EF_CUDA_CHECK(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice));
     }
-    void download(T* host, size_t n) const {
+    /// The first n values to the host (synchronous).
+    void download(T* host, std::size_t n) const {
         if (n) EF_CUDA_CHECK(cudaMemcpy(host, p_, n * sizeof(T), cudaMemcpyDeviceToHost));
     }
-    T* get() const { return p_; }
-    size_t size() const { return n_; }
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    std::size_t size() const { return n_; }
 
    private:
     void release() {
@@ -65,25 +108,41 @@ class DeviceBuffer {
         n_ = 0;
     }
     T* p_ = nullptr;
-    size_t n_ = 0;
+    std::size_t n_ = 0;
 };
 
-/// Page-locked host memory for `n` values of T (asynchronous copies need it), grown as needed.
+/// Page-locked host memory for size() values of T (asynchronous copies need it); resize() and
+/// grow() as DeviceBuffer's.
 template <class T>
 class PinnedBuffer {
    public:
     PinnedBuffer() = default;
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
     ~PinnedBuffer() { release(); }
-    /// Grows (never shrinks) to at least n values; contents are not kept.
-    void resize(size_t n) {
+
+    /// Exactly n values, each T{}.
+    void resize(std::size_t n) {
+        if (n == n_) return;
+        if (p_) EF_CUDA_CHECK(cudaFreeHost(p_));
+        p_ = nullptr;
+        n_ = n;
+        if (n) {
+            EF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(T)));
+            std::fill(p_, p_ + n, T{});
+        }
+    }
+    /// At least n values (never shrinks); contents are not kept when it grows.
+    void grow(std::size_t n) {
         if (n <= n_) return;
         release();
-        EF_CUDA_CHECK(cudaMallocHost(&p_, n * sizeof(T)));
+        EF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(T)));
         n_ = n;
     }
-    T* get() const { return p_; }
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    std::size_t size() const { return n_; }
 
    private:
     void release() {
@@ -92,7 +151,7 @@ class PinnedBuffer {
         n_ = 0;
     }
     T* p_ = nullptr;
-    size_t n_ = 0;
+    std::size_t n_ = 0;
 };
 
 /// An owned CUDA stream.

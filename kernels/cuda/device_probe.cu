@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <ensemblefit/worker/device_probe.hpp>
-#include <ensemblefit/worker/worker.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 #include <cublas_v2.h>
 
@@ -57,7 +57,7 @@ double fma_tflops(int sms) {
     DeviceBuffer<T> out(1);
     const int blocks = sms * 16, threads = 256;
     const double s = seconds_per_call(
-        [&] { fma_kernel<T><<<blocks, threads>>>(out.get(), static_cast<T>(0.999), static_cast<T>(0.001)); }, 5);
+        [&] { fma_kernel<T><<<blocks, threads>>>(out.data(), static_cast<T>(0.999), static_cast<T>(0.001)); }, 5);
     return 2.0 * kChains * kIters * static_cast<double>(blocks) * threads / s / 1e12;
 }
 
@@ -65,8 +65,8 @@ double copy_gbs(size_t bytes, cudaMemcpyKind kind) {
     DeviceBuffer<char> a(bytes), b(bytes);
     char* host = nullptr;
     if (kind == cudaMemcpyHostToDevice) EF_CUDA_CHECK(cudaMallocHost(&host, bytes));
-    const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(host) : a.get();
-    const double s = seconds_per_call([&] { EF_CUDA_CHECK(cudaMemcpy(b.get(), src, bytes, kind)); }, 5);
+    const void* src = kind == cudaMemcpyHostToDevice ? static_cast<const void*>(host) : a.data();
+    const double s = seconds_per_call([&] { EF_CUDA_CHECK(cudaMemcpy(b.data(), src, bytes, kind)); }, 5);
     if (host) cudaFreeHost(host);
     // A device-to-device copy reads and writes every byte.
     return static_cast<double>(bytes) * (kind == cudaMemcpyDeviceToDevice ? 2.0 : 1.0) / s / 1e9;
@@ -76,18 +76,17 @@ double copy_gbs(size_t bytes, cudaMemcpyKind kind) {
 void gemm_tflops(double& mine, double& blas) {
     const int n = 5000, K = 1088;
     const long cols = 14L * 2560;
+    // Zeroed operands (DeviceBuffer(n) zeroes).
     DeviceBuffer<double> T(static_cast<size_t>(n) * K), W(static_cast<size_t>(K) * cols), F(static_cast<size_t>(n) * cols);
-    EF_CUDA_CHECK(cudaMemset(T.get(), 0, T.size() * sizeof(double)));
-    EF_CUDA_CHECK(cudaMemset(W.get(), 0, W.size() * sizeof(double)));
     const double flops = 2.0 * n * K * static_cast<double>(cols);
-    mine = flops / seconds_per_call([&] { cuda::launch_table_gemm(T.get(), W.get(), F.get(), n, K, cols); }, 3) / 1e12;
+    mine = flops / seconds_per_call([&] { cuda::launch_table_gemm(T.data(), W.data(), F.data(), n, K, cols); }, 3) / 1e12;
     cublasHandle_t h;
     if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
         const double one = 1.0, zero = 0.0;
         // F = T W with T row-major n x K = (K x n column-major)^T.
         blas = flops / seconds_per_call([&] {
-            cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, static_cast<int>(cols), K, &one, T.get(), K, W.get(), K, &zero,
-                        F.get(), n);
+            cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, static_cast<int>(cols), K, &one, T.data(), K, W.data(), K, &zero,
+                        F.data(), n);
         }, 3) / 1e12;
         cublasDestroy(h);
     }

@@ -8,18 +8,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/cuda/warp_lanes.cuh"
-#include "kernels/cpu/fit_kernels.hpp"
+#include "kernels/fit/batch_arrays.hpp"
 #include "kernels/fit/lm_batched.hpp"
 #include "kernels/fit/lm_gram.hpp"
 #include "kernels/fit/round_plan.hpp"
-#include "src/fit/fit_arrays.hpp"
 
 namespace ef::cuda {
 namespace {
@@ -59,27 +56,18 @@ __global__ void nodes_kernel(DisMellinModel m, View b, RoundLists l, double* W) 
     node_columns(m, b, l.slot[t], l.kind[t], k, W, l.col0[t]);
 }
 
-/// The LM steps of either path (the Gram path's read the round's W columns too).
-template <class Exec>
-__device__ void finish(const Exec& ex, const BatchView& b, const RoundLists& l, int t, const double* /*W*/) {
-    finish_slot(ex, b, l.slot[t], l.kind[t]);
-}
-template <class Exec>
-__device__ void finish(const Exec& ex, const gram::GramView& v, const RoundLists& l, int t, const double* W) {
-    gram::finish_slot(ex, v, l.slot[t], l.kind[t], W, l.col0[t]);
-}
-
-/// The LM steps, one thread per replica (the 32 lanes of the reductions in one thread)...
+/// The LM steps (kernels/fit/round_plan.hpp's finish_request, either path), one thread per
+/// replica (the 32 lanes of the reductions in one thread)...
 template <class View>
 __global__ void finish_thread_kernel(View b, RoundLists l, const double* W) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < l.count) finish(SerialLanes{}, b, l, t, W);
+    if (t < l.count) finish_request(SerialLanes{}, b, l.slot[t], l.kind[t], W, l.col0[t]);
 }
 /// ... or one warp per replica: the same arithmetic (kernels/fit/lanes.hpp), 32x the threads.
 template <class View>
 __global__ void finish_warp_kernel(View b, RoundLists l, const double* W) {
     const int t = static_cast<int>((static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes);
-    if (t < l.count) finish(WarpLanes{static_cast<int>(threadIdx.x % kLanes)}, b, l, t, W);
+    if (t < l.count) finish_request(WarpLanes{static_cast<int>(threadIdx.x % kLanes)}, b, l.slot[t], l.kind[t], W, l.col0[t]);
 }
 
 /// Each slot's origin-shifted data columns E and c (kernels/fit/lm_gram.hpp).
@@ -98,22 +86,15 @@ constexpr int kBM = 128;
 constexpr int kBN = 128;
 constexpr int kBK = 8;
 
-/// Epilogue of the LM rounds: F(i, c) into the owning slot's residuals / Jacobian.
+/// Epilogue of the rounds of either path: F(row, col) into the owning slot's residuals and
+/// Jacobian (QR table path) or its H (Gram path).
+template <class View>
 struct SlotStore {
-    BatchView b;
+    View v;
     RoundLists l;
-    __device__ void operator()(long row, long col, double v) const {
+    __device__ void operator()(long row, long col, double f) const {
         const int t = l.owner[col];
-        store_output(b, l.slot[t], l.kind[t], static_cast<int>(col - l.col0[t]), static_cast<int>(row), v);
-    }
-};
-/// Epilogue of the Gram path's rounds: H(kk, c) into the owning slot's H.
-struct GramStore {
-    gram::GramView v;
-    RoundLists l;
-    __device__ void operator()(long row, long col, double h) const {
-        const int t = l.owner[col];
-        gram::store_h(v, l.slot[t], static_cast<int>(col - l.col0[t]), row, h);
+        store_column(v, l.slot[t], l.kind[t], static_cast<int>(col - l.col0[t]), row, f);
     }
 };
 /// Plain column-major F (the probe that compares with cuBLAS).
@@ -203,8 +184,8 @@ struct RoundBuffers {
         kind.upload(p.kind.data(), p.kind.size());
         col0.upload(p.col0.data(), p.col0.size());
         owner.upload(p.owner.data(), p.owner.size());
-        W.resize(static_cast<size_t>(p.cols) * Kt);
-        return RoundLists{slot.get(), kind.get(), col0.get(), owner.get(), p.size(), p.cols};
+        W.grow(static_cast<size_t>(p.cols) * Kt);
+        return RoundLists{slot.data(), kind.data(), col0.data(), owner.data(), p.size(), p.cols};
     }
 };
 
@@ -227,25 +208,18 @@ struct RoundEvents {
 
 constexpr int kThreads = 64;
 
-/// LM steps by a warp per replica (default) or a thread per replica (EF_GPU_LM_STEPS=thread).
-bool warp_steps() {
-    const char* steps = std::getenv("EF_GPU_LM_STEPS");
-    return !(steps != nullptr && std::string(steps) == "thread");
-}
-
 /**
  * Rounds until every slot is done, for either path: moments (prepare and nodes kernels), the
  * deterministic GEMM of `table` (rows x Kt, row-major) with the round's columns through the
- * epilogue make_store(lists), then the LM steps. The request codes come back to the host once
- * per round to build the next round's lists.
+ * epilogue SlotStore, then the LM steps (a warp or a thread per replica: the plan's
+ * gpu_lm_steps). The request codes come back to the host once per round to build the next
+ * round's lists.
  */
-template <class View, class MakeStore>
-void run_rounds(const DisMellinModel& model, const View& b, int count, const double* table, int rows,
-                DeviceBuffer<int>& request, RoundBuffers& rb, RoundEvents& ev, TableBatchFitter::Stats& stats,
-                MakeStore make_store) {
+template <class View>
+void run_rounds(const DisMellinModel& model, const View& b, int count, const double* table, int rows, bool warp,
+                const DeviceBuffer<int>& request, RoundBuffers& rb, RoundEvents& ev, BatchFitter::Stats& stats) {
     const long Kt = model.table_width();
     const int nodes = model.nodes_count();
-    const bool warp = warp_steps();
     std::vector<int> req(static_cast<size_t>(count));
     batched::RoundPlan plan;
     while (true) {
@@ -259,17 +233,17 @@ void run_rounds(const DisMellinModel& model, const View& b, int count, const dou
         EF_CUDA_CHECK(cudaEventRecord(ev.em));
         prepare_kernel<<<blocks_for(m, kThreads), kThreads>>>(model, b, l);
         EF_CUDA_CHECK(cudaGetLastError());
-        nodes_kernel<<<blocks_for(static_cast<long>(m) * nodes, kThreads), kThreads>>>(model, b, l, rb.W.get());
+        nodes_kernel<<<blocks_for(static_cast<long>(m) * nodes, kThreads), kThreads>>>(model, b, l, rb.W.data());
         EF_CUDA_CHECK(cudaGetLastError());
         EF_CUDA_CHECK(cudaEventRecord(ev.e0));
-        table_gemm_kernel<<<gemm_grid(rows, plan.cols), 256>>>(table, rb.W.get(), rows, static_cast<int>(Kt), plan.cols,
-                                                                make_store(l));
+        table_gemm_kernel<<<gemm_grid(rows, plan.cols), 256>>>(table, rb.W.data(), rows, static_cast<int>(Kt), plan.cols,
+                                                                SlotStore<View>{b, l});
         EF_CUDA_CHECK(cudaGetLastError());
         EF_CUDA_CHECK(cudaEventRecord(ev.e1));
         if (warp)
-            finish_warp_kernel<<<blocks_for(static_cast<long>(m) * kLanes, 128), 128>>>(b, l, rb.W.get());
+            finish_warp_kernel<<<blocks_for(static_cast<long>(m) * kLanes, 128), 128>>>(b, l, rb.W.data());
         else
-            finish_thread_kernel<<<blocks_for(m, kThreads), kThreads>>>(b, l, rb.W.get());
+            finish_thread_kernel<<<blocks_for(m, kThreads), kThreads>>>(b, l, rb.W.data());
         EF_CUDA_CHECK(cudaGetLastError());
         EF_CUDA_CHECK(cudaEventRecord(ev.e2));
         EF_CUDA_CHECK(cudaEventSynchronize(ev.e2));
@@ -297,8 +271,8 @@ void launch_table_gemm(const double* T, const double* W, double* F, int n, int K
 /// A fitted unit into `out`: each slot's outcome (parameters already downloaded into out),
 /// replica 0's covariance from the device.
 template <class State, class Outcome>
-void store_unit(const DeviceBuffer<State>& state, const DeviceParams& dp, const std::int64_t* replicas, int count,
-                Outcome outcome, ReplicaBlock& out) {
+void store_unit(const DeviceBuffer<State>& state, const DeviceBuffer<double>& cov, const std::int64_t* replicas,
+                int count, Outcome outcome, ReplicaBlock& out) {
     std::vector<State> h_state(static_cast<size_t>(count));
     state.download(h_state.data(), h_state.size());
     const size_t PP = static_cast<size_t>(out.P) * out.P;
@@ -306,182 +280,112 @@ void store_unit(const DeviceBuffer<State>& state, const DeviceParams& dp, const 
         store_outcome(out, static_cast<size_t>(s), replicas[s], outcome(h_state[static_cast<size_t>(s)]), nullptr);
         if (replicas[s] == 0) {
             out.covariance.resize(PP);
-            dp.cov.download(out.covariance.data(), PP);
+            cov.download(out.covariance.data(), PP);
         }
     }
 }
 
-struct TableBatchFitter::Impl {
-    const FitProblem& pb;
+struct BatchFitter::Impl {
+    FitPlan plan;
     DisMellinModel model;  // device pointers
     const double* y0;
     const double* sigma;
-    DeviceParams dp;
-    DeviceBuffer<double> work, params, y, w;
-    DeviceBuffer<LmState> state;
-    DeviceBuffer<int> request;
-    DeviceBuffer<std::int64_t> replica;
-    DeviceBuffer<JDual> pd;
-    DeviceBuffer<JNorm> jnorm;
-    DeviceBuffer<VNorm> vnorm;
+    const DeviceParams& dp;
+    int n = 0;  ///< data points
+    BatchArrays<DeviceBuffer> arrays;
     RoundBuffers rb;
     RoundEvents ev;
-
-    Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
-        : pb(p), model(m), y0(dy), sigma(ds), dp(p.config) {}
-};
-
-TableBatchFitter::TableBatchFitter(const FitProblem& problem, const DisMellinModel& device_model,
-                                   const double* device_y, const double* device_sigma)
-    : impl_(std::make_unique<Impl>(problem, device_model, device_y, device_sigma)) {}
-TableBatchFitter::~TableBatchFitter() = default;
-
-void TableBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out) {
-    Impl& d = *impl_;
-    const auto t_start = std::chrono::steady_clock::now();
-    stats_ = Stats{};
-    const int n = d.pb.data.n;
-    const int P = d.pb.num_params();
-    const LmScratchLayout layout(n, P);
-    const size_t slots = static_cast<size_t>(count);
-    d.work.resize(slots * layout.total);
-    d.params.resize(slots * P);
-    d.y.resize(slots * n);
-    d.w.resize(slots * n);
-    d.state.resize(slots);
-    d.request.resize(slots);
-    d.replica.upload(replicas, slots);
-    d.pd.resize(slots * P);
-    d.jnorm.resize(slots);
-    d.vnorm.resize(slots);
-
-    BatchView b = batch_view(d.pb, d.dp.host.nfree, d.dp.view(), d.dp.start.get(), d.y0, d.sigma);
-    b.work = d.work.get();
-    b.params = d.params.get();
-    b.y = d.y.get();
-    b.w = d.w.get();
-    b.state = d.state.get();
-    b.request = d.request.get();
-    b.replica = d.replica.get();
-    b.pd = d.pd.get();
-    b.jnorm = d.jnorm.get();
-    b.vnorm = d.vnorm.get();
-    b.cov = d.dp.cov.get();
-    for (int s = 0; s < count; ++s)
-        if (replicas[s] == 0) b.cov_slot = s;
-
-    cudaGetLastError();
-    start_kernel<<<blocks_for(count, kThreads), kThreads>>>(b, count);
-    EF_CUDA_CHECK(cudaGetLastError());
-    run_rounds(d.model, b, count, d.model.table, n, d.request, d.rb, d.ev, stats_,
-               [&](const RoundLists& l) { return SlotStore{b, l}; });
-
-    d.params.download(out.params.data(), slots * P);
-    store_unit(d.state, d.dp, replicas, count, [](const LmState& st) { return lm_outcome(st); }, out);
-    stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-}
-
-struct GramBatchFitter::Impl {
-    const FitProblem& pb;
-    DisMellinModel model;  // device pointers
-    const double* y0;
-    const double* sigma;
-    int nfree = 0;
-    int n = 0;
+    // Gram path: its inputs on the device and G.
     long Kt = 0;
-    DeviceParams dp;
-    DeviceBuffer<double> tt, G, u0, f0, winv, params, H, vh, E, b, c;
-    DeviceBuffer<int> free_idx, request;
-    DeviceBuffer<gram::State> state;
-    DeviceBuffer<std::int64_t> replica;
-    DeviceBuffer<JDual> pd;
-    DeviceBuffer<JNorm> jnorm;
-    DeviceBuffer<VNorm> vnorm;
-    RoundBuffers rb;
-    RoundEvents ev;
+    DeviceBuffer<double> tt, G, u0, f0, winv;
+    DeviceBuffer<int> free_idx;
 
-    Impl(const FitProblem& p, const DisMellinModel& m, const double* dy, const double* ds)
-        : pb(p), model(m), y0(dy), sigma(ds), dp(p.config) {
-        // The host inputs (the CPU worker's, so both form G from the same bits), then
-        // G = T^T (W T) with the deterministic GEMM.
-        const cpu::GramInputs in = cpu::make_gram_inputs(pb, nullptr, 1);
-        n = in.n;
-        Kt = in.Kt;
-        nfree = static_cast<int>(in.free_idx.size());
-        free_idx.upload(in.free_idx.data(), in.free_idx.size());
-        tt.upload(in.tt.data(), in.tt.size());
-        u0.upload(in.u0.data(), in.u0.size());
-        f0.upload(in.f0.data(), in.f0.size());
-        winv.upload(in.winv.data(), in.winv.size());
+    Impl(const FitPlan& p, const FitInputs& in, const DisMellinModel& m, const double* dy, const double* ds,
+         const DeviceParams& params)
+        : plan(p), model(m), y0(dy), sigma(ds), dp(params), n(in.data.n), Kt(m.table_width()) {
+        if (plan.path == FitPath::gram) upload_gram(*in.gram);
+    }
+
+    /// The Gram inputs (made on the host, the CPU worker's bits), then G = T^T (W T) with the
+    /// deterministic GEMM.
+    void upload_gram(const GramInputs& g) {
+        n = g.n;
+        Kt = g.Kt;
+        free_idx.upload(g.free_idx.data(), g.free_idx.size());
+        tt.upload(g.tt.data(), g.tt.size());
+        u0.upload(g.u0.data(), g.u0.size());
+        f0.upload(g.f0.data(), g.f0.size());
+        winv.upload(g.winv.data(), g.winv.size());
         DeviceBuffer<double> wtt;
-        wtt.upload(in.wtt.data(), in.wtt.size());
-        G.resize(static_cast<size_t>(Kt) * Kt);
-        launch_table_gemm(tt.get(), wtt.get(), G.get(), static_cast<int>(Kt), n, Kt);
+        wtt.upload(g.wtt.data(), g.wtt.size());
+        G.grow(static_cast<size_t>(Kt) * Kt);
+        launch_table_gemm(tt.data(), wtt.data(), G.data(), static_cast<int>(Kt), n, Kt);
         EF_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+
+    bool warp() const { return plan.gpu_lm_steps == GpuLmSteps::warp; }
+
+    /// The QR table path: resample and start every slot, then the rounds with T.
+    void fit_table(const std::int64_t* replicas, int count, BatchFitter::Stats& stats) {
+        BatchView b = batch_view(plan, n, dp.bounds, dp.start.data(), y0, sigma);
+        arrays.attach(b, count, replicas);
+        arrays.replica.upload(replicas, static_cast<size_t>(count));
+        cudaGetLastError();
+        start_kernel<<<blocks_for(count, kThreads), kThreads>>>(b, count);
+        EF_CUDA_CHECK(cudaGetLastError());
+        run_rounds(model, b, count, model.table, n, warp(), arrays.request, rb, ev, stats);
+    }
+
+    /// The Gram path: each slot's E and c, b = T^T E, start every slot, then the rounds with G.
+    void fit_gram(const std::int64_t* replicas, int count, BatchFitter::Stats& stats) {
+        gram::GramView v = gram_view(plan, dp.bounds, free_idx.data(), Kt, dp.start.data(), u0.data());
+        arrays.attach(v, count, n, replicas);
+        arrays.replica.upload(replicas, static_cast<size_t>(count));
+        cudaGetLastError();
+        gram_columns_kernel<<<blocks_for(count, kThreads), kThreads>>>(n, plan.seed, arrays.replica.data(), count, y0,
+                                                                       sigma, f0.data(), winv.data(), arrays.E.data(),
+                                                                       arrays.c.data());
+        EF_CUDA_CHECK(cudaGetLastError());
+        launch_table_gemm(tt.data(), arrays.E.data(), arrays.b.data(), static_cast<int>(Kt), n, count);
+        start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
+        EF_CUDA_CHECK(cudaGetLastError());
+        run_rounds(model, v, count, G.data(), static_cast<int>(Kt), warp(), arrays.request, rb, ev, stats);
     }
 };
 
-GramBatchFitter::GramBatchFitter(const FitProblem& problem, const DisMellinModel& device_model,
-                                 const double* device_y, const double* device_sigma)
-    : impl_(std::make_unique<Impl>(problem, device_model, device_y, device_sigma)) {}
-GramBatchFitter::~GramBatchFitter() = default;
+BatchFitter::BatchFitter(const FitPlan& plan, const FitInputs& in, const DisMellinModel& device_model,
+                         const double* device_y, const double* device_sigma, const DeviceParams& params)
+    : impl_(std::make_unique<Impl>(plan, in, device_model, device_y, device_sigma, params)) {}
+BatchFitter::~BatchFitter() = default;
 
-size_t GramBatchFitter::bytes_per_replica() const {
+size_t BatchFitter::bytes_per_replica() const {
     const Impl& d = *impl_;
-    const int P = d.pb.num_params();
-    return (static_cast<size_t>(d.Kt) * (1 + d.nfree) * 2 + 3 * static_cast<size_t>(d.Kt) + d.n + P * 18 + 64) *
-               sizeof(double) + sizeof(gram::State);
+    const int P = d.plan.num_params();
+    const size_t nfree = static_cast<size_t>(d.plan.params.nfree);
+    if (d.plan.path == FitPath::gram)
+        return (static_cast<size_t>(d.Kt) * (1 + nfree) * 2 + 3 * static_cast<size_t>(d.Kt) + d.n + P * 18 + 64) *
+                   sizeof(double) + sizeof(gram::State);
+    return (LmScratchLayout(d.n, P).total + 2 * static_cast<size_t>(d.n) + (1 + nfree) * d.model.table_width() +
+            static_cast<size_t>(P) * 17 + 256) * sizeof(double);
 }
 
-void GramBatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out) {
+void BatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out) {
     Impl& d = *impl_;
     const auto t_start = std::chrono::steady_clock::now();
-    stats_ = TableBatchFitter::Stats{};
-    const FitConfig& cfg = d.pb.config;
-    const int P = d.pb.num_params();
-    const long Kt = d.Kt;
+    stats_ = Stats{};
     const size_t slots = static_cast<size_t>(count);
-    d.params.resize(slots * P);
-    d.H.resize(slots * Kt * (1 + d.nfree));
-    d.vh.resize(slots * 2 * Kt);
-    d.E.resize(slots * d.n);
-    d.b.resize(slots * Kt);
-    d.c.resize(slots);
-    d.state.resize(slots);
-    d.request.resize(slots);
-    d.replica.upload(replicas, slots);
-    d.pd.resize(slots * P);
-    d.jnorm.resize(slots);
-    d.vnorm.resize(slots);
-
-    cudaGetLastError();
-    gram_columns_kernel<<<blocks_for(count, kThreads), kThreads>>>(d.n, cfg.seed, d.replica.get(), count, d.y0,
-                                                                   d.sigma, d.f0.get(), d.winv.get(), d.E.get(),
-                                                                   d.c.get());
-    EF_CUDA_CHECK(cudaGetLastError());
-    launch_table_gemm(d.tt.get(), d.E.get(), d.b.get(), static_cast<int>(Kt), d.n, count);
-
-    gram::GramView v = gram_view(d.pb, d.dp.view(), d.free_idx.get(), d.nfree, Kt, d.dp.start.get(), d.u0.get());
-    v.params = d.params.get();
-    v.state = d.state.get();
-    v.request = d.request.get();
-    v.pd = d.pd.get();
-    v.jnorm = d.jnorm.get();
-    v.vnorm = d.vnorm.get();
-    v.H = d.H.get();
-    v.vh = d.vh.get();
-    v.b = d.b.get();
-    v.c = d.c.get();
-    v.cov = d.dp.cov.get();
-    for (int s = 0; s < count; ++s)
-        if (replicas[s] == 0) v.cov_slot = s;
-    start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
-    EF_CUDA_CHECK(cudaGetLastError());
-    run_rounds(d.model, v, count, d.G.get(), static_cast<int>(Kt), d.request, d.rb, d.ev, stats_,
-               [&](const RoundLists& l) { return GramStore{v, l}; });
-
-    d.params.download(out.params.data(), slots * P);
-    store_unit(d.state, d.dp, replicas, count, [](const gram::State& st) { return normal_outcome(st); }, out);
+    const int P = d.plan.num_params();
+    if (d.plan.path == FitPath::gram) {
+        d.fit_gram(replicas, count, stats_);
+        d.arrays.params.download(out.params.data(), slots * P);
+        store_unit(d.arrays.gram_state, d.arrays.cov, replicas, count,
+                   [](const gram::State& st) { return normal_outcome(st); }, out);
+    } else {
+        d.fit_table(replicas, count, stats_);
+        d.arrays.params.download(out.params.data(), slots * P);
+        store_unit(d.arrays.lm_state, d.arrays.cov, replicas, count, [](const LmState& st) { return lm_outcome(st); },
+                   out);
+    }
     stats_.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 }
 

@@ -19,6 +19,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/peer_sum.cuh"
 #include "kernels/recon/engine_worker.hpp"
 #include "kernels/recon/ptycho_math.hpp"
@@ -29,85 +30,8 @@ namespace ef::recon {
 
 namespace {
 
-[[noreturn]] void cuda_fail(const char* call, const char* what, const char* file, int line) {
-    throw runtime_error(std::string("CUDA call failed: ") + call + ": " + what + " (" + file + ":" +
-                        std::to_string(line) + ")");
-}
-
-#define EF_CUDA_CHECK(call)                                                                         \
-    do {                                                                                            \
-        const cudaError_t ef_cuda_rc = (call);                                                      \
-        if (ef_cuda_rc != cudaSuccess) cuda_fail(#call, cudaGetErrorString(ef_cuda_rc), __FILE__, __LINE__); \
-    } while (0)
-
-#define EF_CUFFT_CHECK(call)                                                                        \
-    do {                                                                                            \
-        const cufftResult ef_cufft_rc = (call);                                                     \
-        if (ef_cufft_rc != CUFFT_SUCCESS)                                                           \
-            cuda_fail(#call, ("cufftResult " + std::to_string(static_cast<int>(ef_cufft_rc))).c_str(), __FILE__, __LINE__); \
-    } while (0)
-
-/// Owns `size` elements of U in device memory, zeroed on allocation.
-template <class U>
-class DeviceBuffer {
-   public:
-    DeviceBuffer() = default;
-    explicit DeviceBuffer(std::size_t n) { resize(n); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-    ~DeviceBuffer() {
-        if (p_) cudaFree(p_);
-    }
-    void resize(std::size_t n) {
-        if (n == n_) return;
-        if (p_) EF_CUDA_CHECK(cudaFree(p_));
-        p_ = nullptr;
-        n_ = n;
-        if (n == 0) return;
-        EF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(U)));
-        EF_CUDA_CHECK(cudaMemset(p_, 0, n * sizeof(U)));
-        // The memset runs on the legacy default stream, which does not order with the worker's
-        // non-blocking stream: finish it before that stream writes here (allocations are rare).
-        EF_CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    U* data() { return p_; }
-    const U* data() const { return p_; }
-    std::size_t size() const { return n_; }
-
-   private:
-    U* p_ = nullptr;
-    std::size_t n_ = 0;
-};
-
-/// Page-locked host memory (the gradient buffer crosses PCIe every step of a multi-rank run).
-template <class U>
-class PinnedBuffer {
-   public:
-    PinnedBuffer() = default;
-    PinnedBuffer(const PinnedBuffer&) = delete;
-    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-    PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-    ~PinnedBuffer() {
-        if (p_) cudaFreeHost(p_);
-    }
-    void resize(std::size_t n) {
-        if (n == n_) return;
-        if (p_) EF_CUDA_CHECK(cudaFreeHost(p_));
-        p_ = nullptr;
-        n_ = n;
-        if (n) {
-            EF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(U)));
-            std::fill(p_, p_ + n, U{});
-        }
-    }
-    U* data() { return p_; }
-    std::size_t size() const { return n_; }
-
-   private:
-    U* p_ = nullptr;
-    std::size_t n_ = 0;
-};
+using cuda::DeviceBuffer;
+using cuda::PinnedBuffer;
 
 /**
  * NCCL, loaded at run time (dlopen "libnccl.so.2"), so that building needs no NCCL and a machine

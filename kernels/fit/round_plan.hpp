@@ -3,7 +3,10 @@
 
 #include <vector>
 
+#include "kernels/core/hd.hpp"
 #include "kernels/fit/lm.hpp"
+#include "kernels/fit/lm_batched.hpp"
+#include "kernels/fit/lm_gram.hpp"
 
 namespace ef::batched {
 
@@ -42,5 +45,25 @@ struct RoundPlan {
     }
     int size() const { return static_cast<int>(slot.size()); }
 };
+
+/// The GEMM epilogue of a round on either path: output (row, j) of slot s's columns into the
+/// slot's residuals and Jacobian (QR table path) or its H (Gram path).
+EF_HD inline void store_column(const BatchView& b, int s, int kind, int j, long row, double f) {
+    store_output(b, s, kind, j, static_cast<int>(row), f);
+}
+EF_HD inline void store_column(const gram::GramView& v, int s, int /*kind*/, int j, long row, double h) {
+    gram::store_h(v, s, j, row, h);
+}
+
+/// The LM steps after a round's GEMM on either path (the Gram path's also read the slot's W
+/// columns, from column col0 of the round's W).
+template <class Exec>
+EF_HD void finish_request(const Exec& ex, const BatchView& b, int s, int kind, const double* /*W*/, long /*col0*/) {
+    finish_slot(ex, b, s, kind);
+}
+template <class Exec>
+EF_HD void finish_request(const Exec& ex, const gram::GramView& v, int s, int kind, const double* W, long col0) {
+    gram::finish_slot(ex, v, s, kind, W, col0);
+}
 
 }  // namespace ef::batched

@@ -10,13 +10,15 @@ namespace ef {
 
 /**
  * A user formula as a model: interprets a FormulaProgram (postfix code) on any scalar type.
- * Holds pointers to the code and constants, so the same struct works on host memory or on
- * copies in device memory.
+ * Holds pointers to the code and constants and their lengths, so the same struct works on host
+ * memory or on copies in device memory (a GPU worker copies code_size ops and constants_size
+ * doubles).
  */
 struct FormulaModel : PointwiseModel {
     const FormulaOp* code = nullptr;
     const double* constants = nullptr;
     int code_size = 0;
+    int constants_size = 0;
     int params = 0;
 
     EF_HD int num_params() const { return params; }

@@ -59,6 +59,9 @@ const KeyInfo kKeys[] = {
     {"run.workers", "auto", "auto | cpu | gpu"},
     {"run.threads", "0", "OpenMP threads per rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
                          "else cores / ranks on the node)"},
+    {"tuning.gpu_lm_steps", "warp", "warp | thread: a GPU runs the batched LM steps (dis-mellin) with a warp "
+                                    "per replica, or one thread per replica (slower; the same bits, which "
+                                    "checks that the reductions do not depend on the backend)"},
 };
 
 const KeyInfo kParamKeys[] = {
@@ -68,7 +71,7 @@ const KeyInfo kParamKeys[] = {
     {"fixed", "false", "true to hold the parameter at its start value"},
 };
 
-const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run"};
+const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run", "tuning"};
 
 bool is_param_subkey(const std::string& sub) { return ini::find_key(kParamKeys, sub) != nullptr; }
 
@@ -95,7 +98,7 @@ std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::
                 throw usage_error(at + "parameter section [" + section + "] appears twice");
             param_order.push_back(name);
         } else if (!kSections.count(section)) {
-            ini::unknown_section(at, section, "data, model, fit, output, sched, run, param.NAME");
+            ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME");
         }
     };
     rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
@@ -171,7 +174,8 @@ std::string FitConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
-       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\n";
+       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads
+       << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps << "\n";
     return os.str();
 }
 
@@ -406,13 +410,14 @@ std::string choice(const FitConfig& cfg, const Values& v, const std::string& key
     throw usage_error(cfg.where(key) + ": unknown " + what + " '" + value + "' (allowed: " + list + ")");
 }
 
-/// [output], [sched], [run]: where results go and how the run is carried out.
+/// [output], [sched], [run], [tuning]: where results go and how the run is carried out.
 void read_run(FitConfig& cfg, const Values& v) {
     cfg.output_file = v.required("output.file");
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
     cfg.workers = choice(cfg, v, "run.workers", "worker kind", {"auto", "cpu", "gpu"});
     cfg.threads = static_cast<int>(v.integer("run.threads", v.get("run.threads")));
     if (cfg.threads < 0) throw usage_error(cfg.where("run.threads") + ": must be >= 0");
+    cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
 }
 
 }  // namespace

@@ -3,20 +3,11 @@
 
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include <ensemblefit/model/formula.hpp>
-
-#include "kernels/models/builtin_models.hpp"
-#include "kernels/models/dis_mellin.hpp"
-#include "kernels/models/formula_model.hpp"
+#include "kernels/models/model_variant.hpp"
 
 namespace ef {
-
-/// Every model a worker can run; workers std::visit it to instantiate their templates.
-using ModelVariant = std::variant<LinearModel, PolynomialModel, ExponentialModel, GaussianModel,
-                                  Gaussian2DModel, FormulaModel, DisMellinModel>;
 
 /**
  * A model ready to run: the trivially copyable view (ModelVariant) plus the host storage it

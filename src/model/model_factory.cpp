@@ -7,6 +7,7 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/model/formula.hpp>
 
+#include "kernels/fit/fit_plan.hpp"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_normal.hpp"
 #include "src/model/compiled_model.hpp"
@@ -83,6 +84,7 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     fm.code = prog->code.data();
     fm.constants = prog->constants.data();
     fm.code_size = static_cast<int>(prog->code.size());
+    fm.constants_size = static_cast<int>(prog->constants.size());
     fm.params = static_cast<int>(cfg.params.size());
     cm.view = fm;
     cm.param_names = cfg.param_names();
@@ -217,8 +219,9 @@ double FitProblem::model_flops_per_point() const { return model->flops_per_point
 double FitProblem::flops_per_iteration() const {
     int nfree = 0;
     for (const auto& p : config.params) nfree += p.fixed ? 0 : 1;
-    const int k_index = nfree <= 4 ? 0 : (nfree <= 8 ? 1 : 2);
-    const int K = 4 << k_index;
+    // The qr path's dual width (the ladder make_fit_plan uses) and its dual pass's counted cost.
+    const int K = qr_dual_width(nfree);
+    const int k_index = K == 4 ? 0 : (K == 8 ? 1 : 2);
     const double passes = static_cast<double>((nfree + K - 1) / K);
     // Without a counted dual pass, a dual evaluation costs about (K + 1) double evaluations.
     const double pass = model->flops_dual_pass[k_index] > 0 ? model->flops_dual_pass[k_index]

@@ -1,42 +1,55 @@
 // SPDX-License-Identifier: MIT
+#include <utility>
+#include <variant>
+
 #include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
 #include "kernels/cpu/fit_kernels.hpp"
+#include "kernels/cuda/fit_kernels.hpp"
+#include "src/fit/fit_plan.hpp"
 
 namespace ef {
 namespace {
 
-/// Runs work units with OpenMP threads on this rank's cores.
+/// Runs a fit plan's work units with OpenMP threads on this rank's cores.
 class CpuWorker final : public Worker {
    public:
-    CpuWorker(const FitProblem& problem, int threads)
-        : problem_(problem), threads_(threads), ctx_(cpu::make_fit_context(problem, threads)) {}
+    CpuWorker(FitPlan plan, FitInputs in, int threads)
+        : plan_(std::move(plan)),
+          in_(std::move(in)),
+          threads_(threads),
+          ctx_(cpu::make_fit_context(plan_, in_, threads)) {}
     WorkerKind kind() const override { return WorkerKind::cpu; }
     std::string describe() const override {
         return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
     }
     void run(const WorkUnit& unit, ReplicaBlock& out) override {
-        cpu::fit_replicas(problem_, unit.replicas.data(), static_cast<int>(unit.replicas.size()),
-                          threads_, out, ctx_.get());
+        cpu::fit_replicas(plan_, in_, unit.replicas.data(), static_cast<int>(unit.replicas.size()), threads_, out,
+                          ctx_.get());
     }
 
    private:
-    const FitProblem& problem_;
+    const FitPlan plan_;
+    const FitInputs in_;  ///< views into the problem, which outlives the worker
     int threads_;
-    std::shared_ptr<cpu::FitContext> ctx_;
+    std::shared_ptr<const cpu::FitContext> ctx_;
 };
 
 }  // namespace
 
-const char* to_string(WorkerKind kind) { return kind == WorkerKind::cpu ? "cpu" : "gpu"; }
-
-std::unique_ptr<Worker> make_cuda_worker(const FitProblem& problem, const WorkerOptions& options);
-
-std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem,
-                                    const WorkerOptions& options) {
-    if (kind == WorkerKind::cpu) return std::make_unique<CpuWorker>(problem, options.threads);
-    return make_cuda_worker(problem, options);
+std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
+    FitPlan plan = make_fit_plan(problem);
+    FitInputs in = fit_inputs(problem, plan);
+    if (kind == WorkerKind::cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    // The GPU worker runs dis-mellin on the batched paths only: its qr path (a thread per
+    // replica) is not built for dis-mellin, an instantiation too heavy for the device build.
+    if (std::holds_alternative<DisMellinModel>(in.model) && !plan.batched())
+        throw usage_error(problem.config.config_file +
+                          ": dis-mellin on the GPU worker fits at most 16 free parameters (fix one, or use "
+                          "--run.workers cpu)");
+    return cuda::make_fit_worker(std::move(plan), std::move(in), options);
 }
 
 }  // namespace ef

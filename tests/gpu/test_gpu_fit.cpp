@@ -211,19 +211,17 @@ TEST_CASE("GPU = CPU on dis-mellin replicas with the Gram (normal-equations) pat
 }
 
 // The batched LM's steps by a warp per replica (the default) and by a thread per replica
-// (EF_GPU_LM_STEPS=thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
+// ([tuning] gpu_lm_steps = thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
 TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {
     const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64"});
+    const auto pb_thread = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--tuning.gpu_lm_steps=thread"});
     ef::WorkUnit unit;
     for (std::int64_t r = 0; r <= 64; ++r) unit.replicas.push_back(r);
     ef::WorkerOptions o;
     o.device = 0;
     ef::ReplicaBlock warp, thread;
-    ::unsetenv("EF_GPU_LM_STEPS");
     ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, warp);
-    ::setenv("EF_GPU_LM_STEPS", "thread", 1);
-    ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, thread);
-    ::unsetenv("EF_GPU_LM_STEPS");
+    ef::make_worker(ef::WorkerKind::gpu, pb_thread, o)->run(unit, thread);
     REQUIRE(warp.size() == thread.size());
     CHECK(warp.status == thread.status);
     CHECK(warp.iterations == thread.iterations);

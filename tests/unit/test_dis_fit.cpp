@@ -15,6 +15,7 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 
 #include "kernels/cpu/fit_kernels.hpp"
+#include "src/fit/fit_plan.hpp"
 #include "src/io/h5.hpp"
 #include "src/model/compiled_model.hpp"
 
@@ -44,7 +45,8 @@ TEST_CASE("dis-mellin: the central fit of the bundled pseudo-data recovers the t
 
     ef::ReplicaBlock out;
     const std::int64_t central = 0;
-    ef::cpu::fit_replicas(pb, &central, 1, 2, out);
+    const ef::FitPlan plan = ef::make_fit_plan(pb);
+    ef::cpu::fit_replicas(plan, ef::fit_inputs(pb, plan), &central, 1, 2, out);
 
     REQUIRE(out.status[0] == 0);
     const double chi2_fit = out.chi2[0];
@@ -75,12 +77,17 @@ TEST_CASE("dis-mellin: the central fit of the bundled pseudo-data recovers the t
 TEST_CASE("dis-mellin: batched table path and per-replica path agree", "[dis-mellin][fit][batched]") {
     const ef::FitConfig cfg = ef::load_fit_config(std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini", {});
     const ef::FitProblem pb = ef::make_fit_problem(cfg, ef::load_data(cfg));
-    REQUIRE(ef::cpu::uses_table_path(pb));
+    const ef::FitPlan batched = ef::make_fit_plan(pb);
+    REQUIRE(batched.path == ef::FitPath::table);
+    ef::FitPlan per_replica = batched;  // the per-replica path whatever the model
+    per_replica.path = ef::FitPath::qr;
+    per_replica.dual_width = ef::qr_dual_width(batched.params.nfree);
     const std::vector<std::int64_t> reps = {0, 1, 2, 3};
     const int P = pb.num_params();
     ef::ReplicaBlock a, b;
-    ef::cpu::fit_replicas(pb, reps.data(), static_cast<int>(reps.size()), 2, a);
-    ef::cpu::fit_replicas_per_replica(pb, reps.data(), static_cast<int>(reps.size()), 2, b);
+    ef::cpu::fit_replicas(batched, ef::fit_inputs(pb, batched), reps.data(), static_cast<int>(reps.size()), 2, a);
+    ef::cpu::fit_replicas(per_replica, ef::fit_inputs(pb, per_replica), reps.data(), static_cast<int>(reps.size()), 2,
+                          b);
     double worst = 0.0;
     for (size_t t = 0; t < reps.size(); ++t) {
         CHECK(a.index[t] == reps[t]);
@@ -116,13 +123,16 @@ TEST_CASE("dis-mellin: Gram (normal-equations) path agrees with the QR table pat
     const ef::FitConfig cn = ef::load_fit_config(ini, {"--fit.solver", "normal"});
     const ef::FitProblem qr = ef::make_fit_problem(cq, ef::load_data(cq));
     const ef::FitProblem gram = ef::make_fit_problem(cn, ef::load_data(cn));
-    REQUIRE(ef::cpu::uses_gram_path(gram));
-    REQUIRE_FALSE(ef::cpu::uses_gram_path(qr));
+    const ef::FitPlan gram_plan = ef::make_fit_plan(gram);
+    const ef::FitPlan qr_plan = ef::make_fit_plan(qr);
+    REQUIRE(gram_plan.path == ef::FitPath::gram);
+    REQUIRE_FALSE(qr_plan.path == ef::FitPath::gram);
     const std::vector<std::int64_t> reps = {0, 1, 2, 3, 4, 5};
     const int P = qr.num_params();
     ef::ReplicaBlock a, b;
-    ef::cpu::fit_replicas(qr, reps.data(), static_cast<int>(reps.size()), 2, a);
-    ef::cpu::fit_replicas(gram, reps.data(), static_cast<int>(reps.size()), 2, b);
+    ef::cpu::fit_replicas(qr_plan, ef::fit_inputs(qr, qr_plan), reps.data(), static_cast<int>(reps.size()), 2, a);
+    ef::cpu::fit_replicas(gram_plan, ef::fit_inputs(gram, gram_plan), reps.data(), static_cast<int>(reps.size()), 2,
+                          b);
     double worst = 0.0;
     for (size_t t = 0; t < reps.size(); ++t) {
         CHECK(b.index[t] == reps[t]);

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/fit/resample.hpp"
+#include "src/fit/fit_plan.hpp"
 
 namespace {
 
@@ -57,7 +58,8 @@ ef::ReplicaBlock fit_all(const ef::FitProblem& pb, std::int64_t first, std::int6
     std::vector<std::int64_t> reps;
     for (std::int64_t r = first; r <= last; ++r) reps.push_back(r);
     ef::ReplicaBlock out;
-    ef::cpu::fit_replicas(pb, reps.data(), static_cast<int>(reps.size()), 2, out);
+    const ef::FitPlan plan = ef::make_fit_plan(pb);
+    ef::cpu::fit_replicas(plan, ef::fit_inputs(pb, plan), reps.data(), static_cast<int>(reps.size()), 2, out);
     return out;
 }
 
@@ -101,7 +103,8 @@ TEST_CASE("a replica is a pure function of (seed, replica)", "[resample]") {
     const ef::ReplicaBlock all = fit_all(pb, 0, 50);
     const std::int64_t picked[] = {37, 3, 0};
     ef::ReplicaBlock some;
-    ef::cpu::fit_replicas(pb, picked, 3, 1, some);
+    const ef::FitPlan plan = ef::make_fit_plan(pb);
+    ef::cpu::fit_replicas(plan, ef::fit_inputs(pb, plan), picked, 3, 1, some);
 
     for (int k = 0; k < 3; ++k)
         for (int q = 0; q < 2; ++q)

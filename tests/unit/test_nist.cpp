@@ -14,6 +14,7 @@
 #include <ensemblefit/io/data_table.hpp>
 
 #include "kernels/cpu/fit_kernels.hpp"
+#include "src/fit/fit_plan.hpp"
 
 namespace {
 
@@ -56,7 +57,8 @@ double min_lre(const std::string& problem, int start, const Certified& cert,
     const ef::FitProblem pb = ef::make_fit_problem(cfg, data);
     ef::ReplicaBlock out;
     const std::int64_t replica = 0;
-    ef::cpu::fit_replicas(pb, &replica, 1, 1, out);
+    const ef::FitPlan plan = ef::make_fit_plan(pb);
+    ef::cpu::fit_replicas(plan, ef::fit_inputs(pb, plan), &replica, 1, 1, out);
     REQUIRE(pb.config.param_names() == cert.names);
     double worst = 15.0;
     for (size_t q = 0; q < cert.values.size(); ++q) worst = std::min(worst, lre(out.params[q], cert.values[q]));

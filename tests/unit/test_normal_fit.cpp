@@ -15,6 +15,7 @@
 #include <ensemblefit/io/data_table.hpp>
 
 #include "kernels/cpu/fit_kernels.hpp"
+#include "src/fit/fit_plan.hpp"
 
 namespace {
 
@@ -24,7 +25,8 @@ ef::ReplicaBlock fit_range(const ef::FitProblem& pb, std::int64_t first, std::in
     std::vector<std::int64_t> reps;
     for (std::int64_t r = first; r <= last; ++r) reps.push_back(r);
     ef::ReplicaBlock out;
-    ef::cpu::fit_replicas(pb, reps.data(), static_cast<int>(reps.size()), threads, out);
+    const ef::FitPlan plan = ef::make_fit_plan(pb);
+    ef::cpu::fit_replicas(plan, ef::fit_inputs(pb, plan), reps.data(), static_cast<int>(reps.size()), threads, out);
     return out;
 }
 

@@ -90,6 +90,11 @@ struct FitConfig {
     std::string workers = "auto";
     int threads = 0;  ///< 0 = automatic (SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, cores / local ranks)
 
+    // [tuning] (never changes results: the same bits whatever is chosen)
+    /// warp | thread: a GPU runs the batched LM steps with a warp per replica, or one thread
+    /// per replica (the same lanes arithmetic, kernels/fit/lanes.hpp; kept to check exactly that).
+    std::string gpu_lm_steps = "warp";
+
     /// Origin of every key that was set, keyed "section.key".
     std::map<std::string, KeyOrigin> origins;
 

@@ -6,14 +6,13 @@
 #include <string>
 #include <vector>
 
-#include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 namespace ef {
 
-enum class WorkerKind { cpu, gpu };
-
-const char* to_string(WorkerKind kind);
+struct FitProblem;
 
 /// A unit of work: the replica numbers to fit (a contiguous range except after --resume).
 struct WorkUnit {
@@ -21,8 +20,9 @@ struct WorkUnit {
 };
 
 struct WorkerOptions {
-    int threads = 1;  ///< OpenMP threads (CPU worker)
-    int device = 0;   ///< GPU ordinal (CUDA worker)
+    int threads = 1;   ///< OpenMP threads (CPU worker)
+    int device = 0;    ///< GPU ordinal (CUDA worker)
+    Diagnostics diag;  ///< what the worker prints (EF_SETUP_TRACE, EF_GPU_STATS); the run sets it
 };
 
 /**
@@ -40,12 +40,12 @@ class Worker {
     virtual void run(const WorkUnit& unit, ReplicaBlock& out) = 0;
 };
 
+/**
+ * The only switch on backend. Decides how `problem` is fitted once (the fit plan: path,
+ * precision, dual width; src/fit/fit_plan.hpp) and makes the worker of `kind` that follows it.
+ * `problem` must outlive the worker.
+ */
 std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem,
                                     const WorkerOptions& options);
-
-/// Number of CUDA devices visible to this process (0 when built without CUDA or none found).
-int cuda_device_count();
-/// Name of device `ordinal` ("" when unavailable).
-std::string cuda_device_name(int ordinal);
 
 }  // namespace ef
