@@ -58,7 +58,9 @@ const KeyInfo kKeys[] = {
                                 "each rank's measured throughput: for mixed CPU and GPU ranks)"},
     {"run.workers", "auto", "auto | cpu | gpu"},
     {"run.threads", "0", "OpenMP threads per rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
-                         "else cores / ranks on the node)"},
+                         "else the rank's cores, else cores / ranks on the node)"},
+    {"run.bind", "auto", "auto | none | cores: auto gives each rank of a node its own block of cores "
+                         "when the launcher bound none; cores always; none keeps the launcher's"},
     {"tuning.gpu_lm_steps", "warp", "warp | thread: a GPU runs the batched LM steps (dis-mellin) with a warp "
                                     "per replica, or one thread per replica (slower; the same bits, which "
                                     "checks that the reductions do not depend on the backend)"},
@@ -174,7 +176,7 @@ std::string FitConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
-       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads
+       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\nbind = " << bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps << "\n";
     return os.str();
 }
@@ -416,7 +418,9 @@ void read_run(FitConfig& cfg, const Values& v) {
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
     cfg.workers = choice(cfg, v, "run.workers", "worker kind", {"auto", "cpu", "gpu"});
     cfg.threads = static_cast<int>(v.integer("run.threads", v.get("run.threads")));
-    if (cfg.threads < 0) throw usage_error(cfg.where("run.threads") + ": must be >= 0");
+    if (cfg.threads < 0 || cfg.threads > 4096)
+        throw usage_error(cfg.where("run.threads") + ": must be in 0..4096, got " + std::to_string(cfg.threads));
+    cfg.bind = choice(cfg, v, "run.bind", "binding", {"auto", "none", "cores"});
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
 }
 

@@ -98,6 +98,7 @@ class FitRun {
     FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {}
 
     void set_up();
+    void print_placement_and_warnings() const;
     void print_dry_run() const;
     bool open_output();
     void print_nothing_to_do() const;
@@ -124,6 +125,8 @@ class FitRun {
     RunIdentity id_;
     double slowdown_ = 1.0;
     ThreadPlan threads_;
+    std::string binding_;  // how this rank's cores were decided (apply_binding)
+    int device_ = 0;
     std::unique_ptr<Worker> worker_;
     std::vector<std::string> placement_;
     std::unique_ptr<ResultsFile> out_;
@@ -134,6 +137,7 @@ class FitRun {
 
 void FitRun::set_up() {
     FitConfig cfg = load_fit_config(opt_.config_path, opt_.overrides);
+    binding_ = apply_binding(ctx_, cfg.bind);  // before any OpenMP region: threads inherit the cores
     DataTable data = load_data(cfg);
     trace_.mark("config and data");
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
@@ -149,12 +153,14 @@ void FitRun::set_up() {
     threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
     make_worker_for_rank();
     trace_.mark("worker");
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads);
+    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
+                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
 }
 
 void FitRun::make_worker_for_rank() {
     collective(ctx_, [&] {
         const DevicePlan device = choose_device(pb_->config.workers, ctx_);
+        device_ = device.device;
         WorkerOptions wo;
         wo.threads = threads_.threads;
         wo.device = device.device;
@@ -162,10 +168,15 @@ void FitRun::make_worker_for_rank() {
     });
 }
 
+void FitRun::print_placement_and_warnings() const {
+    print_placement(placement_, std::cout);
+    for (const std::string& w : placement_warnings(placement_)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
+}
+
 void FitRun::print_dry_run() const {
     if (!ctx_.is_root()) return;
     print_problem(*pb_, id_, std::cout);
-    print_placement(placement_, std::cout);
+    print_placement_and_warnings();
     std::printf("threads per rank: %d (from %s)\n", threads_.threads, threads_.source.c_str());
     std::printf("dry run: every check passed (config, data, workers, output %s); nothing fitted, nothing written\n",
                 pb_->config.output_file.c_str());
@@ -214,7 +225,7 @@ void FitRun::print_nothing_to_do() const {
 void FitRun::print_plan() const {
     if (!ctx_.is_root()) return;
     print_problem(*pb_, id_, std::cout);
-    print_placement(placement_, std::cout);
+    print_placement_and_warnings();
     if (!threads_.warning.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
     if (opt_.resume)
         std::printf("resume: %zu of %lld replica fits left\n", pending_.size(),
@@ -362,13 +373,6 @@ void parse_shard(const std::string& text, int& index, int& count) {
                           (n > (1L << 30) ? " (at most 2^30 shards)" : ""));
     index = static_cast<int>(i);
     count = static_cast<int>(n);
-}
-
-int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning) {
-    const ThreadPlan p = resolve_threads(configured, local_ranks);
-    source = p.source;
-    warning = p.warning;
-    return p.threads;
 }
 
 void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {

@@ -36,9 +36,6 @@ void run_fit(const FitRunOptions& options, const MpiContext& ctx);
 /// `ensemblefit merge`: joins shard files into one file equal to an unsharded run's.
 void run_merge(const std::string& output, const std::vector<std::string>& inputs, bool overwrite);
 
-/// TEMPORARY (issue #19 in progress): the reconstruction's old call; src/run/placement.hpp.
-int resolve_threads(int configured, int local_ranks, std::string& source, std::string& warning);
-
 /// i/n from "i/n" or, for "auto", from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT.
 void parse_shard(const std::string& text, int& index, int& count);
 
