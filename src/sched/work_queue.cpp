@@ -83,12 +83,15 @@ std::int64_t WorkQueue::shared_unit(size_t rank, std::int64_t left) const {
     const double t = time_left(left);
     if (t <= 0.0) return floor;  // some rank's speed is still unknown: probe-sized units
     const double share = rate * t;
+    // Never more than half the rank's share committed, counting the unit it may still hold.
+    const std::int64_t committed_cap = rounded(share / 2.0 - static_cast<double>(last_[rank]));
     if (policy_ == SchedPolicy::guided) {
         const std::int64_t classic = (left + 2 * ranks_ - 1) / (2 * ranks_);
-        const double cap = share / 2.0 - static_cast<double>(last_[rank]);
-        return std::max(floor, std::min(classic, rounded(cap)));
+        return std::max(floor, std::min(classic, committed_cap));
     }
-    return std::max(floor, rounded(share / 4.0));  // weighted
+    // weighted: the chunk sized only the probe units; from here a unit's length is what counts.
+    const std::int64_t by_time = std::max<std::int64_t>(1, static_cast<std::int64_t>(rate * kMinUnitSeconds));
+    return std::max(by_time, std::min(rounded(share / 4.0), committed_cap));
 }
 
 UnitSpan WorkQueue::next(int rank, double throughput) {

@@ -195,7 +195,9 @@ struct SizeRule {
                 const std::int64_t classic = (left + 2 * P - 1) / (2 * P);
                 size = std::max(floor, std::min<std::int64_t>(classic, std::llround(share / 2.0 - static_cast<double>(last[r]))));
             } else {
-                size = std::max(floor, static_cast<std::int64_t>(std::llround(share / 4.0)));
+                const std::int64_t by_time = std::max<std::int64_t>(1, static_cast<std::int64_t>(rate[r] * kUnit));
+                const std::int64_t cap = std::llround(share / 2.0 - static_cast<double>(last[r]));
+                size = std::max(by_time, std::min<std::int64_t>(std::llround(share / 4.0), cap));
             }
         }
         return std::min(size, left);
@@ -244,21 +246,26 @@ TEST_CASE("guided caps a slow rank at half its share of the time left and weight
         ef::WorkQueue q(p, 100000, 4, 4);
         for (int r = 0; r < 3; ++r) CHECK(q.next(r, rate[static_cast<size_t>(r)]).size() == min_unit(4, rate[static_cast<size_t>(r)]));
         q.next(3, 1000.0);  // now every rank is measured
+        const ef::WorkQueue measured = q;
         const std::int64_t left = q.remaining();
         const double share1 = 250.0 * static_cast<double>(left) / 3250.0;
         const std::int64_t slow = q.next(1, 250.0).size();
         if (p == SchedPolicy::guided) {
             CHECK(slow == std::llround(share1 / 2.0 - static_cast<double>(min_unit(4, 250.0))));
             CHECK(slow < (left + 7) / 8);  // the share, not remaining / (2 ranks), bounds it
-            // Asking again at once (a worker prefetching as it starts that unit): it already
-            // holds half its share, so it gets the smallest unit.
-            CHECK(q.next(1, 250.0).size() == min_unit(4, 250.0));
         } else {
             CHECK(slow == std::llround(share1 / 4.0));
-            ef::WorkQueue same = q;  // a fast and a slow rank's next units from one state
-            const double ratio = static_cast<double>(q.next(0, 1000.0).size()) / static_cast<double>(same.next(1, 250.0).size());
+            ef::WorkQueue same = measured;  // a fast rank's unit from the same state: 4x as many
+            const double ratio = static_cast<double>(same.next(0, 1000.0).size()) / static_cast<double>(slow);
             CHECK(ratio == Approx(4.0).epsilon(0.01));
         }
+        // Asking again at once (a worker prefetching as it starts that unit), the slow rank is
+        // held to half its share in all: guided gives the smallest unit, weighted what is left of
+        // the half (about a quarter).
+        const double share_now = 250.0 * static_cast<double>(q.remaining()) / 3250.0;
+        const std::int64_t again = q.next(1, 250.0).size();
+        if (p == SchedPolicy::guided) CHECK(again == min_unit(4, 250.0));
+        else CHECK(again == std::llround(share_now / 2.0 - static_cast<double>(slow)));
     }
 }
 
@@ -290,14 +297,16 @@ TEST_CASE("simulated run: with one rank 4x slower among 4 dynamic, guided and we
     }
 }
 
-TEST_CASE("simulated run: a GPU rank 50x faster than 3 CPU ranks, big chunks for the GPU", "[sched]") {
-    const std::vector<SimRank> ranks{{20000.0, false}, {400.0, true}, {400.0, true}, {400.0, true}};
-    for (auto p : {SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
-        ef::WorkQueue q(p, 20000, {2500, 4, 4, 4});
-        const SimResult res = simulate(q, 20000, ranks);
-        INFO(ef::to_string(p));
-        for (int s : res.seen) REQUIRE(s == 1);
-        CHECK(res.load_balance() >= 0.95);
+TEST_CASE("simulated run: a GPU rank 10x or 50x faster than 3 CPU ranks, with its big chunk", "[sched]") {
+    for (double gpu : {4000.0, 20000.0}) {
+        const std::vector<SimRank> ranks{{gpu, false}, {400.0, true}, {400.0, true}, {400.0, true}};
+        for (auto p : {SchedPolicy::dynamic, SchedPolicy::guided, SchedPolicy::weighted}) {
+            ef::WorkQueue q(p, 20000, {2500, 4, 4, 4});  // the GPU's chunk: half an equal share
+            const SimResult res = simulate(q, 20000, ranks);
+            INFO(ef::to_string(p) << ", GPU at " << gpu << "/s");
+            for (int s : res.seen) REQUIRE(s == 1);
+            CHECK(res.load_balance() >= 0.95);
+        }
     }
 }
 

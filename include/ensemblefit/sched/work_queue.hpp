@@ -36,7 +36,8 @@ struct UnitSpan {
  * For a request from rank r: `left` = positions not yet handed out, P = ranks, `chunk` = the
  * rank's chunk size (a GPU rank's is the batch it needs), `rate` = its last recorded
  * throughput (0 until it has one), `min_unit` = max(chunk, rate x kMinUnitSeconds), the
- * smallest unit of every policy. Once every rank has recorded a throughput, `time_left` =
+ * smallest unit of static, dynamic and guided and weighted's probe units. Once every rank has
+ * recorded a throughput, `time_left` =
  * left / (sum of the ranks' rates) is when the run would end if every rank worked to the end at
  * its rate, and `share` = rate x time_left is the part of `left` rank r would do by then;
  * `last` is the size of the unit r was handed before this one. Each unit is clipped to `left`.
@@ -54,11 +55,12 @@ struct UnitSpan {
  *   left, counting the unit it may still hold (a worker rank asks for its next unit when it
  *   starts the current one), so a slow rank gets small units and nobody waits for it.
  * - `weighted`: min_unit while some rank has no recorded throughput; then
- *   max(min_unit, share / 4): every rank's unit takes about a quarter of the time left,
- *   whatever its speed, so a GPU rank and a CPU rank get work in proportion to what they
- *   deliver and units shrink as the run ends. With the unit it may still hold, a rank is
- *   committed to about half of its share of the time left, as under guided; one fraction
- *   larger (share / 2) let one noisy estimate leave a long unit at the end.
+ *   max(max(1, rate x kMinUnitSeconds), min(share / 4, share / 2 - last)): every rank's unit
+ *   takes about a quarter of the time left, whatever its speed, so a GPU rank and a CPU rank
+ *   get work in proportion to what they deliver and units shrink as the run ends; and, as under
+ *   guided, no rank is committed to more than half its share. The chunk only sizes the probe
+ *   units: a GPU rank's chunk (half an equal share) as the last unit would keep the GPU busy
+ *   long after the CPU ranks finish.
  *
  * Why dynamic's units are longer (kDynamicUnitSeconds) than the floor: dynamic hands out every
  * unit at that size, so its request rate is what meets the reply latency. On an oversubscribed
