@@ -184,6 +184,20 @@ struct MellinContour {
     Complex<double> phase;
 };
 
+/// P_n(x) and P_n'(x) by the three-term recurrence (Gauss-Legendre's Newton steps). Host only.
+inline void legendre_p(int n, double x, double& p, double& dp) {
+    double p0 = 1.0;
+    double p1 = x;
+    for (int k = 2; k <= n; ++k) {
+        const double p2 = ((2.0 * k - 1.0) * x * p1 - (k - 1.0) * p0) / k;
+        p0 = p1;
+        p1 = p2;
+    }
+    if (n == 1) p0 = 1.0;
+    p = p1;
+    dp = n * (x * p1 - p0) / (x * x - 1.0);
+}
+
 /// Gauss-Legendre nodes t and weights w on [-1, 1] (Newton on P_n from the Chebyshev guess),
 /// accurate to rounding. Host only.
 inline void gauss_legendre(int n, std::vector<double>& t, std::vector<double>& w) {
@@ -192,31 +206,16 @@ inline void gauss_legendre(int n, std::vector<double>& t, std::vector<double>& w
     w.assign(static_cast<std::size_t>(n), 0.0);
     for (int i = 0; i < (n + 1) / 2; ++i) {
         double x = std::cos(mellin_detail::kPi * (i + 0.75) / (n + 0.5));
+        double p = 0.0;
         double dp = 0.0;
         for (int iter = 0; iter < 100; ++iter) {
-            double p0 = 1.0;
-            double p1 = x;
-            for (int k = 2; k <= n; ++k) {
-                const double p2 = ((2.0 * k - 1.0) * x * p1 - (k - 1.0) * p0) / k;
-                p0 = p1;
-                p1 = p2;
-            }
-            if (n == 1) p0 = 1.0;
-            dp = n * (x * p1 - p0) / (x * x - 1.0);
-            const double dx = p1 / dp;
+            legendre_p(n, x, p, dp);
+            const double dx = p / dp;
             x -= dx;
             if (std::abs(dx) < 1e-16) break;
         }
         // Recompute P_n' at the converged node for the weight.
-        double p0 = 1.0;
-        double p1 = x;
-        for (int k = 2; k <= n; ++k) {
-            const double p2 = ((2.0 * k - 1.0) * x * p1 - (k - 1.0) * p0) / k;
-            p0 = p1;
-            p1 = p2;
-        }
-        if (n == 1) p0 = 1.0;
-        dp = n * (x * p1 - p0) / (x * x - 1.0);
+        legendre_p(n, x, p, dp);
         const double wi = 2.0 / ((1.0 - x * x) * dp * dp);
         const auto lo = static_cast<std::size_t>(i);
         const auto hi = static_cast<std::size_t>(n - 1 - i);
