@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
@@ -164,6 +165,7 @@ void FitRun::make_worker_for_rank() {
         WorkerOptions wo;
         wo.threads = threads_.threads;
         wo.device = device.device;
+        wo.diag = diagnostics();
         worker_ = make_worker(device.kind, *pb_, wo);
     });
 }
