@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Where the window-resident passes stall (issue 6): Nsight Compute's throughput, warp-state,
 # scheduler and memory sections for the forward and backward window kernels of one
-# benchmark-shaped batch (gpu_tests "[bench]"), then that batch's time with 1024 and with 512
-# threads per window block (EF_RECON_WINDOW_THREADS). On the GPU machine:
+# benchmark-shaped batch (gpu_tests "[bench]"), after that batch's time (1024 threads per window
+# block: the 512-thread kernels were removed, being slower). On the GPU machine:
 #   source .gpu-run/env.sh && OUT=$OUT bash perf/recon/ncu_window.sh
 # With the argument `kernels`: instead, the time, grid and block of every kernel of one deferred
 # benchmark-shaped step (base clocks, caches flushed: proportions, not run times) at each batch
@@ -27,10 +27,8 @@ if [ "${1:-}" = kernels ]; then
 fi
 {
 nvidia-smi -L
-for threads in 1024 512; do
-    echo "== batch time, $threads threads per window block"
-    EF_RECON_WINDOW_THREADS=$threads gpu_tests "[bench]" 2>&1 | grep -E "recon batch|deferred"
-done
+echo "== batch time"
+gpu_tests "[bench]" 2>&1 | grep -E "recon batch|deferred"
 if [ -n "$NCU" ]; then
     echo "== ncu, window kernels (${NCU_KERNELS:-window_kernel})"
     timeout "${NCU_TIMEOUT:-300}" "$NCU" --kernel-name "regex:${NCU_KERNELS:-window_kernel}" --launch-count "${NCU_COUNT:-2}" \
