@@ -3,8 +3,9 @@
 # Scheduling policies with one rank slowed (issue #21): the README's example fit (inputs/example.ini,
 # an exponential on 60 points) with 20000 replicas on 4 ranks, rank 1 made 4x slower by
 # --debug.slowdown (a sleep of 3x each unit's compute time after the unit), under static, dynamic,
-# guided and weighted; REPS repetitions, the policies interleaved (their order rotates each
-# repetition), so slow and busy moments of a shared machine fall on every policy alike.
+# guided and weighted; REPS repetitions, the policies interleaved (in a shuffled order each
+# repetition, seeded by its number, so no policy always follows the same one), so slow and busy
+# moments of a shared machine fall on every policy alike.
 # Wall time and load balance of each run come from the output's /timing attributes.
 #
 # Usage: perf/sched/bench_policies.sh BINARY [REPS]          (builds nothing; REPS default 5)
@@ -35,8 +36,13 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 : > runs.jsonl
 echo "# $EF, $replicas replicas, $np ranks, --debug.slowdown $slowdown, $reps repetitions; uptime:$(uptime)"
 for ((rep = 0; rep < reps; ++rep)); do
-    for ((k = 0; k < ${#policies[@]}; ++k)); do
-        p=${policies[$(((k + rep) % ${#policies[@]}))]}
+    RANDOM=$((rep + 1))
+    order=("${policies[@]}")
+    for ((k = ${#order[@]} - 1; k > 0; --k)); do
+        j=$((RANDOM % (k + 1)))
+        t=${order[$k]} && order[$k]=${order[$j]} && order[$j]=$t
+    done
+    for p in "${order[@]}"; do
         before=$(load1)
         rm -f run.h5 run.h5.timing.json
         mpirun --oversubscribe -np "$np" "$EF" fit example.ini --fit.replicas "$replicas" --policy "$p" \
