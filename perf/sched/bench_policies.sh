@@ -26,6 +26,7 @@ slowdown=${SLOWDOWN:-1:4}
 machine=${MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')-$(nproc --all)core}
 date=$(date -u +%F)
 out=${OUT:-$src/perf/sched/results/$machine-$date-policies.json}
+mkdir -p "$(dirname "$out")" && out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")  # cd below
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -65,7 +66,6 @@ PY
         tail -1 runs.jsonl | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print("rep %d %-8s wall %.3f s  load balance %.3f  replicas %s  (load %.2f)" % (r["rep"], r["policy"], r["wall_s"], r["load_balance"], r["replicas_per_rank"], r["load_before"]))'
     done
 done
-mkdir -p "$(dirname "$out")"
 tree="$(git -C "$src" rev-parse --short HEAD)"
 git -C "$src" diff --quiet HEAD -- src include kernels CMakeLists.txt || tree="$tree + uncommitted changes"
 /usr/bin/python3 - runs.jsonl "$out" "$(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores" "$date" \
