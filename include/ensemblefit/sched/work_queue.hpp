@@ -64,10 +64,11 @@ struct UnitSpan {
  *
  * Why dynamic's units are longer (kDynamicUnitSeconds) than the floor: dynamic hands out every
  * unit at that size, so its request rate is what meets the reply latency. On an oversubscribed
- * node (4 ranks on 2 cores, other builds beside them) a reply took tens of milliseconds, and with
- * 20 ms units the worker ranks waited for replies despite prefetching (dynamic's load balance
- * 0.84 with one rank slowed 4x, 0.97-0.99 with 50 ms units). Guided and weighted hand out mostly
- * large units and only their last few at the floor, where short units keep the end balanced.
+ * node (4 ranks on 2 cores, load average ~10 from other builds) the worker ranks waited for
+ * replies despite prefetching with 20 ms units (0.1-0.9 s each per run; dynamic's load balance
+ * 0.83-0.85 with one rank slowed 4x, against 0.97-0.99 with 50 ms units; at load ~6 both were
+ * ~0.98). Guided and weighted hand out mostly large units and only their last few at the
+ * floor, where short units keep the end balanced.
  */
 class WorkQueue {
    public:
