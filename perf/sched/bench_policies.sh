@@ -93,9 +93,9 @@ doc = {"benchmark": "scheduling policies with one rank slowed", "device": device
        "uptime_end": uptime_end.strip(), "note": note,
        "placement": [line.rstrip() for line in open("placement.txt") if line.strip()],
        "summary": summary, "runs": runs}
-with open(out, "w") as f:
-    json.dump(doc, f, indent=1)
-    f.write("\n")
+with open(out, "w") as f:  # one line per run
+    head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=1)
+    f.write(head[:-2] + ',\n "runs": [\n  ' + ",\n  ".join(json.dumps(r) for r in runs) + "\n ]\n}\n")
 print("policy    runs  median wall s  (min-max)       median LB  (min)   wall/best  goal")
 for p, s in summary.items():
     print("%-9s %4d  %13.3f  (%.3f-%.3f)  %9.3f  (%.3f)  %9s  %s" % (
