@@ -157,7 +157,7 @@ TEST_CASE("GPU = CPU on linear, formula and iteration-limited replicas", "[gpu]"
     check_identical(cf);
 }
 
-TEST_CASE("GPU = CPU on dis-mellin replicas; timing of both", "[gpu][dis-mellin]") {
+TEST_CASE("GPU = CPU on dis-mellin replicas, and the timing of both", "[gpu][dis-mellin]") {
     const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256"});
     const Comparison c = compare(pb, 0, 256, 16);
     std::printf("  dis-mellin 257 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff %.2e, bitwise equal "

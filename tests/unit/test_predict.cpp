@@ -135,7 +135,7 @@ TEST_CASE("predict: points are checked like data, naming the file", "[predict]")
     }
 }
 
-TEST_CASE("prediction bands: mean, std and quantiles per point; non-finite values left out", "[predict]") {
+TEST_CASE("prediction bands: mean, std and quantiles per point, non-finite values left out", "[predict]") {
     // Point 0: replicas 1..5; point 1: 2, 2, inf, 2, 2 (one left out).
     const std::vector<double> values = {1, 2, 2, 2, 3, INFINITY, 4, 2, 5, 2};
 

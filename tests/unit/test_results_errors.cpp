@@ -140,7 +140,7 @@ TEST_CASE("error_scale = chi2 reproduces NIST's certified standard deviations (s
     CHECK(pass == 27);
 }
 
-TEST_CASE("error_scale: none stores (J^T W J)^-1 as before; chi2 scales it, correlation unchanged", "[errors]") {
+TEST_CASE("error_scale: none stores (J^T W J)^-1 as before, chi2 scales it, correlation unchanged", "[errors]") {
     TempDir dir;
     const ef::FitProblem none = nist_problem("Misra1a", "none");
     const ef::FitProblem chi2 = nist_problem("Misra1a", "chi2");
