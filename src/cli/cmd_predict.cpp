@@ -12,6 +12,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/run_args.hpp"
 #include "src/fit/prediction.hpp"
 #include "src/io/results_file.hpp"
 #include "src/report/prediction_bands.hpp"
@@ -52,16 +53,7 @@ bool parse_predict_args(const std::vector<std::string>& args, const MpiContext& 
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw usage_error(std::string("predict: ") + e.what());
-    }
-    if (vm.count("help")) {
-        if (ctx.is_root()) std::cout << desc << "\n";
-        return false;
-    }
+    if (!parse_program_options("predict", args, desc, pos, vm, ctx)) return false;
     a.replicas = vm.count("replicas") > 0;
     a.overwrite = vm.count("overwrite") > 0;
     if (a.source.empty()) throw usage_error("predict: no result file given (ensemblefit predict FILE.h5 --at POINTS)");

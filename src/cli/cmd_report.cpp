@@ -10,6 +10,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/run_args.hpp"
 #include "src/report/timing_file.hpp"
 
 namespace po = boost::program_options;
@@ -95,16 +96,7 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::positional_options_description pos;
     pos.add("files", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw usage_error(std::string("report: ") + e.what());
-    }
-    if (vm.count("help")) {
-        if (ctx.is_root()) std::printf("%s\n", [&] { std::ostringstream o; o << desc; return o.str(); }().c_str());
-        return 0;
-    }
+    if (!parse_program_options("report", args, desc, pos, vm, ctx)) return 0;
     if (files.empty()) throw usage_error("report: no result files given");
     if (!ctx.is_root()) return 0;
     std::vector<RunTiming> runs;

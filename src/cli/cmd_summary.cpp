@@ -9,6 +9,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/run/run_args.hpp"
 #include "src/report/results_summary.hpp"
 
 namespace po = boost::program_options;
@@ -39,16 +40,7 @@ int cmd_summary(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw usage_error(std::string("summary: ") + e.what());
-    }
-    if (vm.count("help")) {
-        if (ctx.is_root()) std::cout << desc << "\n";
-        return 0;
-    }
+    if (!parse_program_options("summary", args, desc, pos, vm, ctx)) return 0;
     if (file.empty()) throw usage_error("summary: no result file given (ensemblefit summary FILE.h5)");
     SummaryFormat f = SummaryFormat::table;
     if (format == "csv") f = SummaryFormat::csv;

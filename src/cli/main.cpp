@@ -93,16 +93,7 @@ int cmd_merge(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::positional_options_description pos;
     pos.add("inputs", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw usage_error(std::string("merge: ") + e.what());
-    }
-    if (vm.count("help")) {
-        if (ctx.is_root()) std::cout << desc << "\n";
-        return 0;
-    }
+    if (!parse_program_options("merge", args, desc, pos, vm, ctx)) return 0;
     if (output.empty()) throw usage_error("merge: -o OUT.h5 is required");
     if (ctx.is_root()) run_merge(output, inputs, vm.count("overwrite") > 0);
     return 0;

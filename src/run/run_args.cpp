@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 
 #include <ensemblefit/core/error.hpp>
 
@@ -55,6 +56,22 @@ bool parse_run_args(const std::string& command, const std::vector<std::string>& 
         throw usage_error(command + ": no config file given (see ensemblefit " + command + " --help)");
     if (out.resume && out.overwrite) throw usage_error(command + ": --resume and --overwrite exclude each other");
     return true;
+}
+
+bool parse_program_options(const std::string& command, const std::vector<std::string>& args,
+                           const boost::program_options::options_description& desc,
+                           const boost::program_options::positional_options_description& positional,
+                           boost::program_options::variables_map& vm, const MpiContext& ctx) {
+    namespace po = boost::program_options;
+    try {
+        po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw usage_error(command + ": " + e.what());
+    }
+    if (vm.count("help") == 0) return true;
+    if (ctx.is_root()) std::cout << desc << "\n";
+    return false;
 }
 
 double parse_number_arg(const std::string& what, const std::string& text) {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
+
+#include <ensemblefit/comm/mpi_context.hpp>
 #include <ensemblefit/run/run_args.hpp>
 
 namespace ef {
@@ -24,6 +27,16 @@ struct ArgOption {
  */
 bool parse_run_args(const std::string& command, const std::vector<std::string>& args, bool resumable,
                     const std::vector<ArgOption>& options, RunArgs& out);
+
+/**
+ * For the commands that read result files (merge, report, summary, predict): parses `args`
+ * against `desc` and `positional` into `vm`. Returns false when -h/--help was given (rank 0 has
+ * printed `desc`); a parse error is a usage_error prefixed with `command`.
+ */
+bool parse_program_options(const std::string& command, const std::vector<std::string>& args,
+                           const boost::program_options::options_description& desc,
+                           const boost::program_options::positional_options_description& positional,
+                           boost::program_options::variables_map& vm, const MpiContext& ctx);
 
 /// A finite number from a command-line value; usage_error naming `what` otherwise.
 double parse_number_arg(const std::string& what, const std::string& text);
