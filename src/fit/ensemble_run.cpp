@@ -59,23 +59,21 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 /// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
 void write_dispatch_timing(h5::File& f, const std::string& group, const DispatchStats& ds, SchedPolicy policy,
                            const std::string& baseline) {
-    const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
     f.set_attr(group, "policy", std::string(to_string(policy)));
     if (!baseline.empty()) f.set_attr(group, "baseline", baseline);
     f.set_attr(group, "dispatcher_io_seconds", ds.io);
     f.set_attr(group, "dispatcher_comm_seconds", ds.comm);
     f.set_attr(group, "dispatcher_sched_seconds", ds.sched);
     f.set_attr(group, "dispatch_requests", ds.requests);
-    f.set_attr(group, "dispatch_microseconds_per_request", per_request_us);
+    f.set_attr(group, "dispatch_microseconds_per_request", ds.microseconds_per_request());
 }
 
 std::string dispatch_json(const DispatchStats& ds, SchedPolicy policy) {
-    const double per_request_us = ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0;
     char extra[512];
     std::snprintf(extra, sizeof extra,
                   "  \"policy\": \"%s\",\n  \"dispatcher\": {\"io_seconds\": %.9g, \"comm_seconds\": %.9g, "
                   "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g}",
-                  to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), per_request_us);
+                  to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), ds.microseconds_per_request());
     return extra;
 }
 
@@ -87,7 +85,7 @@ void print_dispatch_timing(const GatheredTiming& t, const DispatchStats& ds, Sch
     std::printf("  policy %s; rank 0 dispatcher thread (concurrent with its compute): io %.3f s, comm %.3f s, "
                 "%lld requests at %.1f us each\n",
                 to_string(policy), ds.io, ds.comm, static_cast<long long>(ds.requests),
-                ds.requests > 0 ? 1e6 * ds.sched / static_cast<double>(ds.requests) : 0.0);
+                ds.microseconds_per_request());
 }
 
 /**

@@ -171,11 +171,10 @@ void grow_replicas(h5::File& f, const RunIdentity& old, const RunIdentity& id) {
 }  // namespace
 
 bool ResultsFile::complete_for(const std::string& path, const RunIdentity& id) {
-    const h5::File f = h5::File::open_read(path);
+    h5::File f = h5::File::open_read(path);
     const RunIdentity old = read_identity(f);
     if (check_resumable(path, old, id)) return false;
-    const ResultsFile view(h5::File::open_read(path), old);
-    return view.pending().empty();
+    return ResultsFile(std::move(f), old).pending().empty();
 }
 
 ResultsFile ResultsFile::resume(const std::string& path, const RunIdentity& id) {

@@ -28,6 +28,8 @@ struct DispatchStats {
     std::int64_t requests = 0;
     std::int64_t mpi_calls = 0;
     std::int64_t mpi_bytes = 0;
+    /// Service time per answered request, microseconds (0 without requests).
+    double microseconds_per_request() const { return requests > 0 ? 1e6 * sched / static_cast<double>(requests) : 0.0; }
 };
 
 /**
