@@ -221,10 +221,12 @@ std::vector<std::string> placement_warnings(const std::vector<std::string>& rows
     std::vector<std::string> out;
     std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_host;
     std::string crowded, far;
+    bool omp_bound = false;  // OpenMP binds threads to places: OMP_PLACES / OMP_PROC_BIND
     for (const auto& r : rows) {
         const std::vector<std::string> c = split_tabs(r);
         const CpuList cpus = parse_cpus(c[4]);
         by_host[c[1]].push_back({c[0], cpus});
+        omp_bound = omp_bound || c[5].find("omp-") != std::string::npos;
         if (!cpus.empty() && c[2].rfind("cpu", 0) == 0 && std::atoi(c[3].c_str()) > static_cast<int>(cpus.size()))
             crowded += (crowded.empty() ? "" : ", ") + c[0] + " (" + c[3] + " on " + c[4] + ")";
         const auto numa = c[6].find("(NUMA ");
@@ -252,7 +254,10 @@ std::vector<std::string> placement_warnings(const std::vector<std::string>& rows
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
         if (!names.empty())
             out.push_back("ranks " + list + " on " + host + " share cores " + format_cpus({shared.begin(), shared.end()}) +
-                          " (each rank's own cores: [run] bind = auto or cores, or the launcher's binding)");
+                          " (each rank's own cores: [run] bind = auto or cores, or the launcher's binding" +
+                          (omp_bound ? "; OMP_PLACES/OMP_PROC_BIND pin a rank's first thread to the first core of its"
+                                       " mask before the run starts: set them only where the launcher binds ranks)"
+                                     : ")"));
     }
     return out;
 }

@@ -2,11 +2,17 @@
 # SPDX-License-Identifier: MIT
 # The jobs/ scripts under a real Slurm, against the bundled example (inputs/example.ini):
 #   - rank-per-core.sbatch gives the same /central, /replicas, /summary as a plain mpirun run;
+#   - every job script's ranks run on distinct cores, read from the placement each run stores
+#     under /timing (whether or not this Slurm binds tasks: TaskPlugin=task/none leaves it to
+#     ensemblefit's [run] bind = auto), and no run warns about shared cores;
+#   - two ranks forced onto one core (--cpu-bind=map_cpu:0,0 and a one-core mask) are warned
+#     about, and under --run.bind none the warning appears exactly when the stored cores overlap;
 #   - submit-array.sh (array.sbatch, --shard auto, + merge.sbatch afterok) gives the same;
 #   - an array task that fails (a corrupt leftover shard file) blocks the merge: Slurm cancels
 #     it or leaves it pending (DependencyNeverSatisfied), it never runs; re-submitting the
 #     failed task (EF_RETRY) with a new merge completes the result, again bitwise equal;
-#   - scaling-study.sbatch runs every rank count and `ensemblefit report` has one row each;
+#   - scaling-study.sbatch runs every rank count, each on distinct cores, and `ensemblefit
+#     report` has one row each;
 #   - with GPUs in the cluster (the local one has pretend GPUs): rank-per-gpu.sbatch gives each
 #     rank its own GPU and hybrid.sbatch GPU and CPU ranks, both with CPU workers here;
 #   - perf/plot_scaling.py and perf/plot_ensemble.py draw the real runs (PNGs kept in
@@ -37,6 +43,7 @@ JOBS=$SRC/jobs
 CONFIG=$SRC/inputs/example.ini
 PY=/usr/bin/python3
 H5CHECK="$PY $SRC/tests/tools/h5check.py"
+place() { "$PY" "$HERE/placement_check.py" "$@"; }
 PLOTS=${EF_SLURM_PLOTS:-$BUILD/slurm-plots}
 JOBLIST=$BUILD/slurm-test.jobs        # our job ids, so a later run can cancel leftovers
 TIMEOUT=${EF_SLURM_TIMEOUT:-300}      # seconds to wait for one batch of jobs
@@ -159,6 +166,7 @@ states() { records "$1" | field JobState | sort | tr '\n' ' ' | sed 's/ $//'; }
 completed() { [ "$(states "$1" | tr ' ' '\n' | sort -u)" = COMPLETED ]; }
 task_state() { records "$1" | grep "ArrayTaskId=$2 " | field JobState; }
 show_log() { local f; for f in "$@"; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done; return 0; }
+no_share_warning() { ! grep -H "share cores" "$@"; }
 same() {  # same A B: /central /replicas /summary bitwise equal
     [ -f "$2" ] || { log "$2 missing"; return 1; }
     $H5CHECK equal "$1" "$2" /central /replicas /summary
@@ -176,6 +184,17 @@ RANKS=${RANKS# }
 MAXR=${RANKS##* }
 
 J_CORE=$(EF_OUTDIR=core submit rank-per-core --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+
+# Two ranks forced onto core 0: by Slurm where it binds (map_cpu:0,0), and by a one-core mask
+# (taskset -c 0 around ensemblefit) where it does not. ensemblefit must warn.
+printf '#!/bin/sh\nexec taskset -c 0 "%s" "$@"\n' "$EF" > one-core.sh
+chmod +x one-core.sh
+J_ONE=$(EF_OUTDIR=one EF_BINARY=$WORK/one-core.sh EF_SRUN_ARGS=--cpu-bind=map_cpu:0,0 \
+    submit one-core --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+# --run.bind none keeps whatever masks Slurm gave: shared under task/none (then warned about),
+# distinct where Slurm binds (then no warning).
+J_NONE=$(EF_OUTDIR=none EF_ARGS="--run.bind none" \
+    submit bind-none --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
 
 # shellcheck disable=SC2034
 read -r _ A_OK M_OK < <(EF_SHARDS=4 EF_CONCURRENT=2 EF_OUTDIR=array EF_SBATCH_ARGS="--ntasks=2 $EF_SBATCH_ARGS" \
@@ -204,7 +223,7 @@ if [ "$GPUS" -ge 1 ]; then
         GPU_JOBS+=("$J_HYB")
     fi
 fi
-log "submitted: rank-per-core $J_CORE, array $A_OK + merge $M_OK, failing array $A_BAD + merge $M_BAD," \
+log "submitted: rank-per-core $J_CORE, one-core $J_ONE, bind-none $J_NONE, array $A_OK + merge $M_OK, failing array $A_BAD + merge $M_BAD," \
     "scaling $J_SCALE (ranks $RANKS)${GPU_JOBS[*]:+, gpu/hybrid ${GPU_JOBS[*]}}"
 
 # dis-mellin (when the model and its example are there): a small real ensemble for the x f(x)
@@ -215,18 +234,38 @@ if [ -f "$SRC/inputs/dis-mellin.ini" ] && "$EF" fit "$SRC/inputs/dis-mellin.ini"
     log "submitted: dis-mellin example with 8 replicas $J_DIS"
 fi
 
-wait_for "$J_CORE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
+wait_for "$J_CORE" "$J_ONE" "$J_NONE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
 set +e   # from here on every check runs, failed or not
 
 # ---------------------------------------------------------------- rank-per-core
 check "rank-per-core job completed" completed "$J_CORE" || show_log logs/rank-per-core-"$J_CORE".out
 check "rank-per-core result == mpirun result (bitwise)" same ref.h5 core/example.h5
+check "rank-per-core: 2 ranks on distinct cores (stored placement)" place distinct 2 core/example.h5
+check "rank-per-core: no shared-cores warning" no_share_warning "logs/rank-per-core-$J_CORE.out"
+
+# ---------------------------------------------------------------- forced onto one core
+olog=logs/one-core-$J_ONE.out
+check "one-core job completed" completed "$J_ONE" || show_log "$olog"
+check "one-core: both ranks stored on core 0" test "$(place cores one/example.h5 | tr '\n' ' ')" = "0 0 "
+check "one-core: ensemblefit warns that ranks 0, 1 share core 0" \
+    grep -q "warning: ranks 0, 1 on .* share cores 0 " "$olog"
+nlog=logs/bind-none-$J_NONE.out
+check "bind-none job completed" completed "$J_NONE" || show_log "$nlog"
+if place distinct 2 none/example.h5; then
+    log "bind none: Slurm bound the tasks, distinct cores kept"
+    check "bind none, distinct cores: no shared-cores warning" no_share_warning "$nlog"
+else
+    log "bind none: Slurm did not bind the tasks, the shared mask kept"
+    check "bind none, shared cores: ensemblefit warns naming ranks 0, 1" grep -q "warning: ranks 0, 1 on .* share cores" "$nlog"
+fi
 
 # ---------------------------------------------------------------- array + merge
 check "array job: 4 tasks completed" completed "$A_OK" || show_log array/logs/*_"$A_OK"_*.out
 check "merge job completed after the array" completed "$M_OK" || show_log array/logs/ef-merge_"$M_OK".out
 check "merged shards == mpirun result (bitwise)" same ref.h5 array/example.h5
 check "array logs are named %x_%A_%a" test -f "array/logs/ef-shard_${A_OK}_3.out"
+check "array: each shard's 2 ranks on distinct cores" place distinct 2 array/shards/example-{0,1,2,3}.h5
+check "array: no shared-cores warning" no_share_warning array/logs/ef-shard_"$A_OK"_*.out
 
 # ---------------------------------------------------------------- failed task blocks the merge
 check "array task 2 failed" test "$(task_state "$A_BAD" 2)" = FAILED || show_log failed/logs/*_"$A_BAD"_2.out
@@ -262,6 +301,7 @@ if [ -n "${J_GPU:-}" ]; then
         test "$(grep -c '^rank [0-9]* on .*: GPU [0-9]' "$glog")" = "$G" -a \
         "$(grep '^rank [0-9]* on ' "$glog" | sed 's/.*GPU \([^,]*\),.*/\1/' | sort -u | wc -l)" = "$G"
     check "rank-per-gpu result == mpirun result (bitwise)" same ref.h5 gpu/example.h5
+    check "rank-per-gpu: $G ranks on distinct cores" place distinct "$G" gpu/example.h5
 else
     skip "rank-per-gpu.sbatch: the cluster has no GPUs"
 fi
@@ -273,6 +313,7 @@ if [ -n "${J_HYB:-}" ]; then
         grep -q '^rank 1 on .*: CPU rank .*GPU none, .*2 threads' "$hlog"
     check "hybrid: ensemblefit runs 2 threads per rank" grep -q 'cpu, 2 threads' "$hlog"
     check "hybrid result == mpirun result (bitwise)" same ref.h5 hybrid/example.h5
+    check "hybrid: 2 ranks on distinct cores" place distinct 2 hybrid/example.h5
 else
     skip "hybrid.sbatch: the cluster has no GPUs or fewer than 4 CPUs"
 fi
@@ -280,9 +321,22 @@ fi
 # ---------------------------------------------------------------- scaling study + report
 slog=logs/scaling-$J_SCALE.out
 check "scaling-study job completed" completed "$J_SCALE" || show_log "$slog"
-n_ranks=$(wc -w <<< "$RANKS")
-n_files=$(find scaling -name 'ranks-*.h5' 2> /dev/null | wc -l)
-check "scaling study: one result per rank count ($RANKS)" test "$n_files" = "$n_ranks"
+# More ranks than the node's real cores (the local cluster offers 4 CPUs on 2 cores) must share
+# and be warned about; otherwise each rank has its own cores and nothing is warned.
+REAL=$(getconf _NPROCESSORS_ONLN)
+for r in $RANKS; do
+    f=$(printf 'scaling/ranks-%04d.h5' "$r")
+    awk -v h="=== $r rank(s) ->" 'index($0, h) == 1 { p = 1; next } /^=== / { p = 0 } p' "$slog" > "logs/scaling-$r.out"
+    if [ "$r" -le "$REAL" ] || [ "$r" -le 1 ]; then
+        check "scaling study, $r rank(s): the run's ranks on distinct cores" place distinct "$r" "$f"
+        check "scaling study, $r rank(s): no shared-cores warning" no_share_warning "logs/scaling-$r.out"
+    elif place distinct "$r" "$f"; then
+        check "scaling study, $r ranks on $REAL cores: distinct cores, no warning" no_share_warning "logs/scaling-$r.out"
+    else
+        check "scaling study, $r ranks on $REAL cores: the shared cores are warned about" \
+            grep -q "warning: ranks .* share cores" "logs/scaling-$r.out"
+    fi
+done
 mkdir -p "$PLOTS"
 if "$EF" report --help > /dev/null 2>&1; then
     check "report CSV: header has the scaling columns" \
@@ -303,6 +357,7 @@ check "plot_ensemble.py draws the merged array result" $PY "$SRC/perf/plot_ensem
 pngs=(scaling.png scaling-from-h5.png ensemble.png)
 if [ -n "${J_DIS:-}" ]; then
     check "dis-mellin job completed" completed "$J_DIS" || show_log "logs/dis-mellin-$J_DIS.out"
+    check "dis-mellin: 2 ranks on distinct cores" place distinct 2 dis/dis-mellin.h5
     check "plot_ensemble.py draws the dis-mellin ensemble and its x f(x) bands" $PY \
         "$SRC/perf/plot_ensemble.py" dis/dis-mellin.h5 -o "$PLOTS/ensemble-dis-mellin.png"
     pngs+=(ensemble-dis-mellin.png ensemble-dis-mellin-pdfs.png)

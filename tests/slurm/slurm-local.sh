@@ -15,7 +15,9 @@
 #
 # Knobs: SLURM_LOCAL_CPUS (CPUs of the node; default max(nproc, 4): Slurm may hand out more
 # CPUs than there are cores, SlurmdParameters=config_overrides), SLURM_LOCAL_MEM_MB (default 80%
-# of MemTotal), SLURM_LOCAL_NODENAME (default hostname -s).
+# of MemTotal), SLURM_LOCAL_NODENAME (default hostname -s), SLURM_LOCAL_TASK_PLUGIN (default
+# task/none: Slurm binds no task, every task holds all the CPUs; task/affinity makes srun's
+# --cpu-bind work, and then SLURM_LOCAL_CPUS must not exceed the real CPUs).
 #
 # Debian's policy-rc.d keeps the packages' postinst from starting services, so the daemons are
 # started here in the foreground (-D) under setsid, which makes $! their own PID. Without
@@ -31,6 +33,7 @@ NODE=${SLURM_LOCAL_NODENAME:-$(hostname -s)}
 NPROC=$(nproc)
 CPUS=${SLURM_LOCAL_CPUS:-$((NPROC > 4 ? NPROC : 4))}
 GPUS=${SLURM_LOCAL_GPUS:-2}
+TASK_PLUGIN=${SLURM_LOCAL_TASK_PLUGIN:-task/none}
 MEM=${SLURM_LOCAL_MEM_MB:-$(awk '/MemTotal/ {printf "%d", $2/1024*0.8}' /proc/meminfo)}
 STARTED=${SLURM_LOCAL_STARTED:-}
 
@@ -101,7 +104,7 @@ AuthType=auth/munge
 CredType=cred/munge
 MpiDefault=pmix
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=${TASK_PLUGIN}
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
