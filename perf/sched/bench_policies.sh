@@ -41,7 +41,7 @@ for ((rep = 0; rep < reps; ++rep)); do
     order=("${policies[@]}")
     for ((k = ${#order[@]} - 1; k > 0; --k)); do
         j=$((RANDOM % (k + 1)))
-        t=${order[$k]} && order[$k]=${order[$j]} && order[$j]=$t
+        t=${order[k]} && order[k]=${order[j]} && order[j]=$t
     done
     for p in "${order[@]}"; do
         before=$(load1)
@@ -81,6 +81,7 @@ for p in ["static", "dynamic", "guided", "weighted"]:
     summary[p] = {"runs": len(mine), "median_wall_s": round(statistics.median(r["wall_s"] for r in mine), 3),
                   "min_wall_s": min(r["wall_s"] for r in mine), "max_wall_s": max(r["wall_s"] for r in mine),
                   "median_load_balance": round(statistics.median(r["load_balance"] for r in mine), 3),
+                  "median_units": statistics.median(sum(r["units_per_rank"]) for r in mine),
                   "min_load_balance": min(r["load_balance"] for r in mine)}
 best = min(summary[p]["median_wall_s"] for p in ["dynamic", "guided", "weighted"])
 for p in ["dynamic", "guided", "weighted"]:
@@ -96,10 +97,10 @@ doc = {"benchmark": "scheduling policies with one rank slowed", "device": device
 with open(out, "w") as f:  # one line per run
     head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=1)
     f.write(head[:-2] + ',\n "runs": [\n  ' + ",\n  ".join(json.dumps(r) for r in runs) + "\n ]\n}\n")
-print("policy    runs  median wall s  (min-max)       median LB  (min)   wall/best  goal")
+print("policy    runs  median wall s  (min-max)       median LB  (min)   units  wall/best  goal")
 for p, s in summary.items():
-    print("%-9s %4d  %13.3f  (%.3f-%.3f)  %9.3f  (%.3f)  %9s  %s" % (
+    print("%-9s %4d  %13.3f  (%.3f-%.3f)  %9.3f  (%.3f)  %5d  %9s  %s" % (
         p, s["runs"], s["median_wall_s"], s["min_wall_s"], s["max_wall_s"], s["median_load_balance"],
-        s["min_load_balance"], s.get("wall_over_best", "-"), s.get("goal_met", "-")))
+        s["min_load_balance"], s["median_units"], s.get("wall_over_best", "-"), s.get("goal_met", "-")))
 PY
 echo "wrote $out"

@@ -75,12 +75,15 @@ double WorkQueue::time_left(std::int64_t left) const {
 /// the header's comment).
 std::int64_t WorkQueue::shared_unit(size_t rank, std::int64_t left) const {
     const double rate = throughput_[rank];
-    if (policy_ == SchedPolicy::dynamic) {  // never more than left / 2P: the last units still spread
-        const std::int64_t by_time = static_cast<std::int64_t>(rate * kDynamicUnitSeconds);
-        return std::max(chunk_[rank], std::min(by_time, left / (2 * ranks_)));
-    }
     const std::int64_t floor = min_unit(rank);
     const double t = time_left(left);
+    if (policy_ == SchedPolicy::dynamic) {
+        const std::int64_t by_time = static_cast<std::int64_t>(rate * kDynamicUnitSeconds);
+        // Speeds not all known yet: never more than left / 2P, so the last units still spread.
+        if (t <= 0.0) return std::max(chunk_[rank], std::min(by_time, left / (2 * ranks_)));
+        // Then never more than a quarter of the time left at the recorded rates.
+        return std::max(floor, std::min(by_time, static_cast<std::int64_t>(rate * t / 4.0)));
+    }
     if (t <= 0.0) return floor;  // some rank's speed is still unknown: probe-sized units
     const double share = rate * t;
     // Never more than half the rank's share committed, counting the unit it may still hold.

@@ -45,9 +45,11 @@ struct UnitSpan {
  * - `static`: rank r owns [total r / P, total (r+1) / P) and takes it in steps of
  *   max(chunk, rate x kMinUnitSeconds). Nothing moves between ranks: the one policy that may
  *   be unbalanced.
- * - `dynamic`: max(chunk, min(rate x kDynamicUnitSeconds, left / 2P)) to whoever asks: units
- *   of kDynamicUnitSeconds of the asking rank's own work, never more than left / 2P so the last
- *   units still spread over the ranks.
+ * - `dynamic`: units of kDynamicUnitSeconds of the asking rank's own work, to whoever asks:
+ *   max(chunk, min(rate x kDynamicUnitSeconds, left / 2P)) while some rank has no recorded
+ *   throughput, then max(min_unit, min(rate x kDynamicUnitSeconds, rate x time_left / 4)): never
+ *   more than a quarter of the time left, so the last units still spread over the ranks and a
+ *   slow rank's last unit ends with the others'.
  * - `guided`: min_unit while some rank has no recorded throughput (the first units probe each
  *   rank's speed, so a rank of unknown speed never gets a big unit); then
  *   max(min_unit, min(ceil(left / 2P), share / 2 - last)): chunks shrink with the remaining work
@@ -63,12 +65,16 @@ struct UnitSpan {
  *   long after the CPU ranks finish.
  *
  * Why dynamic's units are longer (kDynamicUnitSeconds) than the floor: dynamic hands out every
- * unit at that size, so its request rate is what meets the reply latency. On an oversubscribed
- * node (4 ranks on 2 cores, load average ~10 from other builds) the worker ranks waited for
- * replies despite prefetching with 20 ms units (0.1-0.9 s each per run; dynamic's load balance
- * 0.83-0.85 with one rank slowed 4x, against 0.97-0.99 with 50 ms units; at load ~6 both were
- * ~0.98). Guided and weighted hand out mostly large units and only their last few at the
- * floor, where short units keep the end balanced.
+ * unit but its last few at that size, so its unit count is what its cost per unit (request,
+ * reply, result message, store on rank 0's dispatcher thread, which shares rank 0's core) and
+ * the reply latency scale with. With 20 ms units on an oversubscribed node (4 ranks on 2 cores,
+ * load average ~10) the worker ranks waited for replies despite prefetching; with 50 ms units
+ * and a tail cap of left / 2P positions, dynamic made about twice the units of guided and
+ * weighted with one rank slowed 4x among 4 (~150 against ~80) and was 6-16 % slower than the
+ * best of them, and in a simulation at a quiet machine's rates (10000, 1250, 10000, 8750 per
+ * second) its last units, sized in positions rather than time, left the slow rank 50 ms behind
+ * (load balance 0.94). The cap of a quarter of the time left ends every rank's last unit
+ * together, which lets the units be 100 ms: ~90 in that case, load balance 0.98-0.99.
  */
 class WorkQueue {
    public:
@@ -76,7 +82,7 @@ class WorkQueue {
     /// and static's step.
     static constexpr double kMinUnitSeconds = 0.02;
     /// Dynamic's unit length (see above).
-    static constexpr double kDynamicUnitSeconds = 0.05;
+    static constexpr double kDynamicUnitSeconds = 0.1;
 
     WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk);
     /// Per-rank chunk sizes (a GPU rank wants thousands of replicas per unit, a CPU rank a few
