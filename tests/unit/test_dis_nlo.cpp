@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+// NLO QCD in Mellin space (src/model/dis_nlo.*): harmonic sums, splitting functions, coupling,
+// the Les Houches evolution benchmark and the F2 coefficient functions.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <complex>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "kernels/models/mellin_math.hpp"
+#include "src/model/dis_nlo.hpp"
+
+namespace {
+
+using ef::qcd::Cx;
+constexpr double kPi = 3.14159265358979323846;
+
+double rel(Cx got, Cx want) { return std::abs(got - want) / std::abs(want); }
+
+/// Gauss-Legendre nodes/weights on [lo, hi] in `pieces` equal parts.
+void composite_gl(double lo, double hi, int pieces, int n, std::vector<double>& t, std::vector<double>& w) {
+    std::vector<double> t0, w0;
+    ef::gauss_legendre(n, t0, w0);
+    t.clear();
+    w.clear();
+    const double h = (hi - lo) / pieces;
+    for (int p = 0; p < pieces; ++p)
+        for (std::size_t k = 0; k < t0.size(); ++k) {
+            t.push_back(lo + h * (p + 0.5 * (t0[k] + 1.0)));
+            w.push_back(0.5 * h * w0[k]);
+        }
+}
+
+/// B(z, m + 1) = m! / (z (z+1) ... (z+m)) for integer m >= 0.
+Cx beta_int(Cx z, int m) {
+    Cx r(1.0);
+    for (int j = 0; j <= m; ++j) r *= static_cast<double>(j > 0 ? j : 1) / (z + static_cast<double>(j));
+    return r;
+}
+
+/// x f(x) from its moments on the precise contour (the inversion the tables use).
+double invert_x(double x, const std::function<Cx(Cx)>& moment) {
+    const ef::MellinContour m = ef::make_mellin_contour(
+        1.9, 0.75 * kPi, ef::mellin_breakpoints(ef::MellinBreakpoints::precise), 24);
+    const Cx phase(m.phase.re, m.phase.im);
+    double acc = 0.0;
+    for (std::size_t k = 0; k < m.nodes.size(); ++k) {
+        const Cx n(m.nodes[k].re, m.nodes[k].im);
+        acc += m.weights[k] * (phase * std::exp(-n * std::log(x)) * moment(n)).imag();
+    }
+    return x * acc / kPi;
+}
+
+}  // namespace
+
+TEST_CASE("qcd harmonic sums match their finite sums at integer N", "[dis][nlo]") {
+    double s1 = 0, s2 = 0, s3 = 0, stilde = 0;
+    for (int n = 1; n <= 9; ++n) {
+        s1 += 1.0 / n;
+        s2 += 1.0 / (n * n);
+        s3 += 1.0 / (n * n * n);
+        stilde += (n % 2 == 0 ? 1.0 : -1.0) * s1 / (n * n);
+        const Cx cn(n, 0.0);
+
+        CHECK(std::abs(ef::qcd::harmonic_s1(cn) - s1) < 1e-13);
+        CHECK(std::abs(ef::qcd::harmonic_s2(cn) - s2) < 1e-13);
+        CHECK(std::abs(ef::qcd::harmonic_s3(cn) - s3) < 1e-13);
+        CHECK(std::abs(ef::qcd::alternating_sums(cn, n % 2 == 0 ? 1 : -1).stilde - stilde) < 1e-12);
+    }
+}
+
+TEST_CASE("qcd harmonic sums obey their recurrence on the complex plane", "[dis][nlo]") {
+    for (const Cx n : {Cx(1.9, 0.0), Cx(1.2, 7.0), Cx(-30.0, 35.0), Cx(-700.0, 702.0)}) {
+        CHECK(rel(ef::qcd::harmonic_s1(n) - ef::qcd::harmonic_s1(n - 1.0), 1.0 / n) < 1e-12);
+        CHECK(rel(ef::qcd::harmonic_s2(n) - ef::qcd::harmonic_s2(n - 1.0), 1.0 / (n * n)) < 1e-11);
+        CHECK(rel(ef::qcd::harmonic_s3(n) - ef::qcd::harmonic_s3(n - 1.0), 1.0 / (n * n * n)) < 1e-10);
+    }
+}
+
+TEST_CASE("qcd Mellin moment of Li2(x)/(1+x) matches direct quadrature", "[dis][nlo]") {
+    std::vector<double> t, w;
+    composite_gl(0.0, 1.0, 40, 20, t, w);
+    for (const Cx n : {Cx(1.0, 0.0), Cx(2.5, 0.0), Cx(1.9, 4.0), Cx(40.0, 0.0)}) {
+        Cx want(0.0);
+        for (std::size_t k = 0; k < t.size(); ++k) {
+            // Li2 by its series (x <= 1, converges; 1 - x small needs many terms: use the reflection)
+            const double x = t[k];
+            double li2 = 0.0;
+            if (x < 0.5) {
+                double p = x;
+                for (int j = 1; j < 200; ++j, p *= x) li2 += p / (j * j);
+            } else {
+                double p = 1.0 - x, l = 0.0;
+                for (int j = 1; j < 200; ++j, p *= (1.0 - x)) l += p / (j * j);
+                li2 = kPi * kPi / 6.0 - std::log(x) * std::log(1.0 - x) - l;
+            }
+            want += w[k] * std::exp((n - 1.0) * std::log(x)) * li2 / (1.0 + x);
+        }
+
+        CHECK(rel(ef::qcd::mellin_li2_over_1px(n), want) < 1e-11);
+    }
+}
+
+TEST_CASE("qcd NLO splitting functions conserve quark number and momentum", "[dis][nlo]") {
+    for (int nf = 3; nf <= 6; ++nf) {
+        const ef::qcd::NloSplitting one = ef::qcd::nlo_splitting(Cx(1.0, 0.0), nf);
+        const ef::qcd::NloSplitting two = ef::qcd::nlo_splitting(Cx(2.0, 0.0), nf);
+        const ef::qcd::Splitting lo = ef::qcd::lo_splitting(Cx(2.0, 0.0), nf);
+
+        CHECK(std::abs(one.ns_minus) < 1e-12);
+        CHECK(std::abs(two.qq + two.gq) < 1e-11);
+        CHECK(std::abs(two.qg + two.gg) < 1e-11);
+        CHECK(std::abs(lo.qq + lo.gq) < 1e-13);
+        CHECK(std::abs(lo.qg + lo.gg) < 1e-13);
+    }
+}
+
+TEST_CASE("qcd NLO non-singlet splitting function has the two-loop cusp at large N", "[dis][nlo]") {
+    // P1_ns(N) -> -A2 ln N + const, A2 = 8 CF [(67/18 - zeta2) CA - 5/9 nf] (a = alpha_s/4pi)
+    const int nf = 4;
+    const double a2 = 8.0 * (4.0 / 3.0) * ((67.0 / 18.0 - ef::qcd::kZeta2) * 3.0 - 5.0 / 9.0 * nf);
+    const Cx n(1.0e6, 0.0);
+    const Cx slope = (ef::qcd::nlo_splitting(2.0 * n, nf).ns_plus - ef::qcd::nlo_splitting(n, nf).ns_plus) /
+                     std::log(2.0);
+
+    CHECK(std::abs(slope + a2) < 1e-4 * a2);
+}
+
+TEST_CASE("qcd NLO coupling: the exact and expanded running agree to O(a^3) and keep the reference", "[dis][nlo]") {
+    ef::qcd::QcdSettings s;
+    s.order = 2;
+    s.alphas_ref = 0.118;
+    s.q2_ref = 91.1876 * 91.1876;
+    const double a_ref = 0.118 / (4 * kPi);
+    ef::qcd::QcdSettings e = s;
+    e.coupling = ef::qcd::CouplingSolution::expanded;
+
+    CHECK(std::abs(ef::qcd::coupling_a(s.q2_ref, s) - a_ref) < 1e-17);
+    const double a10 = ef::qcd::coupling_a(10.0, s);
+    CHECK(a10 > a_ref);
+    CHECK(std::abs(a10 - ef::qcd::coupling_a(10.0, e)) < 0.03 * a10);
+    // round trip through both thresholds
+    ef::qcd::QcdSettings back = s;
+    back.alphas_ref = 4 * kPi * a10;
+    back.q2_ref = 10.0;
+    CHECK(std::abs(ef::qcd::coupling_a(s.q2_ref, back) - a_ref) < 1e-14);
+}
+
+namespace {
+
+/// The Les Houches toy input moments at mu0^2 = 2 GeV^2 (hep-ph/0204316 eq. 1.31).
+ef::qcd::PartonMoments toy_input(Cx n) {
+    const Cx uv = 5.1072 * beta_int(n - 0.2, 3);
+    const Cx dv = 3.06432 * beta_int(n - 0.2, 4);
+    const Cx dbar = 0.1939875 * beta_int(n - 1.1, 6);
+    const Cx ubar = 0.1939875 * beta_int(n - 1.1, 7);
+    const Cx s = 0.2 * (ubar + dbar);
+    ef::qcd::PartonMoments q{};
+    q.qp[0] = uv + 2.0 * ubar;
+    q.qp[1] = dv + 2.0 * dbar;
+    q.qp[2] = 2.0 * s;
+    q.qm[0] = uv;
+    q.qm[1] = dv;
+    q.g = 1.7 * beta_int(n - 1.1, 5);
+    return q;
+}
+
+/// One tabled combination of the evolved moments (names as in tests/data/les_houches_2002.txt).
+Cx combination(const std::string& name, const ef::qcd::PartonMoments& q) {
+    const Cx ubar = 0.5 * (q.qp[0] - q.qm[0]);
+    const Cx dbar = 0.5 * (q.qp[1] - q.qm[1]);
+    if (name == "u_v") return q.qm[0];
+    if (name == "d_v") return q.qm[1];
+    if (name == "L_m") return dbar - ubar;
+    if (name == "L_p") return 2.0 * (ubar + dbar);
+    if (name == "s_p") return q.qp[2];
+    if (name == "c_p") return q.qp[3];
+    if (name == "b_p") return q.qp[4];
+    return q.g;
+}
+
+using Table = std::map<std::string, std::vector<double>>;
+
+std::map<std::string, Table> read_tables() {
+    std::ifstream in(std::string(EF_SOURCE_DIR) + "/tests/data/les_houches_2002.txt");
+    REQUIRE(in.good());
+    std::map<std::string, Table> tables;
+    std::string line, current;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream ls(line);
+        std::string head;
+        ls >> head;
+        if (head == "table") {
+            ls >> current;
+            continue;
+        }
+        std::vector<double> v;
+        for (double d; ls >> d;) v.push_back(d);
+        tables[current][head] = v;
+    }
+    return tables;
+}
+
+ef::qcd::QcdSettings benchmark_settings(int order, int nf_fixed) {
+    ef::qcd::QcdSettings s;
+    s.order = order;
+    s.alphas_ref = 0.35;
+    s.q2_ref = 2.0;
+    s.mc2 = 2.0;
+    s.mb2 = 4.5 * 4.5;
+    s.mt2 = 175.0 * 175.0;
+    s.nf_fixed = nf_fixed;
+    return s;
+}
+
+/// Evolves the toy input to 1e4 GeV^2 and compares with the table; returns the worst relative
+/// deviation over the entries above 1e-5.
+double compare_benchmark(const Table& table, const ef::qcd::QcdSettings& s) {
+    const std::vector<double>& xs = table.at("x");
+    const ef::MellinContour m = ef::make_mellin_contour(
+        1.9, 0.75 * kPi, ef::mellin_breakpoints(ef::MellinBreakpoints::precise), 24);
+    std::vector<ef::qcd::PartonMoments> evolved;
+    std::vector<Cx> nodes;
+    for (const auto& node : m.nodes) {
+        const Cx n(node.re, node.im);
+        nodes.push_back(n);
+        evolved.push_back(ef::qcd::NodeEvolution(n, s).evolve(2.0, 1.0e4, toy_input(n)));
+    }
+    double worst = 0.0;
+    for (const auto& [name, want] : table) {
+        if (name == "x") continue;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            double acc = 0.0;
+            const Cx phase(m.phase.re, m.phase.im);
+            for (std::size_t k = 0; k < nodes.size(); ++k)
+                acc += m.weights[k] *
+                       (phase * std::exp(-nodes[k] * std::log(xs[i])) * combination(name, evolved[k])).imag();
+            const double got = xs[i] * acc / kPi;
+            if (std::abs(want[i]) > 1e-5) {
+                const double r = std::abs(got - want[i]) / std::abs(want[i]);
+                INFO(name << " x = " << xs[i] << ": got " << got << ", table " << want[i]);
+                CHECK(r < 2e-4);
+                worst = std::max(worst, r);
+            } else {
+                CHECK(std::abs(got - want[i]) < 2e-5);
+            }
+        }
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("qcd Les Houches benchmark LO tables (FFNS nf = 4 and VFNS)", "[dis][nlo][benchmark]") {
+    auto tables = read_tables();
+    for (const auto& [name, nf] : {std::pair<std::string, int>{"LO_FFNS4", 4}, {"LO_VFNS", 0}}) {
+        Table t = tables.at(name);
+        t["x"] = tables.at("").at("x");
+        INFO(name);
+        const double worst = compare_benchmark(t, benchmark_settings(1, nf));
+        WARN(name << ": worst relative deviation " << worst);
+    }
+}
+
+TEST_CASE("qcd Les Houches benchmark NLO tables, iterated solution (FFNS nf = 4 and VFNS)", "[dis][nlo][benchmark]") {
+    auto tables = read_tables();
+    for (const auto& [name, nf] : {std::pair<std::string, int>{"NLO_FFNS4", 4}, {"NLO_VFNS", 0}}) {
+        Table t = tables.at(name);
+        t["x"] = tables.at("").at("x");
+        INFO(name);
+        const double worst = compare_benchmark(t, benchmark_settings(2, nf));
+        WARN(name << ": worst relative deviation " << worst);
+    }
+}
+
+TEST_CASE("qcd momentum sum rule holds after NLO evolution", "[dis][nlo]") {
+    for (const auto sol : {ef::qcd::EvolutionSolution::iterated, ef::qcd::EvolutionSolution::truncated}) {
+        ef::qcd::QcdSettings s = benchmark_settings(2, 0);
+        s.solution = sol;
+        const Cx two(2.0, 0.0);
+        const ef::qcd::PartonMoments in = toy_input(two);
+        double start = in.g.real();
+        for (const Cx& q : in.qp) start += q.real();
+        for (const double q2 : {3.0, 20.25, 50.0, 1.0e4, 1.0e5}) {
+            const ef::qcd::PartonMoments out = ef::qcd::evolve_moments(two, 2.0, q2, in, s);
+            double sum = out.g.real();
+            for (const Cx& q : out.qp) sum += q.real();
+
+            CHECK(std::abs(sum - start) < 1e-10);
+        }
+    }
+}
+
+namespace {
+
+double q_test(double x) { return std::sqrt(x) * std::pow(1.0 - x, 3); }
+
+/// int_x^1 h(z) dz: log-spaced on [x, 1/2], and z = 1 - (1-z0) u^2 on [z0, 1] (z0 = max(x, 1/2))
+/// to take the logarithms at z -> 1.
+double integrate_z(double x, const std::function<double(double z, double omz)>& h) {
+    std::vector<double> u, w;
+    double acc = 0.0;
+    if (x < 0.5) {
+        composite_gl(std::log(x), std::log(0.5), 40, 20, u, w);
+        for (std::size_t k = 0; k < u.size(); ++k) {
+            const double z = std::exp(u[k]);
+            acc += w[k] * z * h(z, 1.0 - z);
+        }
+    }
+    const double z0 = std::max(x, 0.5);
+    composite_gl(0.0, 1.0, 40, 20, u, w);
+    for (std::size_t k = 0; k < u.size(); ++k) {
+        const double omz = (1.0 - z0) * u[k] * u[k];
+        acc += 2.0 * (1.0 - z0) * u[k] * w[k] * h(1.0 - omz, omz);
+    }
+    return acc;
+}
+
+/// (C_q (x) q)(x) in x space for the ESW form of C_q (alpha_s/2pi units), plus-distributions
+/// handled by subtraction.
+double quark_convolution_esw(double x) {
+    const double qx = q_test(x);
+    double acc = integrate_z(x, [&](double z, double omz) {
+        const double qz = q_test(x / z) / z;
+        const double lg = std::log(omz);
+        const double plus = (2.0 * lg / omz - 1.5 / omz) * (qz - qx);
+        const double reg = (-(1.0 + z) * lg - (1.0 + z * z) * std::log(z) / omz + 3.0 + 2.0 * z) * qz;
+        return plus + reg;
+    });
+    const double l1 = std::log(1.0 - x);
+    acc += qx * (l1 * l1 - 1.5 * l1);  // -q(x) int_0^x of 2 ln(1-z)/(1-z) - 3/2 /(1-z)
+    return acc - (4.5 + 2.0 * ef::qcd::kZeta2) * qx;
+}
+
+double gluon_convolution_esw(double x) {
+    return integrate_z(x, [&](double z, double omz) {
+        const double c = 0.5 * ((omz * omz + z * z) * std::log(omz / z) - 8.0 * z * z + 8.0 * z - 1.0);
+        return c * q_test(x / z) / z;
+    });
+}
+
+}  // namespace
+
+TEST_CASE("qcd F2 coefficient functions in N space invert to their x-space convolutions", "[dis][nlo]") {
+    const double cf = 4.0 / 3.0;
+    for (const double x : {1e-3, 0.01, 0.1, 0.4, 0.8}) {
+        const double nq = invert_x(x, [](Cx n) { return ef::qcd::coefficient_f2_quark(n) * beta_int(n + 0.5, 3); });
+        const double ng = invert_x(x, [](Cx n) { return ef::qcd::coefficient_f2_gluon(n) * beta_int(n + 0.5, 3); });
+        const double xq = x * 2.0 * cf * quark_convolution_esw(x);
+        const double xg = x * 4.0 * gluon_convolution_esw(x);
+        INFO("x = " << x << ": quark " << nq << " vs " << xq << ", gluon " << ng << " vs " << xg);
+
+        CHECK(std::abs(nq - xq) < 1e-7 * std::abs(xq) + 1e-12);
+        CHECK(std::abs(ng - xg) < 1e-7 * std::abs(xg) + 1e-12);
+    }
+}
+
+TEST_CASE("qcd quark coefficient function vanishes at N = 1 (Adler sum rule)", "[dis][nlo]") {
+    CHECK(std::abs(ef::qcd::coefficient_f2_quark(Cx(1.0, 0.0))) < 1e-13);
+}
