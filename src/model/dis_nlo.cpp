@@ -197,21 +197,24 @@ M2 singlet_factor(const SegmentKernel& k, double a0, double a1, const QcdSetting
 }
 
 void evolve_segment(const SegmentKernel& k, double a0, double a1, const QcdSettings& s,
-                    PartonMoments& q) {
+                    PartonMoments* moments, int count) {
     const int nf = k.nf;
     const Cx e_plus = ns_factor(k.p0_ns, k.p1_plus, nf, a0, a1, s);
     const Cx e_minus = ns_factor(k.p0_ns, k.p1_minus, nf, a0, a1, s);
     const M2 e = singlet_factor(k, a0, a1, s);
-    Cx sigma(0.0);
-    for (int f = 0; f < nf; ++f) sigma += q.qp[f];
-    const Cx sigma_new = e.m[0][0] * sigma + e.m[0][1] * q.g;
-    const Cx g_new = e.m[1][0] * sigma + e.m[1][1] * q.g;
     const double inv_nf = 1.0 / nf;
-    for (int f = 0; f < nf; ++f) {
-        q.qp[f] = e_plus * (q.qp[f] - sigma * inv_nf) + sigma_new * inv_nf;
-        q.qm[f] = e_minus * q.qm[f];
+    for (int i = 0; i < count; ++i) {
+        PartonMoments& q = moments[i];
+        Cx sigma(0.0);
+        for (int f = 0; f < nf; ++f) sigma += q.qp[f];
+        const Cx sigma_new = e.m[0][0] * sigma + e.m[0][1] * q.g;
+        const Cx g_new = e.m[1][0] * sigma + e.m[1][1] * q.g;
+        for (int f = 0; f < nf; ++f) {
+            q.qp[f] = e_plus * (q.qp[f] - sigma * inv_nf) + sigma_new * inv_nf;
+            q.qm[f] = e_minus * q.qm[f];
+        }
+        q.g = g_new;
     }
-    q.g = g_new;
 }
 
 std::array<double, 3> thresholds(const QcdSettings& s) { return {s.mc2, s.mb2, s.mt2}; }
@@ -373,18 +376,29 @@ NodeEvolution::NodeEvolution(NodeEvolution&&) noexcept = default;
 NodeEvolution& NodeEvolution::operator=(const NodeEvolution&) = default;
 NodeEvolution& NodeEvolution::operator=(NodeEvolution&&) noexcept = default;
 
-PartonMoments NodeEvolution::evolve(double q2_from, double q2_to, const PartonMoments& in) const {
-    const QcdSettings& s = settings_;
-    PartonMoments q = in;
-    const std::vector<double> path = scale_path(q2_from, q2_to, s);
+std::vector<PathSegment> evolution_path(double q2_from, double q2_to, const QcdSettings& s) {
+    const std::vector<double> scales = scale_path(q2_from, q2_to, s);
     const double k2 = s.mur_over_muf * s.mur_over_muf;
-    for (std::size_t j = 0; j + 1 < path.size(); ++j) {
-        if (path[j] == path[j + 1]) continue;
-        const int nf = active_flavours(std::sqrt(path[j] * path[j + 1]), s);
-        const double a0 = coupling_a(k2 * path[j], s);
-        const double a1 = coupling_a(k2 * path[j + 1], s);
-        evolve_segment(kernels_[static_cast<std::size_t>(nf - 3)], a0, a1, s, q);
+    std::vector<PathSegment> path;
+    for (std::size_t j = 0; j + 1 < scales.size(); ++j) {
+        if (scales[j] == scales[j + 1]) continue;
+        PathSegment seg;
+        seg.nf = active_flavours(std::sqrt(scales[j] * scales[j + 1]), s);
+        seg.a0 = coupling_a(k2 * scales[j], s);
+        seg.a1 = coupling_a(k2 * scales[j + 1], s);
+        path.push_back(seg);
     }
+    return path;
+}
+
+void NodeEvolution::evolve(const std::vector<PathSegment>& path, PartonMoments* q, int count) const {
+    for (const PathSegment& seg : path)
+        evolve_segment(kernels_[static_cast<std::size_t>(seg.nf - 3)], seg.a0, seg.a1, settings_, q, count);
+}
+
+PartonMoments NodeEvolution::evolve(double q2_from, double q2_to, const PartonMoments& in) const {
+    PartonMoments q = in;
+    evolve(evolution_path(q2_from, q2_to, settings_), &q, 1);
     return q;
 }
 

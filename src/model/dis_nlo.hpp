@@ -121,6 +121,14 @@ struct PartonMoments {
 PartonMoments evolve_moments(Cx n, double q2_from, double q2_to, const PartonMoments& in,
                              const QcdSettings& s);
 
+/// One flavour segment of an evolution: nf and the coupling at its ends (at mu_R).
+struct PathSegment {
+    int nf;
+    double a0, a1;
+};
+/// The segments from mu_F^2 = q2_from to q2_to (thresholds strictly between split them).
+std::vector<PathSegment> evolution_path(double q2_from, double q2_to, const QcdSettings& s);
+
 /// The parameter- and scale-independent part of evolve_moments at one N (the splitting
 /// functions, eigen-projectors and U matrices for every nf the settings can reach), so that a
 /// table over many points costs one set-up per contour node.
@@ -133,6 +141,8 @@ class NodeEvolution {
     NodeEvolution& operator=(const NodeEvolution&);
     NodeEvolution& operator=(NodeEvolution&&) noexcept;
     PartonMoments evolve(double q2_from, double q2_to, const PartonMoments& in) const;
+    /// Evolves `count` moment sets in place along a path from evolution_path().
+    void evolve(const std::vector<PathSegment>& path, PartonMoments* q, int count) const;
     /// The kernels of one nf (3..6); public for the tests.
     struct Kernel;
 
