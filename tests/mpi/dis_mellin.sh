@@ -19,4 +19,17 @@ ok "dis-mellin: 1 and 2 ranks bitwise equal"
 expect_error 2 "model.alphas_mz" -- "$EF" fit small.ini --model.alphas_mz -1 --output.file bad.h5
 expect_error 2 "param.g_a.lower" -- "$EF" fit small.ini --param.g_a.lower -2.5 --output.file bad.h5
 expect_error 2 "three x columns" -- "$EF" fit small.ini --data.x x,Q2 --output.file bad.h5
+# NLO: pseudo-data from an NLO truth, a fit at NLO bitwise equal on 1 and 2 ranks, bad keys
+"$EF" simulate dis --truth "$SRC/inputs/dis-mellin-nlo.ini" --out nlo.h5 --points 200 --seed 5 > simn.log
+grep -q "200 points" simn.log || fail "simulate dis at NLO"
+sed -e 's/^file = dis-mellin-nlo.h5/file = nlo.h5/' "$SRC/inputs/dis-mellin-nlo.ini" > nlo.ini
+run_np 2 fit nlo.ini --fit.replicas 3 --output.file nlo2.h5 > nlo2.log
+run_np 1 fit nlo.ini --fit.replicas 3 --output.file nlo1.h5 > nlo1.log
+[ "$($H5CHECK status nlo2.h5)" = "4 0" ] || fail "nlo2.h5 incomplete"
+$H5CHECK equal nlo1.h5 nlo2.h5 /central /replicas /summary || fail "NLO: 1 and 2 ranks differ"
+ok "dis-mellin NLO: 1 and 2 ranks bitwise equal"
+expect_error 2 "model.order" -- "$EF" fit nlo.ini --model.order NNLO --output.file bad.h5
+expect_error 2 "model.mt" -- "$EF" fit nlo.ini --model.mt 3 --output.file bad.h5
+expect_error 2 "model.alphas_ref" -- "$EF" fit nlo.ini --model.alphas_ref -0.1 --output.file bad.h5
+expect_error 2 "model.nf" -- "$EF" fit nlo.ini --model.nf 2 --output.file bad.h5
 echo "dis_mellin: all checks passed"
