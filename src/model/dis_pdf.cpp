@@ -58,7 +58,7 @@ DisPdfEvaluator::DisPdfEvaluator(const DisMellinSettings& settings, std::vector<
     for (double v : x_)
         if (!(v > 0.0 && v < 1.0)) throw usage_error("pdf: x = " + std::to_string(v) + " must lie in (0, 1)");
     for (double v : q2_)
-        if (!(v >= settings_.q0_sq() && std::isfinite(v)))
+        if (!(v >= settings_.q0_sq() * (1.0 - 1e-12) && std::isfinite(v)))  // Q0 = sqrt(2)^2 > 2
             throw usage_error("pdf: Q2 = " + std::to_string(v) + " is below Q0^2 = " +
                               std::to_string(settings_.q0_sq()) + " GeV^2 (the fit's input scale)");
     const MellinContour contour = settings_.contour();

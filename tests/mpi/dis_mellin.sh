@@ -28,6 +28,11 @@ run_np 1 fit nlo.ini --fit.replicas 3 --output.file nlo1.h5 > nlo1.log
 [ "$($H5CHECK status nlo2.h5)" = "4 0" ] || fail "nlo2.h5 incomplete"
 $H5CHECK equal nlo1.h5 nlo2.h5 /central /replicas /summary || fail "NLO: 1 and 2 ranks differ"
 ok "dis-mellin NLO: 1 and 2 ranks bitwise equal"
+"$EF" pdf nlo2.h5 --q2 2,100 --x 0.001,0.1,0.5 -o pdf.csv 2> pdf.log
+[ "$(wc -l < pdf.csv)" = "67" ] || fail "pdf: expected 1 + 2 x 11 x 3 lines"
+head -1 pdf.csv | grep -q "^x,Q2,pdf,central,mean,std" || fail "pdf header"
+expect_error 2 "below Q0" -- "$EF" pdf nlo2.h5 --q2 1.5 --x 0.1
+ok "dis-mellin pdf: bands on a grid, Q2 below Q0 refused"
 expect_error 2 "model.order" -- "$EF" fit nlo.ini --model.order NNLO --output.file bad.h5
 expect_error 2 "model.mt" -- "$EF" fit nlo.ini --model.mt 3 --output.file bad.h5
 expect_error 2 "model.alphas_ref" -- "$EF" fit nlo.ini --model.alphas_ref -0.1 --output.file bad.h5
