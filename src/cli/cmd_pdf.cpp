@@ -88,23 +88,6 @@ bool parse_pdf_args(const std::vector<std::string>& args, const MpiContext& ctx,
     return true;
 }
 
-/// The [model] options of a canonical config (key = value lines of its [model] section).
-std::map<std::string, std::string> model_options_of(const std::string& canonical) {
-    std::map<std::string, std::string> out;
-    std::stringstream ss(canonical);
-    std::string section;
-    for (std::string line; std::getline(ss, line);) {
-        if (!line.empty() && line[0] == '[') {
-            section = line;
-            continue;
-        }
-        const std::size_t eq = line.find(" = ");
-        if (section == "[model]" && eq != std::string::npos && line.substr(0, eq) != "name")
-            out[line.substr(0, eq)] = line.substr(eq + 3);
-    }
-    return out;
-}
-
 /// The points table write_prediction prints: (x, Q2, pdf index) in [q2][name][x] order.
 DataTable pdf_points(const std::vector<double>& x, const std::vector<double>& q2) {
     DataTable t;
@@ -131,7 +114,7 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (!ctx.is_root()) return 0;
     if (!file_exists(a.source)) throw usage_error(a.source + ": no such file");
     const ResultsContent c = read_results(a.source);
-    const auto options = model_options_of(c.id.canonical_config);
+    const auto options = dis_mellin_options_of(c.id.canonical_config);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("pdf: " + a.source + " is not a dis-mellin fit");
     const DisMellinSettings settings = parse_dis_mellin_settings(options);

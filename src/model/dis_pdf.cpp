@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <sstream>
 
 #include <ensemblefit/core/error.hpp>
 
@@ -45,6 +46,22 @@ void named_moments(const qcd::PartonMoments& q, qcd::Cx* out) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> dis_mellin_options_of(const std::string& canonical) {
+    std::map<std::string, std::string> out;
+    std::stringstream ss(canonical);
+    std::string section;
+    for (std::string line; std::getline(ss, line);) {
+        if (!line.empty() && line[0] == '[') {
+            section = line;
+            continue;
+        }
+        const std::size_t eq = line.find(" = ");
+        if (section == "[model]" && eq != std::string::npos && line.substr(0, eq) != "name")
+            out[line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+}
 
 const std::vector<std::string>& dis_pdf_names() {
     static const std::vector<std::string> names = {"g", "u", "ubar", "d", "dbar", "s",

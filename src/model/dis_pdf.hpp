@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,10 @@
 #include "src/model/dis_nlo.hpp"
 
 namespace ef {
+
+/// The [model] options (without name) of a result file's canonical config: what
+/// parse_dis_mellin_settings() takes to rebuild the fit's evolution.
+std::map<std::string, std::string> dis_mellin_options_of(const std::string& canonical);
 
 /// The distributions DisPdfEvaluator returns, in order: g, u, ubar, d, dbar, s (= sbar), c
 /// (= cbar), b (= bbar), u_v, d_v and the light sea 2 (ubar + dbar + s).

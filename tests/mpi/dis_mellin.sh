@@ -33,6 +33,13 @@ ok "dis-mellin NLO: 1 and 2 ranks bitwise equal"
 head -1 pdf.csv | grep -q "^x,Q2,pdf,central,mean,std" || fail "pdf header"
 expect_error 2 "below Q0" -- "$EF" pdf nlo2.h5 --q2 1.5 --x 0.1
 ok "dis-mellin pdf: bands on a grid, Q2 below Q0 refused"
+"$EF" export lhapdf nlo2.h5 -o lh/NLOTEST 2> lh.log
+[ -f lh/NLOTEST/NLOTEST.info ] && [ -f lh/NLOTEST/NLOTEST_0000.dat ] && [ -f lh/NLOTEST/NLOTEST_0003.dat ] ||
+    fail "export lhapdf: files missing"
+expect_error 2 "exists; pass --overwrite" -- "$EF" export lhapdf nlo2.h5 -o lh/NLOTEST
+"$EF" pdf nlo2.h5 --q2 3.3,17,47.5,1234 --x 0.000123,0.0123,0.234,0.57 -o off.csv 2> /dev/null
+/usr/bin/python3 "$SRC/tests/tools/lhapdf_check.py" lh/NLOTEST off.csv 1e-3 || fail "LHAPDF grid off the pdf values"
+ok "dis-mellin export lhapdf: read back independently, within 1e-3 of pdf off the grid"
 expect_error 2 "model.order" -- "$EF" fit nlo.ini --model.order NNLO --output.file bad.h5
 expect_error 2 "model.mt" -- "$EF" fit nlo.ini --model.mt 3 --output.file bad.h5
 expect_error 2 "model.alphas_ref" -- "$EF" fit nlo.ini --model.alphas_ref -0.1 --output.file bad.h5
