@@ -143,11 +143,12 @@ SegmentKernel segment_kernel(Cx n, int nf, const QcdSettings& s) {
     k.p0 = singlet_matrix(p0.qq, p0.qg, p0.gq, p0.gg);
     if (s.order >= 2) {
         const NloSplitting p1 = nlo_splitting(n, nf);
-        // mu_R != mu_F: a(mu_F) = a(mu_R) (1 + beta0 ln(mu_R^2/mu_F^2) a(mu_R)) + O(a^3)
+        // mu_R != mu_F: a(mu_F) = a(mu_R) (1 + beta0 ln(mu_R^2/mu_F^2) a(mu_R)) + O(a^3), so
+        // a_F P0 + a_F^2 P1 = a_R P0 + a_R^2 (P1 + beta0 ln(mu_R^2/mu_F^2) P0)
         const double shift = beta0(nf) * std::log(s.mur_over_muf * s.mur_over_muf);
-        k.p1_plus = p1.ns_plus - shift * p0.ns;
-        k.p1_minus = p1.ns_minus - shift * p0.ns;
-        k.p1 = singlet_matrix(p1.qq, p1.qg, p1.gq, p1.gg) - Cx(shift) * k.p0;
+        k.p1_plus = p1.ns_plus + shift * p0.ns;
+        k.p1_minus = p1.ns_minus + shift * p0.ns;
+        k.p1 = singlet_matrix(p1.qq, p1.qg, p1.gq, p1.gg) + Cx(shift) * k.p0;
     }
     k.e = eigen(Cx(1.0 / beta0(nf)) * k.p0);
     if (s.order >= 2) {
@@ -379,13 +380,16 @@ NodeEvolution& NodeEvolution::operator=(NodeEvolution&&) noexcept = default;
 std::vector<PathSegment> evolution_path(double q2_from, double q2_to, const QcdSettings& s) {
     const std::vector<double> scales = scale_path(q2_from, q2_to, s);
     const double k2 = s.mur_over_muf * s.mur_over_muf;
+    // mu_R != mu_F in the VFNS: the coupling changes nf at mu_R = m_h, the PDFs at mu_F = m_h; a
+    // segment's kernels use the PDFs' nf throughout (an approximation inside the window between)
+    const QcdSettings& coupling = s;
     std::vector<PathSegment> path;
     for (std::size_t j = 0; j + 1 < scales.size(); ++j) {
         if (scales[j] == scales[j + 1]) continue;
         PathSegment seg;
         seg.nf = active_flavours(std::sqrt(scales[j] * scales[j + 1]), s);
-        seg.a0 = coupling_a(k2 * scales[j], s);
-        seg.a1 = coupling_a(k2 * scales[j + 1], s);
+        seg.a0 = coupling_a(k2 * scales[j], coupling);
+        seg.a1 = coupling_a(k2 * scales[j + 1], coupling);
         path.push_back(seg);
     }
     return path;

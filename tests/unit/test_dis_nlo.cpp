@@ -298,6 +298,33 @@ TEST_CASE("qcd Les Houches benchmark NLO tables, iterated solution (FFNS nf = 4 
     }
 }
 
+TEST_CASE("qcd Les Houches benchmark NLO FFNS with mu_R^2 = 2 mu_F^2", "[dis][nlo][benchmark]") {
+    auto tables = read_tables();
+    Table t = tables.at("NLO_FFNS4_MUR2");
+    t["x"] = tables.at("").at("x");
+    ef::qcd::QcdSettings s = benchmark_settings(2, 4);
+    s.mur_over_muf = std::sqrt(2.0);
+
+    const double worst = compare_benchmark(t, s);
+
+    WARN("NLO_FFNS4_MUR2: worst relative deviation " << worst);
+}
+
+TEST_CASE("qcd Les Houches NLO VFNS with mu_R^2 = 2 mu_F^2 (known deviation, reported)", "[dis][nlo][benchmark]") {
+    // Not yet at the table's precision: the window between the coupling's thresholds (mu_R = m_h)
+    // and the PDFs' (mu_F = m_h) is treated with the PDFs' nf (src/model/dis_nlo.cpp). Measured
+    // here so a fix shows: within 3% everywhere today, not 2e-4.
+    auto tables = read_tables();
+    Table t = tables.at("NLO_VFNS_MUR2");
+    t["x"] = tables.at("").at("x");
+    ef::qcd::QcdSettings s = benchmark_settings(2, 0);
+    s.mur_over_muf = std::sqrt(2.0);
+
+    const double worst = compare_benchmark(t, s, 0.03);
+
+    WARN("NLO_VFNS_MUR2: worst relative deviation " << worst);
+}
+
 TEST_CASE("qcd truncated NLO solution differs from the iterated tables at O(a^2) only", "[dis][nlo][benchmark]") {
     auto tables = read_tables();
     Table t = tables.at("NLO_VFNS");
