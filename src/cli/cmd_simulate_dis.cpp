@@ -36,7 +36,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
         "noise", po::value<double>(&noise)->default_value(0.02), "relative uncertainty of F2")(
         "truth", po::value<std::string>(&truth_config),
         "a dis-mellin config whose [param.NAME] start values (and [model] settings) are the truth "
-        "(default: the model's built-in truth)")("overwrite", "replace an existing output file");
+        "(default: the model's built-in truth); its [model] order = NLO makes NLO pseudo-data")("overwrite", "replace an existing output file");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -84,8 +84,9 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
     f.set_attr("/", "truth_names", names);
     f.set_attr("/", "noise", noise);
     f.set_attr("/", "seed", static_cast<std::int64_t>(seed));
-    f.set_attr("/", "generator", std::string("ensemblefit simulate dis (LO F2, Mellin-space PDFs at Q0 = ") +
-                                     std::to_string(settings.q0) + " GeV)");
+    f.set_attr("/", "generator", std::string("ensemblefit simulate dis (") +
+                                     (settings.order == 2 ? "NLO" : "LO") +
+                                     " F2, Mellin-space PDFs at Q0 = " + std::to_string(settings.q0) + " GeV)");
     f.set_attr("/target", "meaning", std::string("1 proton, 2 neutron"));
     f.close();
     std::printf("wrote %s: %d points (%d proton, %d neutron), noise %.3g, seed %lld\n", out.c_str(), points,

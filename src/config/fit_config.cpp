@@ -33,7 +33,7 @@ const KeyInfo kKeys[] = {
     {"data.sigma", "", "uncertainty: a column name or a positive constant"},
     {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin"},
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
-    {"model.order", "1", "polynomial order (name = polynomial)"},
+    {"model.order", "1", "polynomial order (name = polynomial); LO | NLO (name = dis-mellin)"},
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
     {"fit.replicas", "0", "resampled replicas R >= 0, numbered 1..R (replica 0, the fit to the "
                           "data as given, is always done)"},
@@ -313,10 +313,15 @@ void read_model(FitConfig& cfg, const Values& v) {
     cfg.formula = trim(v.get("model.formula"));
     if (cfg.model_name == "formula" && cfg.formula.empty())
         throw usage_error(cfg.config_file + ": missing required key 'model.formula' (model.name = formula)");
-    cfg.order = static_cast<int>(v.integer("model.order", v.get("model.order")));
-    if (cfg.order < 0 || cfg.order > 20)
-        throw usage_error(cfg.where("model.order") + ": order must be in 0..20, got " +
-                          std::to_string(cfg.order));
+    if (cfg.model_name == "dis-mellin") {
+        // dis-mellin's order is the perturbative one (LO | NLO): one of its model options
+        if (cfg.origins.count("model.order")) cfg.model_options["order"] = trim(v.get("model.order"));
+    } else {
+        cfg.order = static_cast<int>(v.integer("model.order", v.get("model.order")));
+        if (cfg.order < 0 || cfg.order > 20)
+            throw usage_error(cfg.where("model.order") + ": order must be in 0..20, got " +
+                              std::to_string(cfg.order));
+    }
     cfg.peaks = static_cast<int>(v.integer("model.peaks", v.get("model.peaks")));
     if (cfg.peaks < 1 || cfg.peaks > 20)
         throw usage_error(cfg.where("model.peaks") + ": peaks must be in 1..20, got " +

@@ -197,6 +197,21 @@ void evolve(const NodeKernel& k, const Segment* seg, int nseg, Operator op) {
 
 constexpr std::array<double, 5> kCharge2 = {4.0 / 9.0, 1.0 / 9.0, 1.0 / 9.0, 4.0 / 9.0, 1.0 / 9.0};
 
+/// Proton coefficients -> target's: the neutron swaps the roles of the u_v and d_v inputs (u <->
+/// d; the light sea is u/d symmetric), the deuteron is (p + n) / 2.
+void apply_target(int target, Complex<double> coef[dis_mellin::kNumBasis]) {
+    using namespace dis_mellin;
+    if (target == 2) {
+        const Complex<double> t = coef[kBasisUv];
+        coef[kBasisUv] = coef[kBasisDv];
+        coef[kBasisDv] = t;
+    } else if (target == 3) {
+        const Complex<double> mean = 0.5 * (coef[kBasisUv] + coef[kBasisDv]);
+        coef[kBasisUv] = mean;
+        coef[kBasisDv] = mean;
+    }
+}
+
 void f2_from_operator(const Operator op, int target, Complex<double> coef[dis_mellin::kNumBasis]) {
     using namespace dis_mellin;
     for (int b = 0; b < kNumBasis; ++b) {
@@ -204,11 +219,7 @@ void f2_from_operator(const Operator op, int target, Complex<double> coef[dis_me
         for (int f = 0; f < 5; ++f) sum += kCharge2[static_cast<std::size_t>(f)] * op[f][b];
         coef[b] = sum;
     }
-    if (target == 2) {  // neutron: u <-> d, so the roles of the u_v and d_v inputs swap
-        const Complex<double> t = coef[kBasisUv];
-        coef[kBasisUv] = coef[kBasisDv];
-        coef[kBasisDv] = t;
-    }
+    apply_target(target, coef);
 }
 
 // --- FLOP counting ----------------------------------------------------------------------------
@@ -401,6 +412,14 @@ std::string dis_mellin_settings_help() {
                               std::to_string(d.contour_nodes) + ")"},
         {"contour", "breakpoints: standard (17 segments) | extended (26) | precise (35; with contour_nodes "
                     "= 24 for 1e-8 as x -> 1) (default: standard)"},
+        {"order", "LO | NLO: DGLAP evolution, coupling and F2 coefficient functions (default: LO)"},
+        {"alphas_ref", "alpha_s at q_ref; with q_ref replaces alphas_mz (default: unset)"},
+        {"q_ref", "reference scale of alphas_ref in GeV (default: unset)"},
+        {"mt", "top threshold in GeV, > mb; 0: no top (default: 0)"},
+        {"nf", "0: zero-mass variable flavour number; 3..6: fixed flavour number (default: 0)"},
+        {"mur_over_muf", "renormalisation / factorisation scale ratio, 1/8..8 (default: 1)"},
+        {"solution", "NLO solution: iterated (exact) | truncated (default: iterated)"},
+        {"alphas_running", "NLO coupling: exact (truncated beta function) | expanded (default: exact)"},
     };
     std::string out;
     for (const auto& [key, help] : keys)
@@ -408,51 +427,112 @@ std::string dis_mellin_settings_help() {
     return out;
 }
 
+namespace {
+
+/// Keys whose value is a word; returns false when `key` is not one of them.
+bool parse_word_key(const std::string& key, const std::string& text, DisMellinSettings& s) {
+    auto pick = [&](std::initializer_list<const char*> allowed) {
+        int i = 0;
+        std::string list;
+        for (const char* a : allowed) {
+            if (text == a) return i;
+            list += (list.empty() ? "" : ", ") + std::string(a);
+            ++i;
+        }
+        throw usage_error("model." + key + ": '" + text + "' is not allowed (" + list + ")");
+    };
+    if (key == "contour") {
+        const MellinBreakpoints kinds[] = {MellinBreakpoints::standard, MellinBreakpoints::extended,
+                                           MellinBreakpoints::precise};
+        s.contour_breakpoints = kinds[pick({"standard", "extended", "precise"})];
+    } else if (key == "order") {
+        s.order = 1 + pick({"LO", "NLO"});
+    } else if (key == "solution") {
+        s.solution = pick({"iterated", "truncated"}) == 0 ? qcd::EvolutionSolution::iterated
+                                                          : qcd::EvolutionSolution::truncated;
+    } else if (key == "alphas_running") {
+        s.coupling = pick({"exact", "expanded"}) == 0 ? qcd::CouplingSolution::exact
+                                                      : qcd::CouplingSolution::expanded;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// Keys whose value is a number; returns false when `key` is not one of them.
+bool parse_number_key(const std::string& key, double v, DisMellinSettings& s) {
+    const std::pair<const char*, double*> keys[] = {
+        {"q0", &s.q0},          {"alphas_mz", &s.alphas_mz},     {"mc", &s.mc},
+        {"mb", &s.mb},          {"mz", &s.mz},                   {"mt", &s.mt},
+        {"alphas_ref", &s.alphas_ref}, {"q_ref", &s.q_ref},      {"mur_over_muf", &s.mur_over_muf},
+        {"strange_fraction", &s.strange_fraction},               {"contour_c", &s.contour_c},
+        {"contour_phi_deg", &s.contour_phi_deg}};
+    for (const auto& [name, field] : keys)
+        if (key == name) {
+            *field = v;
+            return true;
+        }
+    if (key == "contour_nodes") {
+        require(v == std::floor(v) && v >= 1 && v <= 64, key, v, "an integer in 1..64");
+        s.contour_nodes = static_cast<int>(v);
+    } else if (key == "nf") {
+        require(v == 0 || v == 3 || v == 4 || v == 5 || v == 6, key, v,
+                "0 (variable flavour number) or a fixed 3..6");
+        s.nf = static_cast<int>(v);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// Range checks of the QCD keys that the LO defaults never exercise.
+void validate_qcd_settings(const DisMellinSettings& s) {
+    if (s.alphas_ref != 0.0 || s.q_ref != 0.0) {
+        require(s.alphas_ref > 0.0 && s.alphas_ref < 2.0, "alphas_ref", s.alphas_ref,
+                "0 < alphas_ref < 2 (give it with q_ref)");
+        require(s.q_ref > 0.0, "q_ref", s.q_ref, "> 0 GeV (give it with alphas_ref)");
+    }
+    require(s.mt == 0.0 || s.mt > s.mb, "mt", s.mt, "> mb = " + fmt(s.mb) + ", or 0 for no top");
+    require(s.mur_over_muf >= 0.125 && s.mur_over_muf <= 8.0, "mur_over_muf", s.mur_over_muf,
+            "1/8 .. 8");
+    const double a0 = qcd::coupling_a(s.q0_sq() * s.mur_over_muf * s.mur_over_muf, s.qcd());
+    if (!(a0 > 0.0 && std::isfinite(a0)))
+        throw usage_error("model.q0: " + fmt(s.q0) + " GeV is below the Landau pole of the " +
+                          (s.order == 2 ? "NLO" : "LO") + " coupling");
+}
+
+}  // namespace
+
+bool DisMellinSettings::uses_qcd() const {
+    return order != 1 || alphas_ref != 0.0 || q_ref != 0.0 || mt != 0.0 || nf != 0 ||
+           mur_over_muf != 1.0;
+}
+
+qcd::QcdSettings DisMellinSettings::qcd() const {
+    qcd::QcdSettings q;
+    q.order = order;
+    q.alphas_ref = alphas_ref != 0.0 ? alphas_ref : alphas_mz;
+    q.q2_ref = q_ref != 0.0 ? q_ref * q_ref : mz * mz;
+    q.mc2 = mc * mc;
+    q.mb2 = mb * mb;
+    q.mt2 = mt != 0.0 ? mt * mt : 1e30;
+    q.nf_fixed = nf;
+    q.mur_over_muf = mur_over_muf;
+    q.coupling = coupling;
+    q.solution = solution;
+    return q;
+}
+
 DisMellinSettings parse_dis_mellin_settings(const std::map<std::string, std::string>& options) {
     DisMellinSettings s;
     for (const auto& [key, text] : options) {
-        if (key == "contour") {
-            if (text == "standard") {
-                s.contour_breakpoints = MellinBreakpoints::standard;
-            } else if (text == "extended") {
-                s.contour_breakpoints = MellinBreakpoints::extended;
-            } else if (text == "precise") {
-                s.contour_breakpoints = MellinBreakpoints::precise;
-            } else {
-                throw usage_error("model.contour: '" + text +
-                                  "' is not allowed (standard, extended or precise)");
-            }
-            continue;
-        }
-        if (key == "contour_nodes") {
-            const double v = parse_double(key, text);
-            require(v == std::floor(v) && v >= 1 && v <= 64, key, v, "an integer in 1..64");
-            s.contour_nodes = static_cast<int>(v);
-            continue;
-        }
-        const double v = parse_double(key, text);
-        if (key == "q0") {
-            s.q0 = v;
-        } else if (key == "alphas_mz") {
-            s.alphas_mz = v;
-        } else if (key == "mc") {
-            s.mc = v;
-        } else if (key == "mb") {
-            s.mb = v;
-        } else if (key == "mz") {
-            s.mz = v;
-        } else if (key == "strange_fraction") {
-            s.strange_fraction = v;
-        } else if (key == "contour_c") {
-            s.contour_c = v;
-        } else if (key == "contour_phi_deg") {
-            s.contour_phi_deg = v;
-        } else {
-            throw usage_error("model." + key +
-                              ": unknown option of dis-mellin (allowed: q0, alphas_mz, mc, mb, "
-                              "mz, strange_fraction, contour_c, contour_phi_deg, contour_nodes, "
-                              "contour)");
-        }
+        if (parse_word_key(key, text, s)) continue;
+        if (parse_number_key(key, parse_double(key, text), s)) continue;
+        throw usage_error("model." + key +
+                          ": unknown option of dis-mellin (allowed: order, q0, alphas_mz, "
+                          "alphas_ref, q_ref, mc, mb, mt, mz, nf, mur_over_muf, solution, "
+                          "alphas_running, strange_fraction, contour_c, contour_phi_deg, "
+                          "contour_nodes, contour)");
     }
     require(s.q0 > 0.0, "q0", s.q0, "> 0 GeV");
     require(s.alphas_mz > 0.0 && s.alphas_mz < 0.5, "alphas_mz", s.alphas_mz,
@@ -466,6 +546,10 @@ DisMellinSettings parse_dis_mellin_settings(const std::map<std::string, std::str
             "1 < c <= 10: right of the N = 1 pole of the gluon splitting functions");
     require(s.contour_phi_deg > 90.0 && s.contour_phi_deg < 180.0, "contour_phi_deg",
             s.contour_phi_deg, "90 < phi < 180 degrees");
+    if (s.uses_qcd()) {
+        validate_qcd_settings(s);
+        return s;
+    }
     const double a0 = a_lo(s.q0_sq(), s);
     if (!(a0 > 0.0))
         throw usage_error("model.q0: " + fmt(s.q0) +
@@ -610,48 +694,78 @@ void dis_f2_coefficients(const Complex<double>& n,
 
 // --- Theory tables ------------------------------------------------------------------------------
 
+namespace {
+
+/// The checks every point needs on either path (x, Q^2, target).
+void check_point(int i, double x, double q2, double target) {
+    const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
+    if (!(x > 0.0 && x < 1.0)) throw data_error(where + "x = " + fmt(x) + " must lie in (0, 1)");
+    if (!(q2 > 0.0 && std::isfinite(q2)))
+        throw data_error(where + "Q2 = " + fmt(q2) + " must be positive");
+    if (!(target == 1.0 || target == 2.0 || target == 3.0))
+        throw data_error(where + "target = " + fmt(target) +
+                         " must be 1 (proton), 2 (neutron) or 3 (deuteron)");
+}
+
+/// The qcd:: path's check: coupling defined at mu_R, no backward evolution across a threshold.
+void check_qcd_point(int i, double q2, const DisMellinSettings& s) {
+    const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
+    const qcd::QcdSettings qs = s.qcd();
+    const double a = qcd::coupling_a(q2 * s.mur_over_muf * s.mur_over_muf, qs);
+    if (!(a > 0.0 && std::isfinite(a)))
+        throw data_error(where + "Q2 = " + fmt(q2) + " is below the Landau pole");
+    const double q02 = s.q0_sq();
+    if (q2 < q02 && qs.nf_fixed == 0 && qcd::active_flavours(q2, qs) != qcd::active_flavours(q02, qs))
+        throw data_error(where + "Q2 = " + fmt(q2) + " is below Q0^2 = " + fmt(q02) +
+                         " across a heavy-quark threshold (not supported)");
+}
+
+}  // namespace
+
 DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows)
     : settings_(settings) {
-    using namespace dis_mellin;
     if (rows.size() % 3 != 0)
         throw data_error("dis-mellin data: expected rows of (x, Q2, target), got " +
                          std::to_string(rows.size()) + " values");
     points_ = static_cast<int>(rows.size() / 3);
+    for (int i = 0; i < points_; ++i) {
+        const std::size_t r = static_cast<std::size_t>(i) * 3;
+        check_point(i, rows[r], rows[r + 1], rows[r + 2]);
+        if (settings_.uses_qcd()) check_qcd_point(i, rows[r + 1], settings_);
+    }
+    const MellinContour contour = settings_.contour();
+    num_nodes_ = static_cast<int>(contour.nodes.size());
+    nodes_.resize(2 * contour.nodes.size());
+    for (std::size_t k = 0; k < contour.nodes.size(); ++k) {
+        nodes_[2 * k] = contour.nodes[k].re;
+        nodes_[2 * k + 1] = contour.nodes[k].im;
+    }
+    if (settings_.uses_qcd())
+        build_qcd_table(rows, contour);
+    else
+        build_lo_table(rows, contour);
+}
+
+/// The original LO tables (order LO with the default QCD keys), kept bit for bit.
+void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const MellinContour& contour) {
+    using namespace dis_mellin;
     const double q02 = settings_.q0_sq();
     std::vector<std::array<Segment, 3>> segs(static_cast<std::size_t>(points_));
     std::vector<int> nsegs(static_cast<std::size_t>(points_));
     for (int i = 0; i < points_; ++i) {
-        const std::size_t r = static_cast<std::size_t>(i) * 3;
-        const double x = rows[r];
-        const double q2 = rows[r + 1];
-        const double target = rows[r + 2];
+        const std::size_t iu = static_cast<std::size_t>(i);
+        const double q2 = rows[3 * iu + 1];
         const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
-        if (!(x > 0.0 && x < 1.0))
-            throw data_error(where + "x = " + fmt(x) + " must lie in (0, 1)");
-        if (!(q2 > 0.0 && std::isfinite(q2)))
-            throw data_error(where + "Q2 = " + fmt(q2) + " must be positive");
-        if (!(target == 1.0 || target == 2.0))
-            throw data_error(where + "target = " + fmt(target) +
-                             " must be 1 (proton) or 2 (neutron)");
         if (!(a_lo(q2, settings_) > 0.0))
             throw data_error(where + "Q2 = " + fmt(q2) + " is below the LO Landau pole");
-        const std::size_t iu = static_cast<std::size_t>(i);
         nsegs[iu] = evolution_segments(q2, settings_, segs[iu].data());
         if (q2 < q02 && nsegs[iu] > 1)
             throw data_error(where + "Q2 = " + fmt(q2) + " is below Q0^2 = " + fmt(q02) +
                              " across a heavy-quark threshold (not supported)");
     }
-
-    const MellinContour contour = settings_.contour();
-    num_nodes_ = static_cast<int>(contour.nodes.size());
     const std::size_t nn = contour.nodes.size();
-    nodes_.resize(2 * nn);
     std::vector<NodeKernel> kernels(nn);
-    for (std::size_t k = 0; k < nn; ++k) {
-        nodes_[2 * k] = contour.nodes[k].re;
-        nodes_[2 * k + 1] = contour.nodes[k].im;
-        kernels[k] = node_kernel(contour.nodes[k]);
-    }
+    for (std::size_t k = 0; k < nn; ++k) kernels[k] = node_kernel(contour.nodes[k]);
     Operator init;
     initial_operator(settings_, init);
 
@@ -664,7 +778,7 @@ DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::v
         const std::size_t iu = static_cast<std::size_t>(i);
         const double x = rows[3 * iu];
         const double log_x = std::log(x);
-        const int target = rows[3 * iu + 2] == 2.0 ? 2 : 1;
+        const int target = static_cast<int>(rows[3 * iu + 2]);
         double* out = table_.data() + iu * row;
         for (std::size_t k = 0; k < nn; ++k) {
             Operator op;
@@ -676,6 +790,92 @@ DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::v
             // (x / pi) w_k e^{i phi} x^{-N_k}
             const Complex<double> pref =
                 (x / kPi * contour.weights[k]) * contour.phase * exp(-contour.nodes[k] * log_x);
+            for (int b = 0; b < kNumBasis; ++b) {
+                const Complex<double> c = pref * coef[b];
+                out[2 * (k * kNumBasis + static_cast<std::size_t>(b))] = c.re;
+                out[2 * (k * kNumBasis + static_cast<std::size_t>(b)) + 1] = c.im;
+            }
+        }
+    }
+}
+
+
+namespace {
+
+/// The basis at Q0^2 as parton moments (the same split as initial_operator).
+std::array<qcd::PartonMoments, dis_mellin::kNumBasis> qcd_basis(const DisMellinSettings& s) {
+    using namespace dis_mellin;
+    std::array<qcd::PartonMoments, kNumBasis> q{};
+    const double share = 1.0 / (2.0 + s.strange_fraction);
+    q[kBasisUv].qp[0] = q[kBasisUv].qm[0] = 1.0;
+    q[kBasisDv].qp[1] = q[kBasisDv].qm[1] = 1.0;
+    q[kBasisSea].qp[0] = q[kBasisSea].qp[1] = share;
+    q[kBasisSea].qp[2] = s.strange_fraction * share;
+    q[kBasisGluon].g = 1.0;
+    return q;
+}
+
+/// Per contour node: the evolution kernels and, at NLO, the F2 coefficient functions.
+struct QcdNode {
+    qcd::NodeEvolution evolution;
+    qcd::Cx cq, cg;
+};
+
+/// F2 coefficients (proton) from the evolved basis: sum_f e_f^2 [(1 + a cq) q+_f + a cg g], the
+/// gluon over the nf flavours active at Q^2 (heavy quarks massless above threshold).
+void qcd_f2_coefficients(const std::array<qcd::PartonMoments, dis_mellin::kNumBasis>& q,
+                         const QcdNode& node, double a, int nf, int order,
+                         Complex<double> coef[dis_mellin::kNumBasis]) {
+    static constexpr double kE2[qcd::kFlavours] = {4.0 / 9, 1.0 / 9, 1.0 / 9, 4.0 / 9, 1.0 / 9, 4.0 / 9};
+    double e2_active = 0.0;
+    for (int f = 0; f < nf; ++f) e2_active += kE2[f];
+    const qcd::Cx cq = order >= 2 ? 1.0 + a * node.cq : qcd::Cx(1.0);
+    const qcd::Cx cg = order >= 2 ? a * node.cg * e2_active : qcd::Cx(0.0);
+    for (int b = 0; b < dis_mellin::kNumBasis; ++b) {
+        qcd::Cx sum(0.0);
+        for (int f = 0; f < qcd::kFlavours; ++f) sum += kE2[f] * q[static_cast<std::size_t>(b)].qp[f];
+        const qcd::Cx c = cq * sum + cg * q[static_cast<std::size_t>(b)].g;
+        coef[b] = Complex<double>(c.real(), c.imag());
+    }
+}
+
+}  // namespace
+
+/// Tables from the qcd:: evolution (any order, coupling reference, scheme or scale ratio).
+void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const MellinContour& contour) {
+    using namespace dis_mellin;
+    const qcd::QcdSettings qs = settings_.qcd();
+    const std::size_t nn = contour.nodes.size();
+    std::vector<QcdNode> nodes;
+    nodes.reserve(nn);
+    for (std::size_t k = 0; k < nn; ++k) {
+        const qcd::Cx n(contour.nodes[k].re, contour.nodes[k].im);
+        nodes.push_back({qcd::NodeEvolution(n, qs), qcd::coefficient_f2_quark(n),
+                         qcd::coefficient_f2_gluon(n)});
+    }
+    const auto basis = qcd_basis(settings_);
+    const std::size_t row = 2 * static_cast<std::size_t>(kNumBasis) * nn;
+    table_.assign(static_cast<std::size_t>(points_) * row, 0.0);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 8)
+#endif
+    for (int i = 0; i < points_; ++i) {
+        const std::size_t iu = static_cast<std::size_t>(i);
+        const double x = rows[3 * iu];
+        const double q2 = rows[3 * iu + 1];
+        const int target = static_cast<int>(rows[3 * iu + 2]);
+        const auto path = qcd::evolution_path(settings_.q0_sq(), q2, qs);
+        const double a = qcd::coupling_a(q2 * qs.mur_over_muf * qs.mur_over_muf, qs);
+        const int nf = qcd::active_flavours(q2, qs);
+        double* out = table_.data() + iu * row;
+        for (std::size_t k = 0; k < nn; ++k) {
+            auto q = basis;
+            nodes[k].evolution.evolve(path, q.data(), kNumBasis);
+            Complex<double> coef[kNumBasis];
+            qcd_f2_coefficients(q, nodes[k], a, nf, qs.order, coef);
+            apply_target(target, coef);
+            const Complex<double> pref = (x / kPi * contour.weights[k]) * contour.phase *
+                                         exp(-contour.nodes[k] * std::log(x));
             for (int b = 0; b < kNumBasis; ++b) {
                 const Complex<double> c = pref * coef[b];
                 out[2 * (k * kNumBasis + static_cast<std::size_t>(b))] = c.re;

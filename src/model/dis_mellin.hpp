@@ -8,6 +8,7 @@
 
 #include "kernels/core/complex.hpp"
 #include "kernels/models/dis_mellin.hpp"
+#include "src/model/dis_nlo.hpp"
 
 /**
  * Host side of the `dis-mellin` model: settings, parameter table, bound checks, the
@@ -33,6 +34,19 @@ namespace ef {
  *   contour          = standard breakpoints in z: standard (17 segments, z <= 63), extended
  *                               (26, z <= 150) or precise (35, z <= ~1100; what x -> 1 needs
  *                               for 1e-8 accuracy, with contour_nodes = 24)
+ *   order            = LO       LO or NLO (evolution, coupling and F2 coefficient functions)
+ *   alphas_ref, q_ref           alpha_s(q_ref) at any reference scale q_ref (GeV), both or
+ *                               neither; unset: alphas_mz at mz
+ *   mt               = 0        top threshold (GeV); 0: no top
+ *   nf               = 0        0: zero-mass VFNS with thresholds mc, mb (mt); 3..6: fixed nf
+ *   mur_over_muf     = 1        renormalisation / factorisation scale ratio
+ *   solution         = iterated NLO solution: iterated (exact, the Les Houches benchmark's) or
+ *                               truncated (hep-ph/0408244)
+ *   alphas_running   = exact    NLO coupling: exact solution of the truncated beta function,
+ *                               or expanded
+ * With the defaults (order LO, alphas_mz, no mt, VFNS, scale ratio 1) the tables are built by
+ * the original LO code, bit for bit; any of the new keys switches to the qcd:: code
+ * (src/model/dis_nlo.hpp), which reproduces the Les Houches LO and NLO tables.
  */
 struct DisMellinSettings {
     double q0 = 1.27;
@@ -45,8 +59,21 @@ struct DisMellinSettings {
     double contour_phi_deg = 135.0;
     int contour_nodes = 8;
     MellinBreakpoints contour_breakpoints = MellinBreakpoints::standard;
+    int order = 1;            ///< 1 = LO, 2 = NLO
+    double alphas_ref = 0.0;  ///< 0: unset (alphas_mz at mz)
+    double q_ref = 0.0;       ///< GeV; 0: unset
+    double mt = 0.0;          ///< GeV; 0: no top threshold
+    int nf = 0;               ///< 0: VFNS; 3..6: FFNS
+    double mur_over_muf = 1.0;
+    qcd::EvolutionSolution solution = qcd::EvolutionSolution::iterated;
+    qcd::CouplingSolution coupling = qcd::CouplingSolution::exact;
 
     double q0_sq() const { return q0 * q0; }
+    /// True when any NLO/QCD key differs from the LO defaults: the tables then come from the
+    /// qcd:: code instead of the original LO evolution.
+    bool uses_qcd() const;
+    /// The coupling and evolution settings these describe.
+    qcd::QcdSettings qcd() const;
     /// Number of contour nodes: segments x contour_nodes (136 by default).
     int num_nodes() const;
     /// The contour these settings describe.
@@ -145,7 +172,8 @@ void dis_f2_coefficients(const Complex<double>& n,
  */
 class DisMellinTheory {
    public:
-    /// Validates the data (0 < x < 1, Q^2 > 0, target 1 or 2; ef::data_error naming the point)
+    /// Validates the data (0 < x < 1, Q^2 > 0, target 1 proton, 2 neutron or 3 deuteron = (p+n)/2;
+    /// ef::data_error naming the point)
     /// and builds the tables. `rows` holds points x 3 values.
     DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows);
 
@@ -169,6 +197,9 @@ class DisMellinTheory {
     static constexpr double kTranscendentalFlops = 20.0;
 
    private:
+    void build_lo_table(const std::vector<double>& rows, const MellinContour& contour);
+    void build_qcd_table(const std::vector<double>& rows, const MellinContour& contour);
+
     DisMellinSettings settings_;
     int points_ = 0;
     int num_nodes_ = 0;

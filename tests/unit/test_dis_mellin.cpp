@@ -739,7 +739,8 @@ TEST_CASE("dis-mellin data are validated with the point index", "[dis-mellin][co
 
     CHECK(err({0.1, 10, 1, 1.0, 10, 1}).find("point 1: x = 1") != std::string::npos);
     CHECK(err({0.1, -2, 1}).find("point 0: Q2") != std::string::npos);
-    CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 3}).find("point 2: target") != std::string::npos);
+    CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 4}).find("point 2: target") != std::string::npos);
+    CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 3}).empty());  // 3: deuteron
     CHECK(err({0.1, 10, 1, 0.2}).find("rows of") != std::string::npos);
 }
 

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// `ensemblefit export lhapdf`: a dis-mellin fit as an LHAPDF 6 set (lhagrid1), Monte Carlo style.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/cli/commands.hpp"
+#include "src/io/results_file.hpp"
+#include "src/model/dis_pdf.hpp"
+#include "src/run/output_guard.hpp"
+#include "src/run/run_args.hpp"
+
+namespace po = boost::program_options;
+
+namespace ef {
+namespace {
+
+const char* kLhapdfUsage =
+    "usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME [--qmax Q] [--overwrite]\n\n"
+    "Writes the converged replicas of a dis-mellin fit as an LHAPDF 6 set: DIR/NAME/NAME.info and\n"
+    "NAME_0000.dat (member 0: the replica mean, as Monte Carlo sets have it) .. NAME_nnnn.dat (the\n"
+    "replicas), format lhagrid1. x: 60 knots log-spaced in [1e-6, 0.1] and 40 linear to 1; Q:\n"
+    "log-spaced from Q0 to --qmax (GeV, default 100), one subgrid per flavour segment with knots\n"
+    "at the thresholds. Flavours -5..5 (no top) and 21.\n\noptions";
+
+constexpr int kPids[] = {-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21};
+/// Index in dis_pdf_names() of each pid above (b, c, s, ubar, dbar; d, u, s, c, b; g).
+constexpr int kPdfOf[] = {7, 6, 5, 2, 4, 3, 1, 5, 6, 7, 0};
+
+std::vector<double> x_knots() {
+    std::vector<double> x;
+    for (int i = 0; i < 60; ++i) x.push_back(std::pow(10.0, -6.0 + 5.0 * i / 60.0));
+    for (int i = 0; i < 40; ++i) x.push_back(0.1 + 0.9 * i / 39.0);  // ends at 1
+    return x;
+}
+
+/// Q knots per subgrid: log-spaced, split at the thresholds between Q0 and qmax.
+std::vector<std::vector<double>> q_blocks(const DisMellinSettings& s, double qmax) {
+    std::vector<double> edges{s.q0};
+    for (double m : {s.mc, s.mb, s.mt})
+        if (s.nf == 0 && m > s.q0 * (1 + 1e-12) && m < qmax) edges.push_back(m);
+    edges.push_back(qmax);
+    std::vector<std::vector<double>> blocks;
+    for (std::size_t j = 0; j + 1 < edges.size(); ++j) {
+        const double l0 = std::log(edges[j]), l1 = std::log(edges[j + 1]);
+        const int n = std::max(4, static_cast<int>(std::ceil(12.0 * (l1 - l0))));
+        std::vector<double> q;
+        for (int i = 0; i <= n; ++i) q.push_back(i == n ? edges[j + 1] : std::exp(l0 + (l1 - l0) * i / n));
+        blocks.push_back(q);
+    }
+    return blocks;
+}
+
+std::string fmt_list(const std::vector<double>& v) {
+    std::ostringstream os;
+    os << std::setprecision(10);
+    for (std::size_t i = 0; i < v.size(); ++i) os << (i ? " " : "") << v[i];
+    return os.str();
+}
+
+/// One member's file: per block x line, Q line, pids line, then for each x, each Q the values.
+void write_member(const std::string& path, const std::string& type, const std::vector<double>& x,
+                  const std::vector<std::vector<double>>& blocks, const std::vector<std::vector<double>>& values) {
+    std::ofstream out(path);
+    if (!out) throw data_error("export lhapdf: cannot write " + path);
+    out << "PdfType: " << type << "\nFormat: lhagrid1\n---\n";
+    const std::size_t names = dis_pdf_names().size(), nx = x.size() - 1;  // x = 1 is written as 0
+    out << std::scientific << std::setprecision(8);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        out << fmt_list(x) << "\n" << fmt_list(blocks[b]) << "\n";
+        for (int p : kPids) out << p << (p == 21 ? "\n" : " ");
+        for (std::size_t i = 0; i <= nx; ++i)
+            for (std::size_t j = 0; j < blocks[b].size(); ++j) {
+                for (std::size_t f = 0; f < std::size(kPids); ++f) {
+                    const std::size_t n = static_cast<std::size_t>(kPdfOf[f]);
+                    const double v = i == nx ? 0.0 : values[b][(j * names + n) * nx + i];
+                    out << (f ? " " : "") << v;
+                }
+                out << "\n";
+            }
+        out << "---\n";
+    }
+}
+
+void write_info(const std::string& path, const DisMellinSettings& s, std::size_t members,
+                const std::vector<std::vector<double>>& blocks, const std::string& source) {
+    std::ofstream out(path);
+    if (!out) throw data_error("export lhapdf: cannot write " + path);
+    const qcd::QcdSettings qs = s.qcd();
+    std::vector<double> qs_knots, as_vals;
+    for (const auto& b : blocks)
+        for (double q : b) {
+            qs_knots.push_back(q);
+            as_vals.push_back(16.0 * std::atan(1.0) * qcd::coupling_a(q * q, qs));
+        }
+    auto yaml = [](const std::vector<double>& v) {
+        std::ostringstream os;
+        os << std::setprecision(10) << "[";
+        for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+        return os.str() + "]";
+    };
+    out << "SetDesc: \"ensemblefit dis-mellin fit of " << source << "\"\nSetIndex: 0\nAuthors: ensemblefit\n"
+        << "Reference: none\nFormat: lhagrid1\nDataVersion: 1\nNumMembers: " << members
+        << "\nParticles: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\nFlavors: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\n"
+        << "OrderQCD: " << s.order - 1 << "\nFlavorScheme: " << (s.nf == 0 ? "variable" : "fixed")
+        << "\nNumFlavors: " << (s.nf == 0 ? 5 : s.nf) << "\nErrorType: replicas\nXMin: 1e-06\nXMax: 1\n"
+        << "QMin: " << std::setprecision(10) << blocks.front().front() << "\nQMax: " << blocks.back().back()
+        << "\nMZ: " << s.mz << "\nMUp: 0\nMDown: 0\nMStrange: 0\nMCharm: " << s.mc << "\nMBottom: " << s.mb
+        << "\nMTop: " << (s.mt > 0 ? s.mt : 173.0) << "\nAlphaS_MZ: " << 16.0 * std::atan(1.0) * qcd::coupling_a(s.mz * s.mz, qs)
+        << "\nAlphaS_OrderQCD: " << s.order - 1 << "\nAlphaS_Type: ipol\nAlphaS_Qs: " << yaml(qs_knots)
+        << "\nAlphaS_Vals: " << yaml(as_vals) << "\n";
+}
+
+int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ctx) {
+    po::options_description desc(kLhapdfUsage);
+    std::string source, target;
+    double qmax = 100.0;
+    desc.add_options()("help,h", "this text")("output,o", po::value<std::string>(&target), "DIR/NAME (required)")(
+        "qmax", po::value<double>(&qmax), "largest Q in GeV (default 100)")("overwrite", "replace existing files")(
+        "file", po::value<std::string>(&source), "the fit's result file");
+    po::positional_options_description pos;
+    pos.add("file", 1);
+    po::variables_map vm;
+    if (!parse_program_options("export lhapdf", args, desc, pos, vm, ctx)) return 0;
+    if (source.empty() || target.empty()) throw usage_error("export lhapdf: usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME");
+    if (!ctx.is_root()) return 0;
+    if (!file_exists(source)) throw usage_error(source + ": no such file");
+    const ResultsContent c = read_results(source);
+    if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
+        throw usage_error("export lhapdf: " + source + " is not a dis-mellin fit");
+    const DisMellinSettings s = parse_dis_mellin_settings(dis_mellin_options_of(c.id.canonical_config));
+    if (!(qmax > s.q0)) throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV");
+    const std::string name = target.substr(target.find_last_of('/') + 1);
+    const std::string dir = target;
+    struct stat st {};
+    if (stat((dir + "/" + name + ".info").c_str(), &st) == 0 && !vm.count("overwrite"))
+        throw usage_error("export lhapdf: '" + dir + "/" + name + ".info' exists; pass --overwrite to replace it");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw data_error("export lhapdf: cannot create " + dir + ": " + ec.message());
+    const std::vector<double> x = x_knots();
+    const std::vector<double> xe(x.begin(), x.end() - 1);
+    const auto blocks = q_blocks(s, qmax);
+    std::vector<DisPdfEvaluator> eval;
+    for (const auto& b : blocks) {
+        std::vector<double> q2;
+        for (double q : b) q2.push_back(q * q);
+        eval.emplace_back(s, xe, q2);
+    }
+    const std::size_t P = static_cast<std::size_t>(c.replicas.P);
+    std::vector<std::vector<std::vector<double>>> members(1);  // [member][block][values]
+    for (std::size_t r = 0; r < c.replicas.size(); ++r) {
+        if (c.replicas.status[r] != 0) continue;
+        std::vector<std::vector<double>> m;
+        for (const auto& e : eval) m.push_back(e.values(c.replicas.params.data() + r * P));
+        members.push_back(m);
+    }
+    if (members.size() < 2) throw data_error("export lhapdf: " + source + " has no converged replica");
+    members[0] = members[1];
+    for (std::size_t b = 0; b < blocks.size(); ++b)
+        for (std::size_t k = 0; k < members[0][b].size(); ++k) {
+            double sum = 0.0;
+            for (std::size_t m = 1; m < members.size(); ++m) sum += members[m][b][k];
+            members[0][b][k] = sum / static_cast<double>(members.size() - 1);
+        }
+    for (std::size_t m = 0; m < members.size(); ++m) {
+        char file[32];
+        std::snprintf(file, sizeof file, "_%04zu.dat", m);
+        write_member(dir + "/" + name + file, m == 0 ? "central" : "replica", x, blocks, members[m]);
+    }
+    write_info(dir + "/" + name + ".info", s, members.size(), blocks, source);
+    std::fprintf(stderr, "export lhapdf: %s/%s: %zu members (0 = mean of %zu replicas), %zu subgrids\n", dir.c_str(),
+                 name.c_str(), members.size(), members.size() - 1, blocks.size());
+    return 0;
+}
+
+const CommandRegistrar reg("export lhapdf", "a dis-mellin fit as an LHAPDF 6 set (.info + one .dat per member)",
+                           &cmd_export_lhapdf);
+
+}  // namespace
+}  // namespace ef
