@@ -108,6 +108,13 @@ expect_error 2 "'s1.h5' is the input 's1.h5'" -- "$EF" merge -o s1.h5 s0.h5 s1.h
 expect_error 2 "is the input 's0.h5'" -- "$EF" merge -o sub/../s0.h5 s0.h5 s1.h5 --overwrite
 [ "$(digest s1.h5)" = "$s1" ] || fail "a refused merge changed its input"
 ok "merge -o equal to a shard (also via ../) refused, the shard unchanged"
+"$EF" simulate ptycho --out scan.h5 --scan 6 --dp 16 --modes 1 --seed 3 > scan.log
+printf '[data]\nfile = scan.h5\n[solver]\niterations = 2\nbatch_size = 8\n[output]\nfile = r.h5\n' > r.ini
+expect_error 2 "'scan.h5' is the input 'scan.h5'" -- run_np 2 reconstruct r.ini --output.file scan.h5 --overwrite
+expect_error 2 "'./r.ini' is the input 'r.ini'" -- run_np 1 reconstruct r.ini --output.file ./r.ini --overwrite
+run_np 2 reconstruct r.ini --output.previews false > r.log || { cat r.log; fail "reconstruction"; }
+[ -e r.h5 ] && [ ! -e r.h5.creating ] && [ ! -e r.h5.lock ] || fail "reconstruction output, temporary or lock file"
+ok "reconstruct: output = data or config refused; its output created without leftovers"
 mkdir -p outdir
 expect_error 2 "'outdir' is a folder" -- run_np 1 fit peaks.ini --output.file outdir --overwrite
 echo "not hdf5" > junk.h5
