@@ -113,7 +113,8 @@ void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row
     hsize_t cnt[2] = {count, rank == 2 ? dims[1] : 1};
     EF_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), f.path());
     H5Handle mspace(EF_H5_CHECK(H5Screate_simple(rank, cnt, nullptr), f.path()), H5Sclose);
-    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data), f.path() + ": writing " + name);
+    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data),
+                f.path() + ": writing " + name);
 }
 
 template <class T>

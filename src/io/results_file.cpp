@@ -177,7 +177,8 @@ bool summary_written(const h5::File& f) { return f.has_attr("/summary", "replica
 void check_dataset(const h5::File& f, const std::string& name, H5T_class_t cls, std::vector<std::uint64_t> dims) {
     if (!f.exists(name)) throw data_error(f.path() + ": dataset " + name + " is missing");
     if (!f.has_type(name, cls, 8))
-        throw data_error(f.path() + ": dataset " + name + " is not of type " + (cls == H5T_FLOAT ? "float64" : "int64"));
+        throw data_error(f.path() + ": dataset " + name + " is not of type " +
+                         (cls == H5T_FLOAT ? "float64" : "int64"));
     const std::vector<std::uint64_t> shape = f.shape(name);
     if (shape != dims) {
         auto text = [](const std::vector<std::uint64_t>& d) {
@@ -212,7 +213,8 @@ void check_layout(const h5::File& f, const RunIdentity& id) {
         check_dataset(f, "/central/status", H5T_INTEGER, {1});
         check_dataset(f, "/central/iterations", H5T_INTEGER, {1});
         check_dataset(f, "/central/covariance", H5T_FLOAT, {P, P});
-        if (f.exists("/central/covariance_unscaled")) check_dataset(f, "/central/covariance_unscaled", H5T_FLOAT, {P, P});
+        if (f.exists("/central/covariance_unscaled"))
+            check_dataset(f, "/central/covariance_unscaled", H5T_FLOAT, {P, P});
     }
     const std::uint64_t M = static_cast<std::uint64_t>(id.span.size());
     check_dataset(f, "/replicas/index", H5T_INTEGER, {M});

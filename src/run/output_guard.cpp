@@ -163,7 +163,8 @@ void lock_output(const std::string& path, const std::string& where) {
     if (held_locks().holds(lock_path)) return;
     for (int attempt = 0; attempt < 8; ++attempt) {
         const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) throw data_error(where + ": cannot create the lock file '" + lock_path + "' (" + errno_text() + ")");
+        if (fd < 0)
+            throw data_error(where + ": cannot create the lock file '" + lock_path + "' (" + errno_text() + ")");
         if (lock_fd(fd, lock_path, path, where)) return;
     }
     throw data_error(where + ": the lock file '" + lock_path + "' keeps being replaced; is another run starting?");

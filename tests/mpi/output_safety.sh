@@ -78,6 +78,20 @@ run_np 2 fit peaks.ini --output.file big.h5 --resume > big2.log 2>&1 || { cat bi
 $H5CHECK equal ref.h5 big.h5 /central /replicas /summary || fail "resumed file differs"
 ok "kill -9 while the output is created: no file at the output, --resume completes bitwise equal"
 
+# A kill while the summary is written leaves replicas done and the summary incomplete (its last
+# attribute, the marker, not yet written): --resume fits nothing and writes the summary.
+cp ref.h5 half.h5
+/usr/bin/python3 -c "
+import h5py
+with h5py.File('half.h5', 'r+') as f:
+    del f['/summary'].attrs['replicas_used']
+    f['/summary/mean'][...] = 0
+" || fail "emulating a kill during the summary"
+run_np 2 fit peaks.ini --output.file half.h5 --resume > half.log || { cat half.log; fail "resume of a half-written summary"; }
+grep -q "resume: 0 of 41 replica fits left" half.log || { cat half.log; fail "resume did not see 0 fits left"; }
+$H5CHECK equal ref.h5 half.h5 /central /replicas /summary || fail "summary rewritten by --resume differs"
+ok "a summary cut short: --resume writes it, bitwise equal"
+
 # 4. A failing --overwrite keeps the previous file byte for byte.
 cp ref.h5 keep.h5
 sum=$(digest keep.h5)
@@ -109,6 +123,8 @@ expect_error 2 "is the input 's0.h5'" -- "$EF" merge -o sub/../s0.h5 s0.h5 s1.h5
 [ "$(digest s1.h5)" = "$s1" ] || fail "a refused merge changed its input"
 ok "merge -o equal to a shard (also via ../) refused, the shard unchanged"
 "$EF" simulate ptycho --out scan.h5 --scan 6 --dp 16 --modes 1 --seed 3 > scan.log
+[ -e scan.h5 ] && [ ! -e scan.h5.creating ] && [ ! -e scan.h5.lock ] || fail "simulate ptycho output or leftovers"
+expect_error 2 "'scan.h5' exists; pass --overwrite" -- "$EF" simulate ptycho --out scan.h5 --scan 6 --dp 16
 printf '[data]\nfile = scan.h5\n[solver]\niterations = 2\nbatch_size = 8\n[output]\nfile = r.h5\n' > r.ini
 expect_error 2 "'scan.h5' is the input 'scan.h5'" -- run_np 2 reconstruct r.ini --output.file scan.h5 --overwrite
 expect_error 2 "'./r.ini' is the input 'r.ini'" -- run_np 1 reconstruct r.ini --output.file ./r.ini --overwrite
