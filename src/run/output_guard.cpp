@@ -87,6 +87,7 @@ bool lock_fd(int fd, const std::string& lock_path, const std::string& path, cons
         }
         close(fd);
         if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
+            unlink(lock_path.c_str());  // a lock file that locks nothing would only mislead
             std::fprintf(stderr, "ensemblefit: warning: %s: this file system has no file locks (%s); a second run "
                                  "on the same output is not refused\n", lock_path.c_str(), std::strerror(err));
             return true;
