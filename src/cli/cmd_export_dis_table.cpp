@@ -146,12 +146,15 @@ int cmd_export_dis_table(const std::vector<std::string>& args, const MpiContext&
     const FitProblem pb = make_fit_problem(cfg, data);  // params in model order, bounds checked
     if (!ctx.is_root() || run.dry_run) return 0;
 
-    h5::File f = h5::File::create(out);
+    check_serial_output(out, "export dis-table: --out", run.overwrite, {run.config_path, cfg.data_file});
+    PendingOutput pending(out);  // created under a temporary name, renamed when written
+    h5::File f = h5::File::create(pending.temp_path());
     write_table(f, pb);
     write_params(f, pb);
     write_replicas(f, pb, replicas);
     write_settings(f, pb);
     f.close();
+    pending.commit();
     std::printf("wrote %s: %d points, %d contour nodes, %d parameters, replicas 0..%lld (%s, seed %llu)\n",
                 out.c_str(), pb.data.n, std::get<DisMellinModel>(pb.model->view).num_nodes, pb.num_params(), replicas,
                 pb.config.resample == ResampleMethod::bootstrap ? "bootstrap" : "smear",

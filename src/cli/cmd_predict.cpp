@@ -120,7 +120,7 @@ int cmd_predict(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (a.output != "-") {
         RunArgs run;
         run.overwrite = a.overwrite;
-        check_output(ctx, a.output, "predict: -o", run, false);
+        check_output(ctx, a.output, "predict: -o", run, false, {a.source, a.at});
     }
     PredictInputs in;
     collective(ctx, [&] { in = read_inputs(a); });

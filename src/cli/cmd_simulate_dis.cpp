@@ -13,6 +13,7 @@
 #include "src/cli/commands.hpp"
 #include "src/io/h5.hpp"
 #include "src/model/dis_mellin.hpp"
+#include "src/run/output_guard.hpp"
 
 namespace po = boost::program_options;
 
@@ -74,7 +75,9 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
         }
     }
     const DisPseudoData d = simulate_dis(points, static_cast<std::uint64_t>(seed), noise, truth, settings);
-    h5::File f = h5::File::create(out);
+    check_serial_output(out, "simulate dis: --out", vm.count("overwrite") > 0, {truth_config});
+    PendingOutput pending(out);  // created under a temporary name, renamed when written
+    h5::File f = h5::File::create(pending.temp_path());
     f.write("/x", d.x);
     f.write("/Q2", d.q2);
     f.write("/target", d.target);
@@ -89,6 +92,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
                                      " F2, Mellin-space PDFs at Q0 = " + std::to_string(settings.q0) + " GeV)");
     f.set_attr("/target", "meaning", std::string("1 proton, 2 neutron"));
     f.close();
+    pending.commit();
     std::printf("wrote %s: %d points (%d proton, %d neutron), noise %.3g, seed %lld\n", out.c_str(), points,
                 points - points / 2, points / 2, noise, seed);
     return 0;

@@ -18,6 +18,7 @@
 
 #include "src/cli/commands.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/output_guard.hpp"
 #include "src/run/run_args.hpp"
 
 namespace po = boost::program_options;
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, e.what());
         code = 1;
     }
+    release_output_locks();  // every output is closed; before a launcher may kill this rank
     std::fflush(stdout);
     MPI_Finalize();
     return code;

@@ -56,6 +56,12 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     return id;
 }
 
+/// Room the summary and the timing records take in a result file, with a wide margin
+/// (h5::File::reserve): 5 datasets of at most P x P doubles, per-rank timing rows and placement.
+std::uint64_t tail_bytes(std::size_t P, int ranks) {
+    return (1u << 20) + 16 * (2 * P * P + 7 * P) + 16384 * static_cast<std::uint64_t>(ranks);
+}
+
 /// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
 void write_dispatch_timing(h5::File& f, const std::string& group, const DispatchStats& ds, SchedPolicy policy,
                            const std::string& baseline) {
@@ -100,16 +106,22 @@ class FitRun {
     void print_placement_and_warnings() const;
     void print_dry_run() const;
     bool open_output();
+    void create_output(OutputAction action);
     void print_nothing_to_do() const;
     void print_plan() const;
     void fit_pending();
     void summarize_results();
     void report_timing();
     void close();
-    /// What rank 0 wrote is flushed block by block; end the job now.
+    /// What rank 0 wrote is flushed block by block; end the job now (the error line says the
+    /// file can be finished with --resume).
     [[noreturn]] void abort(const std::exception& e) {
-        if (out_) out_->close();
-        abort_run(ctx_, e);
+        if (!out_) abort_run(ctx_, e);
+        out_->close();
+        const Error* ee = dynamic_cast<const Error*>(&e);
+        abort_run(ctx_, Error(ee ? ee->code() : ExitCode::runtime,
+                              std::string(e.what()) + "; " + pb_->config.output_file +
+                                  " keeps every finished replica: run again with --resume to finish it"));
     }
 
    private:
@@ -190,21 +202,15 @@ void FitRun::print_dry_run() const {
  */
 bool FitRun::open_output() {
     const std::string& path = pb_->config.output_file;
-    const OutputAction action = check_output(ctx_, path, pb_->config.where("output.file"), opt_, true);
+    const OutputAction action = check_output(ctx_, path, pb_->config.where("output.file"), opt_, true,
+                                             {opt_.config_path, pb_->config.data_file, opt_.baseline});
     int complete = 0;
     collective(ctx_, [&] {
         if (!ctx_.is_root()) return;
         complete = action == OutputAction::resume && ResultsFile::complete_for(path, id_) ? 1 : 0;
         if (complete || opt_.dry_run) return;
-        if (action == OutputAction::resume) {
-            out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
-        } else {
-            try {
-                out_ = std::make_unique<ResultsFile>(ResultsFile::create(path, id_));
-            } catch (const Error& e) {
-                throw usage_error(pb_->config.where("output.file") + ": " + e.what());
-            }
-        }
+        if (action != OutputAction::resume) create_output(action);
+        out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
         pending_ = out_->pending();
     });
     trace_.mark("output file");
@@ -214,6 +220,26 @@ bool FitRun::open_output() {
     pending_.resize(static_cast<size_t>(m));
     if (m > 0) EF_MPI_CHECK(MPI_Bcast(pending_.data(), static_cast<int>(m), MPI_INT64_T, 0, ctx_.world()));
     return complete == 0;
+}
+
+/**
+ * A new file (or the replacement of one) is created under a temporary name and renamed over
+ * the output once its datasets exist: until then a previous file is untouched and a failure
+ * (disk full, no permission) leaves nothing behind; from then on a kill leaves a file that
+ * --resume finishes.
+ */
+void FitRun::create_output(OutputAction action) {
+    const std::string& path = pb_->config.output_file;
+    PendingOutput pending(path);
+    try {
+        ResultsFile::create(pending.temp_path(), id_).close();
+    } catch (const Error& e) {
+        throw Error(e.code() == ExitCode::runtime ? ExitCode::data : e.code(),
+                    pb_->config.where("output.file") + ": " + e.what() + "; " +
+                        (action == OutputAction::replace ? "the previous '" + path + "' is unchanged"
+                                                         : "nothing was written"));
+    }
+    pending.commit();
 }
 
 void FitRun::print_nothing_to_do() const {
@@ -279,6 +305,7 @@ void FitRun::fit_pending() {
 void FitRun::summarize_results() {
     if (!ctx_.is_root()) return;
     PhaseTimer::Scope io(timer_, Phase::io);
+    out_->file().reserve(tail_bytes(id_.param_names.size(), ctx_.size()), "the summary and the timing");
     const ReplicaBlock all = out_->read_replicas();
     const EnsembleSummary s = summarize(all.params, all.status, all.P);
     out_->write_summary(s);
@@ -319,6 +346,76 @@ void copy_run_records(h5::File& out, const std::vector<std::string>& inputs, con
             out.set_attr(record, "shard_file", inputs[k]);
         }
     }
+}
+
+/// Every shard read and checked (read_results checks the datasets against the shard's
+/// identity), complete, and of the same config, data and parameters as the first.
+std::vector<ResultsContent> read_shards(const std::vector<std::string>& inputs) {
+    std::vector<ResultsContent> shards;
+    for (const auto& in : inputs) {
+        if (!file_exists(in)) throw usage_error(in + ": no such file");
+        shards.push_back(read_results(in));
+        const ResultsContent& c = shards.back();
+        std::int64_t missing = 0;
+        for (auto s : c.replicas.status) missing += s < 0 ? 1 : 0;
+        if (c.id.span.central && c.central.status[0] < 0) ++missing;
+        if (missing > 0)
+            throw usage_error(in + ": shard is incomplete (" + std::to_string(missing) +
+                              " replica fits not done); finish it with --resume first");
+    }
+    for (size_t i = 1; i < shards.size(); ++i) {
+        const RunIdentity& a = shards[0].id;
+        const RunIdentity& b = shards[i].id;
+        if (b.canonical_config != a.canonical_config)
+            throw usage_error("merge: " + inputs[i] + " was run with a different config than " + inputs[0]);
+        if (b.data_checksum != a.data_checksum)
+            throw usage_error("merge: " + inputs[i] + " was run on different data than " + inputs[0]);
+        if (b.param_names != a.param_names || b.replicas_total != a.replicas_total || b.model != a.model)
+            throw data_error("merge: " + inputs[i] + ": attributes param_names, replicas_total or model differ from " +
+                             inputs[0] + "'s, though the configs agree (a tampered file?)");
+    }
+    return shards;
+}
+
+/// Shards in replica order, and which one holds the central fit.
+struct MergePlan {
+    std::vector<size_t> order;
+    size_t central = 0;
+};
+
+/// Orders the shards and checks that they cover 1..R once, with one central fit.
+MergePlan plan_merge(const std::vector<ResultsContent>& shards, const std::vector<std::string>& inputs) {
+    MergePlan plan;
+    plan.order.resize(shards.size());
+    for (size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
+    std::sort(plan.order.begin(), plan.order.end(),
+              [&](size_t a, size_t b) { return shards[a].id.span.begin < shards[b].id.span.begin; });
+    const std::int64_t R = shards[0].id.replicas_total;
+    std::int64_t next = 1;
+    int central = -1;
+    for (size_t k : plan.order) {
+        const ResultsContent& c = shards[k];
+        const std::string& name = inputs[k];
+        if (c.id.span.central) {
+            if (central >= 0)
+                throw usage_error("merge: both " + inputs[static_cast<size_t>(central)] + " and " + name +
+                                  " hold the central fit (replica 0)");
+            central = static_cast<int>(k);
+        }
+        if (c.id.span.size() == 0) continue;
+        if (c.id.span.begin > next)
+            throw usage_error("merge: replicas " + std::to_string(next) + ".." +
+                              std::to_string(c.id.span.begin - 1) + " are in no file (gap before " + name + ")");
+        if (c.id.span.begin < next)
+            throw usage_error("merge: " + name + " overlaps another file at replicas " +
+                              std::to_string(c.id.span.begin) + ".." + std::to_string(next - 1));
+        next = c.id.span.end;
+    }
+    if (next != R + 1)
+        throw usage_error("merge: replicas " + std::to_string(next) + ".." + std::to_string(R) + " are in no file");
+    if (central < 0) throw usage_error("merge: no file holds the central fit (replica 0, shard 0)");
+    plan.central = static_cast<size_t>(central);
+    return plan;
 }
 
 }  // namespace
@@ -394,71 +491,33 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
 
 void run_merge(const std::string& output, const std::vector<std::string>& inputs, bool overwrite) {
     if (inputs.empty()) throw usage_error("merge: no shard files given");
-    std::vector<ResultsContent> shards;
-    for (const auto& in : inputs) {
-        if (in == output) throw usage_error("merge: output '" + output + "' is also an input");
-        if (!file_exists(in)) throw usage_error(in + ": no such file");
-        shards.push_back(read_results(in));
-        const ResultsContent& c = shards.back();
-        std::int64_t missing = 0;
-        for (auto s : c.replicas.status) missing += s < 0 ? 1 : 0;
-        if (c.id.span.central && c.central.status[0] < 0) ++missing;
-        if (missing > 0)
-            throw usage_error(in + ": shard is incomplete (" + std::to_string(missing) +
-                              " replica fits not done); finish it with --resume first");
-    }
-    for (size_t i = 1; i < shards.size(); ++i) {
-        const RunIdentity& a = shards[0].id;
-        const RunIdentity& b = shards[i].id;
-        if (b.canonical_config != a.canonical_config)
-            throw usage_error("merge: " + inputs[i] + " was run with a different config than " + inputs[0]);
-        if (b.data_checksum != a.data_checksum)
-            throw usage_error("merge: " + inputs[i] + " was run on different data than " + inputs[0]);
-    }
-    std::vector<size_t> order(shards.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return shards[a].id.span.begin < shards[b].id.span.begin; });
+    const OutputAction action = check_serial_output(output, "merge: -o", overwrite, inputs);
+    const std::vector<ResultsContent> shards = read_shards(inputs);  // every shard checked before writing
+    const MergePlan plan = plan_merge(shards, inputs);
     const std::int64_t R = shards[0].id.replicas_total;
-    std::int64_t next = 1;
-    int central = -1;
-    for (size_t k = 0; k < order.size(); ++k) {
-        const ResultsContent& c = shards[order[k]];
-        const std::string& name = inputs[order[k]];
-        if (c.id.span.central) {
-            if (central >= 0)
-                throw usage_error("merge: both " + inputs[static_cast<size_t>(central)] + " and " + name +
-                                  " hold the central fit (replica 0)");
-            central = static_cast<int>(order[k]);
-        }
-        if (c.id.span.size() == 0) continue;
-        if (c.id.span.begin > next)
-            throw usage_error("merge: replicas " + std::to_string(next) + ".." +
-                              std::to_string(c.id.span.begin - 1) + " are in no file (gap before " + name + ")");
-        if (c.id.span.begin < next)
-            throw usage_error("merge: " + name + " overlaps another file at replicas " +
-                              std::to_string(c.id.span.begin) + ".." + std::to_string(next - 1));
-        next = c.id.span.end;
-    }
-    if (next != R + 1)
-        throw usage_error("merge: replicas " + std::to_string(next) + ".." + std::to_string(R) +
-                          " are in no file");
-    if (central < 0) throw usage_error("merge: no file holds the central fit (replica 0, shard 0)");
-    if (file_exists(output) && !overwrite)
-        throw usage_error("merge: output '" + output + "' exists; pass --overwrite to replace it");
-
-    RunIdentity id = shards[static_cast<size_t>(central)].id;
+    RunIdentity id = shards[plan.central].id;
     id.shard = ShardSpec{};
     id.span = shard_span(R, id.shard);
-    ResultsFile out = ResultsFile::create(output, id);
-    out.write(shards[static_cast<size_t>(central)].central);
-    for (size_t k : order)
-        if (shards[k].replicas.size() > 0) out.write(shards[k].replicas);
-    const ReplicaBlock all = out.read_replicas();
-    out.write_summary(summarize(all.params, all.status, all.P));
-    out.file().set_attr("/", "merged_from", inputs);
-    copy_run_records(out.file(), inputs, order);
-    out.close();
+    // Written under a temporary name, renamed over the output only once complete.
+    PendingOutput pending(output);
+    try {
+        ResultsFile out = ResultsFile::create(pending.temp_path(), id);
+        out.write(shards[plan.central].central);
+        for (size_t k : plan.order)
+            if (shards[k].replicas.size() > 0) out.write(shards[k].replicas);
+        const ReplicaBlock all = out.read_replicas();
+        out.write_summary(summarize(all.params, all.status, all.P));
+        out.file().set_attr("/", "merged_from", inputs);
+        copy_run_records(out.file(), inputs, plan.order);
+        out.file().flush();
+        out.close();
+    } catch (const Error& e) {
+        throw Error(e.code() == ExitCode::runtime ? ExitCode::data : e.code(),
+                    "merge: " + std::string(e.what()) + "; " +
+                        (action == OutputAction::replace ? "the previous '" + output + "' is unchanged"
+                                                         : "nothing was written"));
+    }
+    pending.commit();
     std::printf("merged %zu file(s), replicas 1..%lld and the central fit, into %s\n", inputs.size(),
                 static_cast<long long>(R), output.c_str());
     print_file_summary(output, std::cout);

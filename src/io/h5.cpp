@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "src/io/h5.hpp"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -11,13 +15,46 @@
 
 namespace ef::h5 {
 
+namespace {
+
+/// Walks the error stack from the innermost entry; keeps the first system error text (the
+/// file drivers write "errno = 28, error message = 'No space left on device'").
+herr_t find_system_error(unsigned, const H5E_error2_t* e, void* data) {
+    auto* found = static_cast<std::string*>(data);
+    if (!found->empty() || !e || !e->desc) return 0;
+    const std::string desc = e->desc;
+    const std::string key = "error message = '";
+    const auto k = desc.find(key);
+    if (k != std::string::npos) *found = desc.substr(k + key.size(), desc.find('\'', k + key.size()) - k - key.size());
+    return 0;
+}
+
+}  // namespace
+
+std::string system_reason() {
+    std::string found;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, find_system_error, &found);
+    return found;
+}
+
 void fail(const char* call, const char* file, int line, const std::string& path) {
+    const std::string reason = system_reason();
+    if (!reason.empty()) {
+        const std::string c = call;
+        throw data_error(path + ": " + reason + " (" + c.substr(0, c.find('(')) + ")");
+    }
     throw runtime_error(path + ": HDF5 call failed: " + call + " (" + file + ":" + std::to_string(line) + ")");
 }
 
 void quiet_errors() {
     static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+    std::call_once(once, [] {
+        // No library clean-up at exit: after a write that failed half-way (disk full) HDF5 1.10's
+        // clean-up crashes closing the file again (H5F__close_cb). Every file is closed by its
+        // H5Handle before the program ends, so the clean-up has nothing to do anyway.
+        H5dont_atexit();
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    });
 }
 
 bool is_hdf5(const std::string& path) {
@@ -61,7 +98,7 @@ void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t 
     H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), f.path()), H5Pclose);
     EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), f.path());
     H5Handle ds(EF_H5_CHECK(H5Dcreate2(f.id(), name.c_str(), type, space.get(), lcpl.get(),
-                                       dcpl.get(), H5P_DEFAULT), f.path()), H5Dclose);
+                                       dcpl.get(), H5P_DEFAULT), f.path() + ": creating " + name), H5Dclose);
 }
 
 void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row,
@@ -76,7 +113,8 @@ void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row
     hsize_t cnt[2] = {count, rank == 2 ? dims[1] : 1};
     EF_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), f.path());
     H5Handle mspace(EF_H5_CHECK(H5Screate_simple(rank, cnt, nullptr), f.path()), H5Sclose);
-    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data), f.path());
+    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data),
+                f.path() + ": writing " + name);
 }
 
 template <class T>
@@ -95,7 +133,7 @@ H5Handle open_or_create_attr(File& f, const std::string& obj, const std::string&
     H5Handle o = object(f, obj);
     if (H5Aexists(o.get(), name.c_str()) > 0) EF_H5_CHECK(H5Adelete(o.get(), name.c_str()), f.path());
     return H5Handle(EF_H5_CHECK(H5Acreate2(o.get(), name.c_str(), type, space, H5P_DEFAULT,
-                                           H5P_DEFAULT), f.path()), H5Aclose);
+                                           H5P_DEFAULT), f.path() + ": writing attribute " + name), H5Aclose);
 }
 
 H5Handle open_attr(const File& f, const std::string& obj, const std::string& name) {
@@ -110,7 +148,10 @@ H5Handle open_attr(const File& f, const std::string& obj, const std::string& nam
 File File::create(const std::string& path) {
     quiet_errors();
     const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (id < 0) throw runtime_error(path + ": cannot create HDF5 file");
+    if (id < 0) {
+        const std::string reason = system_reason();
+        throw data_error(path + ": cannot create the file" + (reason.empty() ? "" : " (" + reason + ")"));
+    }
     return File(H5Handle(id, H5Fclose), path);
 }
 
@@ -124,7 +165,11 @@ File File::open_read(const std::string& path) {
 File File::open_write(const std::string& path) {
     quiet_errors();
     const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    if (id < 0) throw runtime_error(path + ": cannot open HDF5 file for writing");
+    if (id < 0) {
+        const std::string reason = system_reason();
+        throw data_error(path + ": cannot open as an HDF5 file for writing (" +
+                         (reason.empty() ? "not HDF5, or damaged" : reason) + ")");
+    }
     return File(H5Handle(id, H5Fclose), path);
 }
 
@@ -234,17 +279,17 @@ void File::set_attr(const std::string& obj, const std::string& name, const std::
     H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
     H5Handle a = open_or_create_attr(*this, obj, name, type.get(), space.get());
     const std::string padded = value.empty() ? std::string(1, '\0') : value;
-    EF_H5_CHECK(H5Awrite(a.get(), type.get(), padded.data()), path_);
+    EF_H5_CHECK(H5Awrite(a.get(), type.get(), padded.data()), path_ + ": writing attribute " + name);
 }
 void File::set_attr(const std::string& obj, const std::string& name, double value) {
     H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
     H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_DOUBLE, space.get());
-    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), path_);
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), path_ + ": writing attribute " + name);
 }
 void File::set_attr(const std::string& obj, const std::string& name, std::int64_t value) {
     H5Handle space(EF_H5_CHECK(H5Screate(H5S_SCALAR), path_), H5Sclose);
     H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_INT64, space.get());
-    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_INT64, &value), path_);
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_INT64, &value), path_ + ": writing attribute " + name);
 }
 void File::set_attr(const std::string& obj, const std::string& name, const std::vector<std::string>& v) {
     // Variable-length strings: readable by h5py as a list of str.
@@ -256,13 +301,13 @@ void File::set_attr(const std::string& obj, const std::string& name, const std::
     H5Handle a = open_or_create_attr(*this, obj, name, type.get(), space.get());
     std::vector<const char*> ptrs;
     for (const auto& s : v) ptrs.push_back(s.c_str());
-    EF_H5_CHECK(H5Awrite(a.get(), type.get(), ptrs.data()), path_);
+    EF_H5_CHECK(H5Awrite(a.get(), type.get(), ptrs.data()), path_ + ": writing attribute " + name);
 }
 void File::set_attr(const std::string& obj, const std::string& name, const std::vector<double>& v) {
     hsize_t n = v.size();
     H5Handle space(EF_H5_CHECK(H5Screate_simple(1, &n, nullptr), path_), H5Sclose);
     H5Handle a = open_or_create_attr(*this, obj, name, H5T_NATIVE_DOUBLE, space.get());
-    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, v.data()), path_);
+    EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, v.data()), path_ + ": writing attribute " + name);
 }
 bool File::has_attr(const std::string& obj, const std::string& name) const {
     H5Handle o(H5Oopen(id(), obj.c_str(), H5P_DEFAULT), H5Oclose);
@@ -325,7 +370,41 @@ std::vector<double> File::attr_doubles(const std::string& obj, const std::string
     return v;
 }
 
-void File::flush() { EF_H5_CHECK(H5Fflush(id(), H5F_SCOPE_GLOBAL), path_); }
-void File::close() { h_.reset(); }
+bool File::has_type(const std::string& name, H5T_class_t cls, std::size_t bytes) const {
+    H5Handle ds = dataset(*this, name);
+    H5Handle type(EF_H5_CHECK(H5Dget_type(ds.get()), path_), H5Tclose);
+    return H5Tget_class(type.get()) == cls && H5Tget_size(type.get()) == bytes;
+}
+
+void File::flush() { EF_H5_CHECK(H5Fflush(id(), H5F_SCOPE_GLOBAL), path_ + ": writing to disk"); }
+
+void File::reserve(std::uint64_t bytes, const std::string& what) {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    struct stat st {};
+    int rc = fd < 0 || fstat(fd, &st) != 0 ? errno : 0;
+    if (rc == 0) rc = posix_fallocate(fd, 0, st.st_size + static_cast<off_t>(bytes));
+    if (fd >= 0) ::close(fd);
+    if (rc != 0)
+        throw data_error(path_ + ": no room to write " + what + " (" + std::to_string(bytes) + " bytes: " +
+                         std::strerror(rc) + ")");
+    reserved_ = true;
+}
+
+void File::close() {
+    h_.reset();
+    if (!reserved_) return;
+    // Give back the reserved bytes HDF5 did not use: cut the file at its end of allocation.
+    reserved_ = false;
+    haddr_t eoa = 0;
+    {
+        H5Handle f(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+        if (!f || H5Fget_eoa(f.get(), &eoa) < 0) return;
+    }
+    struct stat st {};
+    if (eoa > 0 && stat(path_.c_str(), &st) == 0 && static_cast<haddr_t>(st.st_size) > eoa &&
+        truncate(path_.c_str(), static_cast<off_t>(eoa)) != 0)
+        std::fprintf(stderr, "ensemblefit: warning: %s: %lld reserved bytes not given back (%s)\n", path_.c_str(),
+                     static_cast<long long>(st.st_size - static_cast<off_t>(eoa)), std::strerror(errno));
+}
 
 }  // namespace ef::h5

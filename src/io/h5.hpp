@@ -18,7 +18,13 @@
  */
 namespace ef::h5 {
 
+/// Throws for a failed HDF5 call: exit 3 naming `path` (the file and what was being written) and
+/// the system's reason when the library reports one (disk full, permission, file size limit),
+/// else exit 1 naming the call (a bug).
 [[noreturn]] void fail(const char* call, const char* file, int line, const std::string& path);
+
+/// The system error text behind the last failed HDF5 call ("No space left on device"), or "".
+std::string system_reason();
 
 #define EF_H5_CHECK(call, path)                                          \
     ([&]() {                                                             \
@@ -96,6 +102,8 @@ class File {
 
     /// Shape of a dataset (1 or 2 dimensions).
     std::vector<std::uint64_t> shape(const std::string& name) const;
+    /// Whether a dataset's elements are of class `cls` (H5T_INTEGER, H5T_FLOAT) and `bytes` wide.
+    bool has_type(const std::string& name, H5T_class_t cls, std::size_t bytes) const;
     std::vector<double> read_double(const std::string& name) const;
     std::vector<std::int64_t> read_int64(const std::string& name) const;
 
@@ -111,18 +119,24 @@ class File {
     std::vector<std::string> attr_strings(const std::string& obj, const std::string& name) const;
     std::vector<double> attr_doubles(const std::string& obj, const std::string& name) const;
 
-    /// Pushes everything written so far to disk (after every chunk: a kill loses only what is
-    /// in flight).
     /// Copies object `src_name` of `src` (a dataset or a whole group) to `dst_name` here.
     void copy_from(const File& src, const std::string& src_name, const std::string& dst_name);
 
+    /// Pushes everything written so far to disk (after every chunk: a kill loses only what is
+    /// in flight).
     void flush();
+    /// Makes room on disk for `bytes` more (posix_fallocate past the end), so that writes that
+    /// add metadata (`what`: the summary, the timing) cannot find the disk full half-way and
+    /// leave a file HDF5 cannot open. No room: exit 3 naming the file and `what`, the file
+    /// unchanged. close() gives back what HDF5 did not use.
+    void reserve(std::uint64_t bytes, const std::string& what);
     void close();
 
    private:
     File(H5Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
     H5Handle h_;
     std::string path_;
+    bool reserved_ = false;
 };
 
 }  // namespace ef::h5

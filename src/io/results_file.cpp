@@ -168,20 +168,100 @@ void grow_replicas(h5::File& f, const RunIdentity& old, const RunIdentity& id) {
     f.flush();
 }
 
+/// The summary is complete once its last attribute is written (write_summary writes it last;
+/// resume() removes the summary of a file it finishes).
+bool summary_written(const h5::File& f) { return f.has_attr("/summary", "replicas_used"); }
+
+/// A dataset `name` of class `cls` (8-byte elements) and shape `dims`, else data_error naming
+/// the file and the dataset.
+void check_dataset(const h5::File& f, const std::string& name, H5T_class_t cls, std::vector<std::uint64_t> dims) {
+    if (!f.exists(name)) throw data_error(f.path() + ": dataset " + name + " is missing");
+    if (!f.has_type(name, cls, 8))
+        throw data_error(f.path() + ": dataset " + name + " is not of type " +
+                         (cls == H5T_FLOAT ? "float64" : "int64"));
+    const std::vector<std::uint64_t> shape = f.shape(name);
+    if (shape != dims) {
+        auto text = [](const std::vector<std::uint64_t>& d) {
+            std::string t;
+            for (auto v : d) t += (t.empty() ? "" : " x ") + std::to_string(v);
+            return t.empty() ? std::string("a scalar") : t;
+        };
+        throw data_error(f.path() + ": dataset " + name + " has shape " + text(shape) + ", expected " + text(dims));
+    }
+}
+
+/**
+ * Checks that a result file's datasets are what its identity says (merge and --resume read
+ * them by these sizes): the shard's range is the one shard_span gives, every dataset is there
+ * with its type and shape. data_error (exit 3) naming the file and the dataset otherwise.
+ */
+void check_layout(const h5::File& f, const RunIdentity& id) {
+    const std::uint64_t P = id.param_names.size();
+    const auto& s = id.shard;
+    if (P == 0) throw data_error(f.path() + ": attribute param_names is empty");
+    if (s.count < 1 || s.index < 0 || s.index >= s.count || id.replicas_total < 0 ||
+        id.replicas_total > std::numeric_limits<std::int64_t>::max() / s.count)
+        throw data_error(f.path() + ": attributes shard_index, shard_count, replicas_total are inconsistent");
+    const ReplicaSpan span = shard_span(id.replicas_total, s);
+    if (span.begin != id.span.begin || span.end != id.span.end || span.central != id.span.central)
+        throw data_error(f.path() + ": attributes range_begin, range_end, has_central do not match shard " +
+                         std::to_string(s.index) + "/" + std::to_string(s.count) + " of " +
+                         std::to_string(id.replicas_total) + " replicas");
+    if (id.span.central) {
+        check_dataset(f, "/central/params", H5T_FLOAT, {P});
+        check_dataset(f, "/central/chi2", H5T_FLOAT, {1});
+        check_dataset(f, "/central/status", H5T_INTEGER, {1});
+        check_dataset(f, "/central/iterations", H5T_INTEGER, {1});
+        check_dataset(f, "/central/covariance", H5T_FLOAT, {P, P});
+        if (f.exists("/central/covariance_unscaled"))
+            check_dataset(f, "/central/covariance_unscaled", H5T_FLOAT, {P, P});
+    }
+    const std::uint64_t M = static_cast<std::uint64_t>(id.span.size());
+    check_dataset(f, "/replicas/index", H5T_INTEGER, {M});
+    check_dataset(f, "/replicas/params", H5T_FLOAT, {M, P});
+    check_dataset(f, "/replicas/chi2", H5T_FLOAT, {M});
+    check_dataset(f, "/replicas/status", H5T_INTEGER, {M});
+    check_dataset(f, "/replicas/iterations", H5T_INTEGER, {M});
+}
+
+/// The values merge relies on: replica numbers in order from the range's start, statuses -1..2.
+void check_values(const std::string& path, const ResultsContent& c) {
+    for (size_t i = 0; i < c.replicas.index.size(); ++i)
+        if (c.replicas.index[i] != c.id.span.begin + static_cast<std::int64_t>(i))
+            throw data_error(path + ": dataset /replicas/index: row " + std::to_string(i) + " holds replica " +
+                             std::to_string(c.replicas.index[i]) + ", expected " +
+                             std::to_string(c.id.span.begin + static_cast<std::int64_t>(i)));
+    auto check_status = [&](const std::vector<std::int64_t>& status, const char* name) {
+        for (size_t i = 0; i < status.size(); ++i)
+            if (status[i] < -1 || status[i] > 2)
+                throw data_error(path + ": dataset " + name + ": row " + std::to_string(i) + " has status " +
+                                 std::to_string(status[i]) + " (allowed: -1 not done, 0, 1, 2)");
+    };
+    check_status(c.replicas.status, "/replicas/status");
+    check_status(c.central.status, "/central/status");
+}
+
 }  // namespace
 
 bool ResultsFile::complete_for(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::open_read(path);
     const RunIdentity old = read_identity(f);
     if (check_resumable(path, old, id)) return false;
-    return ResultsFile(std::move(f), old).pending().empty();
+    check_layout(f, old);
+    return summary_written(f) && ResultsFile(std::move(f), old).pending().empty();
 }
 
 ResultsFile ResultsFile::resume(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::open_write(path);
     const RunIdentity old = read_identity(f);
-    if (check_resumable(path, old, id)) grow_replicas(f, old, id);
+    const bool grows = check_resumable(path, old, id);
+    check_layout(f, old);
+    // The summary (if any) is of fewer replicas, or was being written when the run stopped:
+    // gone until this run writes it, so a kill from here on leaves a file --resume finishes.
+    if (f.exists("/summary")) EF_H5_CHECK(H5Ldelete(f.id(), "/summary", H5P_DEFAULT), path + ": removing /summary");
+    if (grows) grow_replicas(f, old, id);
     f.set_attr("/", "config", id.resolved_config);
+    f.flush();
     return ResultsFile(std::move(f), id);
 }
 
@@ -248,9 +328,10 @@ void ResultsFile::write_summary(const EnsembleSummary& s) {
     file_.write("/summary/quantiles", s.quantiles, P);
     file_.set_attr("/summary/quantiles", "levels_percent",
                    std::vector<double>(std::begin(kQuantileLevels), std::end(kQuantileLevels)));
-    file_.set_attr("/summary", "replicas_used", s.used);
     file_.set_attr("/summary", "replicas_total", s.total);
     file_.set_attr("/summary", "param_names", id_.param_names);
+    file_.flush();
+    file_.set_attr("/summary", "replicas_used", s.used);  // last: marks the summary complete
     file_.flush();
 }
 
@@ -260,6 +341,7 @@ ResultsContent read_results(const std::string& path) {
     const h5::File f = h5::File::open_read(path);
     ResultsContent c;
     c.id = read_identity(f);
+    check_layout(f, c.id);
     const int P = static_cast<int>(c.id.param_names.size());
     if (c.id.span.central) {
         c.central.P = P;
@@ -276,6 +358,7 @@ ResultsContent read_results(const std::string& path) {
     c.replicas.chi2 = f.read_double("/replicas/chi2");
     c.replicas.status = f.read_int64("/replicas/status");
     c.replicas.iterations = f.read_int64("/replicas/iterations");
+    check_values(path, c);
     return c;
 }
 

@@ -78,7 +78,7 @@ void Reconstruction::set_up() {
     worker_->keep_gradients_on_device(ctx_.size() == 1 || device_sum_);
     if (!threads_.warning.empty() && worker_->kind() == WorkerKind::cpu && ctx_.local_rank() == 0)
         std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
-    check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, false);
+    check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, false, {opt_.config_path, cfg_.data_file});
     const std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
     bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
     placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);

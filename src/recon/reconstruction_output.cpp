@@ -2,6 +2,7 @@
 // The reconstruction's output: progress lines, the result file (and checkpoints), previews,
 // and the run's timing through the run layer (src/run/run_timing.hpp).
 #include <cstdio>
+#include <optional>
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>
@@ -78,9 +79,11 @@ void Reconstruction::write_output(bool final) {
     PhaseTimer::Scope io(timer_, Phase::io);
     const std::vector<Complex> obj = worker_->complex_object();
     const std::vector<Complex> probe = worker_->probe();
-    h5::File f = file_exists(cfg_.output_file) && wrote_once_ ? h5::File::open_write(cfg_.output_file)
-                                                              : h5::File::create(cfg_.output_file);
-    wrote_once_ = true;
+    // The first write creates the file under a temporary name and renames it over the output
+    // when written: a previous file survives a run that fails before (docs/architecture.md).
+    std::optional<PendingOutput> pending;
+    if (!wrote_once_ || !file_exists(cfg_.output_file)) pending.emplace(cfg_.output_file);
+    h5::File f = pending ? h5::File::create(pending->temp_path()) : h5::File::open_write(cfg_.output_file);
     h5x::write_complex(f, "/object", dims({ds_.obj_h, ds_.obj_w}), obj);
     h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
     std::vector<double> pos = ds_.positions;
@@ -110,6 +113,11 @@ void Reconstruction::write_output(bool final) {
         f.set_attr("/", "phase_rmse", rmse_);
     }
     f.flush();
+    if (pending) {
+        f.close();
+        pending->commit();
+    }
+    wrote_once_ = true;
     if (final && cfg_.previews) write_previews(obj, probe);
 }
 

@@ -297,12 +297,15 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     worker->set_object(amp, phase);
     worker->set_probe(probe);
 
-    h5::File f = h5::File::create(o.out);
+    lock_output(o.out, "simulate ptycho: --out");  // one writer; created under a temporary name
+    PendingOutput pending(o.out);
+    h5::File f = h5::File::create(pending.temp_path());
     const double photons =
         write_patterns(o, sc, *worker, threads, f, o.format == "cxi" ? "/entry_1/data_1/data" : "/data");
     write_positions(o, sc, f);
     write_truth(o, sc, amp, phase, probe, f);
     f.close();
+    pending.commit();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("simulated %lld patterns %d x %d (%s layout), %d probe mode%s, object %d x %d, %.3g counts per "
                 "pattern, in %.2f s (%d thread%s)\noutput: %s\n",
