@@ -19,6 +19,7 @@
 #include "src/cli/commands.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/run_args.hpp"
+#include "src/run/stop_request.hpp"
 
 namespace po = boost::program_options;
 
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, e.what());
         code = 1;
     }
+    if (code == 0 && stopped_early()) code = static_cast<int>(ExitCode::stopped);
     std::fflush(stdout);
     MPI_Finalize();
     return code;
