@@ -71,16 +71,16 @@ PhaseError Reconstruction::compare_truth() {
 }
 
 /// The model and the run so far into the output (rank 0; every rank first agrees on the
-/// positions). A checkpoint rewrites the same file; the final write adds the previews.
+/// positions). A checkpoint adds the optimiser's state (write_checkpoint); the final write adds
+/// the previews. Either is written beside the output and renamed over it (commit_output).
 void Reconstruction::write_output(bool final) {
     sync_positions();
     if (!ctx_.is_root()) return;
     PhaseTimer::Scope io(timer_, Phase::io);
     const std::vector<Complex> obj = worker_->complex_object();
     const std::vector<Complex> probe = worker_->probe();
-    h5::File f = file_exists(cfg_.output_file) && wrote_once_ ? h5::File::open_write(cfg_.output_file)
-                                                              : h5::File::create(cfg_.output_file);
-    wrote_once_ = true;
+    const std::string partial = partial_output_path(cfg_.output_file);
+    h5::File f = h5::File::create(partial);
     h5x::write_complex(f, "/object", dims({ds_.obj_h, ds_.obj_w}), obj);
     h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
     std::vector<double> pos = ds_.positions;
@@ -109,7 +109,9 @@ void Reconstruction::write_output(bool final) {
         f.set_attr("/", "phase_nrmse", nrmse_);
         f.set_attr("/", "phase_rmse", rmse_);
     }
-    f.flush();
+    if (!final) write_checkpoint(f);
+    f.close();
+    commit_output(partial, cfg_.output_file);
     if (final && cfg_.previews) write_previews(obj, probe);
 }
 
