@@ -55,6 +55,8 @@ class EngineWorker final : public ReconWorker {
     void set_probe(const std::vector<std::complex<double>>& p) override { engine_.set_probe(p); }
     std::vector<std::complex<double>> probe() override { return engine_.probe(); }
     void reset_moments(bool object, bool probe) override { engine_.reset_moments(object, probe); }
+    std::vector<double> moments() override { return engine_.moments(); }
+    void set_moments(const std::vector<double>& m) override { engine_.set_moments(m); }
     std::vector<std::complex<double>> probe_gram() override { return engine_.probe_gram(); }
     void mix_probe_modes(const std::vector<std::complex<double>>& mix) override { engine_.mix_probe_modes(mix); }
 

@@ -157,6 +157,25 @@ class PtychoEngine {
         for (size_t i = 0; i < tmp.size(); ++i) out[i] = {double(tmp[i].re), double(tmp[i].im)};
         return out;
     }
+    /// The Adam moments in double (exact for T = float): the object's m0, v0, m1, v1 (obj_n
+    /// each), then the probe's m, v (2 K n each); what a checkpoint needs beside the parameters.
+    std::vector<double> moments() {
+        std::vector<double> out, part;
+        for (Buffer<T>* b : {&m0_, &v0_, &m1_, &v1_, &mp_, &vp_}) {
+            download_real(*b, part);
+            out.insert(out.end(), part.begin(), part.end());
+        }
+        return out;
+    }
+    /// Sets the moments from moments()'s layout (a checkpoint's; the size was checked by the caller).
+    void set_moments(const std::vector<double>& m) {
+        auto at = m.begin();
+        for (Buffer<T>* b : {&m0_, &v0_, &m1_, &v1_, &mp_, &vp_}) {
+            const auto end = at + static_cast<std::ptrdiff_t>(b->size());
+            upload_real(std::vector<double>(at, end), *b);
+            at = end;
+        }
+    }
     /// Zeroes the Adam moments of the object and/or the probe.
     void reset_moments(bool object, bool probe) {
         if (object)

@@ -18,6 +18,10 @@ void reconstruct_help() {
                 "Ptychographic reconstruction (single slice, mixed-state probe, Adam over mini-batches)\n"
                 "of an HDF5 or CXI dataset; run under mpirun for several CPU and/or GPU ranks.\n\n"
                 "options:\n"
+                "  --resume        continue from the output's last checkpoint (written every\n"
+                "                  output.checkpoint_every iterations or checkpoint_minutes, and when\n"
+                "                  SIGUSR1/SIGTERM/SIGINT stops the run): ends bitwise equal to an\n"
+                "                  uninterrupted run\n"
                 "  --overwrite     replace an existing output file (refused otherwise)\n"
                 "  --dry-run       read and check everything, print the plan, reconstruct nothing\n"
                 "  --debug.speeds W0,W1,...[/W0,W1,.../...]\n"
@@ -32,7 +36,7 @@ int cmd_reconstruct(const std::vector<std::string>& args, const MpiContext& ctx)
     const std::vector<ArgOption> options = {
         {"--debug.speeds", true, [&](const std::string& v) { opt.debug_speeds = v; }},
     };
-    if (!parse_run_args("reconstruct", args, false, options, opt)) {
+    if (!parse_run_args("reconstruct", args, true, options, opt)) {
         if (ctx.is_root()) reconstruct_help();
         return 0;
     }

@@ -20,6 +20,7 @@
 #include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/run_args.hpp"
+#include "src/run/stop_request.hpp"
 
 namespace po = boost::program_options;
 
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, e.what());
         code = 1;
     }
+    if (code == 0 && stopped_early()) code = static_cast<int>(ExitCode::stopped);
     release_output_locks();  // every output is closed; before a launcher may kill this rank
     std::fflush(stdout);
     MPI_Finalize();

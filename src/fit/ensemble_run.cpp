@@ -30,6 +30,7 @@
 #include "src/run/run_failure.hpp"
 #include "src/run/run_timing.hpp"
 #include "src/run/setup_trace.hpp"
+#include "src/run/stop_request.hpp"
 #include "src/sched/unit_dispatch.hpp"
 
 namespace ef {
@@ -113,6 +114,9 @@ class FitRun {
     void summarize_results();
     void report_timing();
     void close();
+    /// A stop signal ended fit_pending() early (the same on every rank).
+    bool stopped() const { return stopped_ != 0; }
+    void report_stopped() const;
     /// What rank 0 wrote is flushed block by block; end the job now (the error line says the
     /// file can be finished with --resume).
     [[noreturn]] void abort(const std::exception& e) {
@@ -144,6 +148,8 @@ class FitRun {
     std::vector<std::int64_t> pending_;
     RankTiming mine_;
     DispatchStats dispatch_;
+    int stopped_ = 0;               // the signal that stopped the run early
+    std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
 };
 
 void FitRun::set_up() {
@@ -296,10 +302,24 @@ void FitRun::fit_pending() {
         out_->write(b);
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
-    dispatch_ = UnitDispatch<ReplicaBlock>(ctx_, timer_, mine_, std::move(h)).run(queue.get(), M);
-    if (ctx_.is_root()) progress.finish();
+    h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
+    UnitDispatch<ReplicaBlock> dispatch(ctx_, timer_, mine_, std::move(h));
+    dispatch_ = dispatch.run(queue.get(), M);
+    stopped_ = stored < M ? dispatch.stopped() : 0;
+    stored_ = stored;
+    if (ctx_.is_root() && !stopped_) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
     EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+    EF_MPI_CHECK(MPI_Bcast(&stopped_, 1, MPI_INT, 0, ctx_.world()));
+}
+
+/// A stopped run's notice: what is on disk and the command that finishes it.
+void FitRun::report_stopped() const {
+    const std::int64_t all = id_.span.size() + (id_.span.central ? 1 : 0);
+    const std::int64_t left = static_cast<std::int64_t>(pending_.size()) - stored_;
+    ef::report_stopped(ctx_, stopped_,
+                       std::to_string(all - left) + " of " + std::to_string(all) + " replica fits",
+                       pb_->config.output_file);
 }
 
 void FitRun::summarize_results() {
@@ -473,6 +493,7 @@ void parse_shard(const std::string& text, int& index, int& count) {
 }
 
 void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
+    const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: stop at the next unit (src/run/stop_request.hpp)
     FitRun run(opt, ctx);
     run.set_up();
     const bool work_left = run.open_output();
@@ -481,9 +502,10 @@ void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
     run.print_plan();
     try {
         run.fit_pending();
-        run.summarize_results();
+        if (!run.stopped()) run.summarize_results();  // a stopped run's file has no summary until --resume
         run.report_timing();
         run.close();
+        if (run.stopped()) run.report_stopped();
     } catch (const std::exception& e) {
         run.abort(e);
     }

@@ -77,7 +77,10 @@ const KeyInfo kKeys[] = {
     {"output.file", "", "HDF5 result: /object, /probe, /positions, /loss, /timing"},
     {"output.previews", "true", "write PNG previews next to the output (phase, amplitude, probe)"},
     {"output.report_every", "0", "iterations between progress lines (0 = about 20 lines)"},
-    {"output.checkpoint_every", "0", "iterations between intermediate writes of the output (0 = end)"},
+    {"output.checkpoint_every", "0", "iterations between checkpoints (the model and the optimiser's state written "
+                                     "into the output, atomically, for --resume; 0 = by time only)"},
+    {"output.checkpoint_minutes", "5", "minutes of wall time after which the next iteration boundary writes a "
+                                       "checkpoint (0 = by checkpoint_every only; a stop signal always writes one)"},
     // How the workers run the model, never what it computes (docs/reconstruction.md, "Tuning").
     {"tuning.deferred", "auto", "auto | on | off: deferred steps, an iteration's mini-batches queued on the device "
                                 "with no wait per batch (the same results); auto = on for GPU workers, off for CPU "
@@ -271,6 +274,7 @@ void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     cfg.previews = r.boolean("output.previews");
     cfg.report_every = r.count("output.report_every", 0);
     cfg.checkpoint_every = r.count("output.checkpoint_every", 0);
+    cfg.checkpoint_minutes = r.nonneg("output.checkpoint_minutes");
 }
 
 void read_tuning(const ValueReader& r, ReconConfig& cfg) {
@@ -325,6 +329,7 @@ std::string ReconConfig::resolved_text() const {
        << "\nallreduce = " << allreduce
        << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")
        << "\nreport_every = " << report_every << "\ncheckpoint_every = " << checkpoint_every
+       << "\ncheckpoint_minutes = " << fmt(checkpoint_minutes)
        << "\n[tuning]\ndeferred = " << sw(tuning.deferred) << "\nwindow = " << sw(tuning.window)
        << "\nwindow_groups = " << tuning.window_groups
        << "\nwindow_clusters = " << (tuning.window_clusters ? "true" : "false")

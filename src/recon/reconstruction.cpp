@@ -16,22 +16,29 @@
 #include "src/recon/reconstruction.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/run_failure.hpp"
+#include "src/run/stop_request.hpp"
 
 namespace ef {
 
-void run_reconstruct(const ReconRunOptions& opt, const MpiContext& ctx) { recon::Reconstruction(opt, ctx).run(); }
+void run_reconstruct(const ReconRunOptions& opt, const MpiContext& ctx) {
+    const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: checkpoint and stop at the next iteration
+    recon::Reconstruction(opt, ctx).run();
+}
 
 namespace recon {
 
 void Reconstruction::run() {
     set_up();  // input errors: thrown identically on every rank (or agreed by collective())
     print_plan();
-    if (opt_.dry_run) return;
+    if (opt_.dry_run || resume_.complete) return;
     try {
         load_share();
         initial_model();
         iterate();
-        finish();
+        if (stopped_) report_stop();  // the checkpoint is written; no timing, the file is final as it is
+        else finish();
+    } catch (const ResumeRefused& e) {
+        throw Error(e.code(), e.what());  // agreed on every rank: one line from rank 0, no abort
     } catch (const std::exception& e) {
         abort_run(ctx_, e);  // some ranks failed mid-run; the others would wait in a collective
     }
@@ -78,7 +85,9 @@ void Reconstruction::set_up() {
     worker_->keep_gradients_on_device(ctx_.size() == 1 || device_sum_);
     if (!threads_.warning.empty() && worker_->kind() == WorkerKind::cpu && ctx_.local_rank() == 0)
         std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
-    check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, false, {opt_.config_path, cfg_.data_file});
+    const OutputAction action = check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, true,
+                                             {opt_.config_path, cfg_.data_file});
+    check_resume(action == OutputAction::resume);
     const std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
     bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
     placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);
@@ -92,6 +101,7 @@ void Reconstruction::read_input() {
         throw usage_error(cfg_.where("data.file") + ": no such file '" + cfg_.data_file + "'");
     ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin);
     n_ = static_cast<std::int64_t>(ds_.h) * ds_.w;
+    positions_checksum_ = positions_checksum(ds_.positions);
     bool integer_positions = true;
     for (double p : ds_.positions) integer_positions = integer_positions && std::abs(p - std::nearbyint(p)) < 1e-6;
     subpixel_ = cfg_.subpixel == "on" || (cfg_.subpixel == "auto" && (!integer_positions || cfg_.correct_positions));
@@ -217,6 +227,12 @@ void Reconstruction::print_plan() const {
     print_placement(placement_, std::cout);
     for (const std::string& w : placement_warnings(placement_))
         std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
+    if (resume_.complete)
+        std::printf("resume: %s is a finished reconstruction; nothing to do, the file is unchanged\n",
+                    cfg_.output_file.c_str());
+    else if (resume_.from > 0)
+        std::printf("resume: from the checkpoint at iteration %d of %d in %s\n", resume_.from, cfg_.iterations,
+                    cfg_.output_file.c_str());
     if (opt_.dry_run) std::printf("dry run: nothing reconstructed, nothing written\n");
     std::fflush(stdout);
 }
@@ -271,15 +287,17 @@ std::vector<Complex> Reconstruction::initial_probe() {
     return probe;
 }
 
+/// The model's start: a flat object and the initial probe, or (--resume) the checkpoint's state.
 void Reconstruction::initial_model() {
     PhaseTimer::Scope s(timer_, Phase::setup);
+    if (ds_.has_truth && ctx_.is_root()) truth_ = read_truth_object(ds_);
+    set_roi();  // from the positions as read, before a checkpoint's refined ones
+    pos_m_.assign(ds_.positions.size(), 0.0);
+    pos_v_.assign(ds_.positions.size(), 0.0);
+    if (resume_.from > 0) return restore_checkpoint();
     worker_->set_probe(initial_probe());
     const size_t on = static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
     worker_->set_object(std::vector<double>(on, 1.0), std::vector<double>(on, 0.0));
-    pos_m_.assign(ds_.positions.size(), 0.0);
-    pos_v_.assign(ds_.positions.size(), 0.0);
-    if (ds_.has_truth && ctx_.is_root()) truth_ = read_truth_object(ds_);
-    set_roi();
 }
 
 /// The region the probe centres scanned: where the object is well determined.

@@ -15,8 +15,10 @@
 #include <ensemblefit/sched/phase_timer.hpp>
 
 #include "kernels/recon/ptycho_math.hpp"
+#include "src/io/h5.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
+#include "src/recon/recon_checkpoint.hpp"
 #include "src/run/placement.hpp"
 #include "src/sched/batch_schedule.hpp"
 
@@ -52,9 +54,10 @@ struct LossSums {
  * One ptychographic reconstruction on this rank (internal; run_reconstruct() runs it,
  * docs/reconstruction.md explains the method): run() is the sequence of its steps. Set-up is
  * identical on every rank, so input errors are thrown identically everywhere; rank 0 writes the
- * output. The steps live in three files: reconstruction.cpp (set-up and the model's start),
- * reconstruction_steps.cpp (the iterations, batch steps and shares) and
- * reconstruction_output.cpp (output and timing).
+ * output. The steps live in four files: reconstruction.cpp (set-up and the model's start),
+ * reconstruction_steps.cpp (the iterations, batch steps and shares),
+ * reconstruction_output.cpp (output and timing) and recon_checkpoint.cpp (checkpoints,
+ * --resume, the graceful stop's agreement).
  */
 class Reconstruction {
    public:
@@ -86,7 +89,7 @@ class Reconstruction {
 
     // ---- iterations (reconstruction_steps.cpp) -----------------------------------------------
     IterationSteps steps_of(int it) const;
-    void end_iteration(int it, const IterationSteps& st, double wall0);
+    bool end_iteration(int it, const IterationSteps& st, double wall0);
     ReconBatch assemble(const std::vector<std::int64_t>& members) const;
     std::int64_t batch_layout(std::int64_t t, std::vector<int>& counts, std::vector<int>& starts) const;
     ReconUpdate next_update(const IterationSteps& st, double scale);
@@ -102,6 +105,17 @@ class Reconstruction {
     void rebalance();
     void load_share(const std::vector<std::int64_t>& bounds);
     std::int64_t gradient_doubles(bool with_probe) const;
+
+    // ---- checkpoints, --resume, graceful stop (recon_checkpoint.cpp) ---------------------------
+    void check_resume(bool resume);
+    void compare_config(const std::string& stored) const;
+    void compare_data(const h5::File& f) const;
+    void restore_checkpoint();
+    void read_checkpoint(const h5::File& f);
+    void check_mean_total(double stored);
+    void write_checkpoint(h5::File& f);
+    Boundary at_boundary(int it);
+    void report_stop() const;
 
     // ---- output (reconstruction_output.cpp) --------------------------------------------------
     void report(int it);
@@ -150,7 +164,11 @@ class Reconstruction {
     int rebalances_ = 0;
     size_t rebalance_points_ = 0;  // calls of rebalance(), moved or not
     std::int64_t t_object_ = 0, t_probe_ = 0, t_pos_ = 0;  // Adam step counts
-    bool wrote_once_ = false;
+    // checkpoints and --resume
+    ResumePoint resume_;
+    std::string positions_checksum_;  // of the positions as read: with the patterns' shape, the data's identity
+    double last_checkpoint_ = 0;      // rank 0's clock at the last write of the output
+    int stopped_ = 0;                 // the stop signal the ranks agreed on (0: ran to the end)
     std::vector<std::string> previews_;
     double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
                                               // gather, update(), update() and positions, batch assembly

@@ -72,18 +72,19 @@ PhaseError Reconstruction::compare_truth() {
 }
 
 /// The model and the run so far into the output (rank 0; every rank first agrees on the
-/// positions). A checkpoint rewrites the same file; the final write adds the previews.
+/// positions). A checkpoint adds the optimiser's state (write_checkpoint); the final write adds
+/// the previews. Either is written beside the output and renamed over it (PendingOutput).
 void Reconstruction::write_output(bool final) {
     sync_positions();
     if (!ctx_.is_root()) return;
     PhaseTimer::Scope io(timer_, Phase::io);
     const std::vector<Complex> obj = worker_->complex_object();
     const std::vector<Complex> probe = worker_->probe();
-    // The first write creates the file under a temporary name and renames it over the output
-    // when written: a previous file survives a run that fails before (docs/architecture.md).
-    std::optional<PendingOutput> pending;
-    if (!wrote_once_ || !file_exists(cfg_.output_file)) pending.emplace(cfg_.output_file);
-    h5::File f = pending ? h5::File::create(pending->temp_path()) : h5::File::open_write(cfg_.output_file);
+    // Every write (checkpoint or final) creates the file under a temporary name and renames it
+    // over the output once written and synced: the output is always the previous good file or
+    // the new one, never a half-written one (docs/architecture.md, "Output safety").
+    PendingOutput pending(cfg_.output_file);
+    h5::File f = h5::File::create(pending.temp_path());
     h5x::write_complex(f, "/object", dims({ds_.obj_h, ds_.obj_w}), obj);
     h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
     std::vector<double> pos = ds_.positions;
@@ -112,12 +113,9 @@ void Reconstruction::write_output(bool final) {
         f.set_attr("/", "phase_nrmse", nrmse_);
         f.set_attr("/", "phase_rmse", rmse_);
     }
-    f.flush();
-    if (pending) {
-        f.close();
-        pending->commit();
-    }
-    wrote_once_ = true;
+    if (!final) write_checkpoint(f);
+    f.close();
+    pending.commit();
     if (final && cfg_.previews) write_previews(obj, probe);
 }
 

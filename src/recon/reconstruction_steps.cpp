@@ -31,7 +31,8 @@ void Reconstruction::iterate() {
         std::printf("\n  %6s %14s %10s%s\n", "iter", "loss", "s/iter", truth_.empty() ? "" : "   phase NRMSE");
         std::fflush(stdout);
     }
-    for (int it = 1; it <= cfg_.iterations; ++it) {
+    last_checkpoint_ = now_seconds();
+    for (int it = resume_.from + 1; it <= cfg_.iterations; ++it) {
         const double wall0 = now_seconds();
         const size_t r = static_cast<size_t>(ctx_.rank());
         schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
@@ -44,7 +45,7 @@ void Reconstruction::iterate() {
             PhaseTimer::Scope c(timer_, Phase::compute);
             constrain_probe();
         }
-        end_iteration(it, steps, wall0);
+        if (end_iteration(it, steps, wall0)) return;  // stopped (a checkpoint is written)
     }
 }
 
@@ -62,8 +63,9 @@ IterationSteps Reconstruction::steps_of(int it) const {
     return st;
 }
 
-/// The iteration's loss and time, the progress line, a checkpoint, new shares.
-void Reconstruction::end_iteration(int it, const IterationSteps& st, double wall0) {
+/// The iteration's loss and time, the progress line, a checkpoint, new shares; true when the
+/// ranks agreed to stop here (a stop signal).
+bool Reconstruction::end_iteration(int it, const IterationSteps& st, double wall0) {
     loss_.push_back(st.loss_sum / static_cast<double>(schedule_->batches_per_iteration()));
     iteration_seconds_.push_back(now_seconds() - wall0);
     grad_seconds_total_ += st.grad_seconds;
@@ -72,9 +74,16 @@ void Reconstruction::end_iteration(int it, const IterationSteps& st, double wall
     batches_done_ += st.batches;
     const int report_every = cfg_.report_every > 0 ? cfg_.report_every : std::max(1, cfg_.iterations / 20);
     if (it % report_every == 0 || it == cfg_.iterations) report(it);
-    if (cfg_.checkpoint_every > 0 && it % cfg_.checkpoint_every == 0 && it < cfg_.iterations) write_output(false);
-    if (cfg_.balance == "throughput" && ctx_.size() > 1 && (it <= 2 || it % 10 == 0) && it < cfg_.iterations)
-        rebalance();
+    if (it == cfg_.iterations) return false;  // the final write follows
+    const Boundary b = at_boundary(it);
+    if (b.checkpoint) {
+        write_output(false);
+        last_checkpoint_ = now_seconds();
+    }
+    stopped_ = b.stop;
+    if (stopped_) return true;
+    if (cfg_.balance == "throughput" && ctx_.size() > 1 && (it <= 2 || it % 10 == 0)) rebalance();
+    return false;
 }
 
 /// This rank's part of a batch: its rows of the pattern share and their positions.

@@ -68,6 +68,10 @@ std::string& stored_command_line() {
     static std::string line;
     return line;
 }
+std::vector<std::string>& stored_command_args() {
+    static std::vector<std::string> args;
+    return args;
+}
 }  // namespace
 
 void record_command_line(int argc, char** argv) {
@@ -78,9 +82,12 @@ void record_command_line(int argc, char** argv) {
         line += a.find_first_of(" \t'\"") == std::string::npos && !a.empty() ? a : "'" + a + "'";
     }
     stored_command_line() = line;
+    stored_command_args().assign(argv, argv + argc);
 }
 
 const std::string& command_line() { return stored_command_line(); }
+
+const std::vector<std::string>& command_args() { return stored_command_args(); }
 
 std::string utc_timestamp() {
     const std::time_t now = std::time(nullptr);

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ensemblefit/core/diagnostics.hpp>
 
@@ -28,6 +29,8 @@ const LauncherEnvironment& launcher_environment();
 /// main() records it once before anything else.
 void record_command_line(int argc, char** argv);
 const std::string& command_line();
+/// The same command line as the program's argv, one token each (for the resume command).
+const std::vector<std::string>& command_args();
 
 /// The current UTC time as ISO 8601 ("2026-11-24T02:10:00Z"), for run records.
 std::string utc_timestamp();

@@ -41,21 +41,41 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
     return Event::result;
 }
 
+UnitSpan DispatchChannel::next(int rank, double throughput) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (stop_signal_ != 0) return {};
+    const UnitSpan u = queue_.next(rank, throughput);
+    handed_out_ += u.size();
+    return u;
+}
+
+void DispatchChannel::stop(int sig) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (stop_signal_ == 0) stop_signal_ = sig;
+}
+
+int DispatchChannel::stopped() const {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    return stop_signal_;
+}
+
+std::int64_t DispatchChannel::handed_out() const {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    return handed_out_;
+}
+
 void DispatchChannel::answer_request(int source) {
     const auto t0 = std::chrono::steady_clock::now();
-    double throughput = 0;
-    EF_MPI_CHECK(MPI_Recv(&throughput, 1, MPI_DOUBLE, source, kRequestTag, ctx_.world(), MPI_STATUS_IGNORE));
-    UnitSpan u;
-    {
-        std::lock_guard<std::mutex> lock(queue_mutex_);
-        u = queue_.next(source, throughput);
-    }
+    double request[2] = {0, 0};  // throughput, and the signal that asks to stop (0: none)
+    EF_MPI_CHECK(MPI_Recv(request, 2, MPI_DOUBLE, source, kRequestTag, ctx_.world(), MPI_STATUS_IGNORE));
+    if (request[1] != 0) stop(static_cast<int>(request[1]));
+    const UnitSpan u = next(source, request[0]);
     const std::int64_t span[2] = {u.begin, u.end};
     EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, source, kAssignTag, ctx_.world()));
     if (u.empty()) ++finished_;
     ++stats.requests;
     stats.mpi_calls += 2;
-    stats.mpi_bytes += static_cast<std::int64_t>(sizeof(double) + sizeof span);
+    stats.mpi_bytes += static_cast<std::int64_t>(sizeof request + sizeof span);
     stats.sched += seconds_since(t0);
 }
 
@@ -74,11 +94,12 @@ void PollBackoff::wait() {
     us_ = std::min(250, us_ * 2);
 }
 
-void UnitClient::request(double throughput) {
+void UnitClient::request(double throughput, int stop_signal) {
     PhaseTimer::Scope sched(timer_, Phase::sched);
-    EF_MPI_CHECK(MPI_Send(&throughput, 1, MPI_DOUBLE, 0, kRequestTag, ctx_.world()));
+    const double request[2] = {throughput, static_cast<double>(stop_signal)};
+    EF_MPI_CHECK(MPI_Send(request, 2, MPI_DOUBLE, 0, kRequestTag, ctx_.world()));
     mine_.mpi_calls += 1;
-    mine_.mpi_bytes += static_cast<std::int64_t>(sizeof throughput);
+    mine_.mpi_bytes += static_cast<std::int64_t>(sizeof request);
 }
 
 UnitSpan UnitClient::receive() {

@@ -45,6 +45,14 @@ class DispatchChannel {
     Event poll(std::vector<char>& packet);
     /// Other ranks told that there is no more work.
     int finished() const { return finished_; }
+    /// The next unit for `rank` from the WorkQueue (any thread), or an empty one once stopped.
+    UnitSpan next(int rank, double throughput);
+    /// A graceful stop (src/run/stop_request.hpp): no more units are handed out; `sig` is the
+    /// signal that asked for it (on rank 0, or on the rank whose request carried it).
+    void stop(int sig);
+    /// The stop's signal (0: not stopped), and the items handed out so far (final once stopped).
+    int stopped() const;
+    std::int64_t handed_out() const;
     DispatchStats stats;
 
    private:
@@ -53,6 +61,8 @@ class DispatchChannel {
     WorkQueue& queue_;
     std::mutex& queue_mutex_;
     int finished_ = 0;
+    int stop_signal_ = 0;          // guarded by queue_mutex_
+    std::int64_t handed_out_ = 0;  // guarded by queue_mutex_
 };
 
 /// A polling loop's sleep: 1 us after any message, doubling to 250 us when idle.
@@ -70,7 +80,8 @@ class PollBackoff {
 class UnitClient {
    public:
     UnitClient(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine) : ctx_(ctx), timer_(timer), mine_(mine) {}
-    void request(double throughput);
+    /// `stop_signal` != 0 asks rank 0 to stop handing out units (a stop signal reached this rank).
+    void request(double throughput, int stop_signal = 0);
     UnitSpan receive();
     void send(std::vector<char>&& packet);
     void wait_sends();
@@ -100,17 +111,21 @@ class UnitDispatch {
         std::function<void(const UnitSpan&, Block&)> compute;
         std::function<double()> throughput;        ///< items per compute second, so far
         std::function<void(const Block&)> store;   ///< rank 0: a finished block
+        std::function<int()> stop_signal;          ///< != 0: stop at the next unit (optional)
     };
 
     UnitDispatch(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine, Handlers h)
         : ctx_(ctx), timer_(timer), mine_(mine), h_(std::move(h)) {}
 
-    /// Every unit of `total` items; returns rank 0's dispatcher account (zero elsewhere).
+    /// Every unit of `total` items; returns rank 0's dispatcher account (zero elsewhere). After a
+    /// graceful stop fewer were computed: every unit handed out is still computed and stored.
     DispatchStats run(WorkQueue* queue, std::int64_t total) {
         if (ctx_.is_root()) return run_root(*queue, total);
         run_worker();
         return {};
     }
+    /// Rank 0: the signal that stopped the run early (0: it ran to the end).
+    int stopped() const { return stopped_; }
 
    private:
     DispatchStats run_root(WorkQueue& queue, std::int64_t total) {
@@ -121,8 +136,8 @@ class UnitDispatch {
             UnitSpan u;
             {
                 PhaseTimer::Scope sched(timer_, Phase::sched);
-                std::lock_guard<std::mutex> lock(queue_mutex);
-                u = queue.next(0, h_.throughput());
+                if (const int sig = local_stop_signal()) channel.stop(sig);
+                u = channel.next(0, h_.throughput());
             }
             if (u.empty() || failed_) break;
             Block block;
@@ -135,6 +150,7 @@ class UnitDispatch {
             dispatcher.join();
         }
         if (failed_) throw runtime_error("dispatcher: " + failure_);
+        stopped_ = channel.stopped();
         return channel.stats;
     }
 
@@ -144,7 +160,8 @@ class UnitDispatch {
             PollBackoff backoff;
             std::vector<char> packet;
             std::int64_t stored = 0;
-            while (stored < total || channel.finished() < ctx_.size() - 1) {
+            while (stored < (channel.stopped() ? channel.handed_out() : total) || channel.finished() < ctx_.size() - 1) {
+                if (const int sig = local_stop_signal()) channel.stop(sig);
                 const auto event = channel.poll(packet);
                 if (event == DispatchChannel::Event::result) stored += store(Block::unpack(packet.data(), packet.size()), channel.stats);
                 const std::int64_t local = drain_local(channel.stats);
@@ -181,10 +198,10 @@ class UnitDispatch {
 
     void run_worker() {
         UnitClient client(ctx_, timer_, mine_);
-        client.request(h_.throughput());
+        client.request(h_.throughput(), local_stop_signal());
         UnitSpan u = client.receive();
         while (!u.empty()) {
-            client.request(h_.throughput());  // prefetch the next unit while this one computes
+            client.request(h_.throughput(), local_stop_signal());  // prefetch the next unit while this one computes
             Block block;
             compute(u, block);
             client.send(block.pack());
@@ -192,6 +209,8 @@ class UnitDispatch {
         }
         client.wait_sends();
     }
+
+    int local_stop_signal() const { return h_.stop_signal ? h_.stop_signal() : 0; }
 
     void compute(const UnitSpan& u, Block& block) {
         PhaseTimer::Scope c(timer_, Phase::compute);
@@ -208,6 +227,7 @@ class UnitDispatch {
     std::deque<Block> local_;  // rank 0's own results, stored by the dispatcher thread
     std::atomic<bool> failed_{false};
     std::string failure_;
+    int stopped_ = 0;
 };
 
 }  // namespace ef

@@ -166,7 +166,7 @@ $H5CHECK equal pc1.h5 pc1d.h5 /object /probe /loss /positions || fail "deferred 
 ok "position correction, deferred steps: bitwise equal to per-batch steps"
 
 # Bad input: one error line, exit 2 (config, usage) or 3 (data), nothing written.
-expect_error 2 "exists; pass --overwrite" -- "$EF" reconstruct recon.ini
+expect_error 2 "exists; pass --resume to finish it or --overwrite" -- "$EF" reconstruct recon.ini
 expect_error 2 "data.file: no such file 'nope.h5'" -- "$EF" reconstruct recon.ini --data.file nope.h5 --output.file x.h5
 printf '[solver]\niterashuns = 3\n' > badkey.ini
 expect_error 2 "badkey.ini:2: unknown key 'iterashuns' in \[solver\]" -- "$EF" reconstruct badkey.ini

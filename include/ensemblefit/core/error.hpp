@@ -7,7 +7,9 @@
 namespace ef {
 
 /// Process exit codes (docs/architecture.md, "Errors and exit codes").
-enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3 };
+/// `stopped`: a run stopped early on SIGUSR1, SIGTERM or SIGINT after writing what it finished;
+/// `--resume` continues it (75 is sysexits.h's EX_TEMPFAIL: "try again later").
+enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3, stopped = 75 };
 
 /**
  * An error meant for the user: a one-line message that names the file, line, key or column,

@@ -72,7 +72,8 @@ struct ReconConfig {
     std::string output_file;
     bool previews = true;
     int report_every = 0;       ///< iterations between progress lines (0 = about 20 lines)
-    int checkpoint_every = 0;   ///< iterations between intermediate writes (0 = end only)
+    int checkpoint_every = 0;         ///< iterations between checkpoints (0 = by time only)
+    double checkpoint_minutes = 5.0;  ///< wall time between checkpoints (0 = by iterations only)
 
     // [tuning]: how the workers run the model, never what it computes
     ReconTuning tuning;

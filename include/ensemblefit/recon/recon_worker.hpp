@@ -95,6 +95,11 @@ class ReconWorker {
     virtual void set_probe(const std::vector<std::complex<double>>& probe) = 0;
     virtual std::vector<std::complex<double>> probe() = 0;
     virtual void reset_moments(bool object, bool probe) = 0;
+    /// The Adam moments in double (exact for float), for checkpoints: the object's m and v of
+    /// both parameters (4 x obj_h x obj_w), then the probe's m and v (2 x 2 K h w).
+    virtual std::vector<double> moments() = 0;
+    /// Sets them from moments()'s layout (a checkpoint's, of the right size).
+    virtual void set_moments(const std::vector<double>& m) = 0;
     /// The probe modes' Gram matrix G(k, l) = <P_k, P_l> (K x K row-major, double).
     virtual std::vector<std::complex<double>> probe_gram() = 0;
     /// Replaces the probe modes by P'_m = sum_l mix(l, m) P_l (mix: K x K row-major): with

@@ -10,7 +10,7 @@
 namespace ef {
 
 /// `ensemblefit reconstruct` options: the run layer's (config, overrides, --overwrite,
-/// --dry-run; no --resume yet) and its own.
+/// --dry-run, --resume from the output's last checkpoint) and its own.
 struct ReconRunOptions : RunArgs {
     /**
      * `--debug.speeds W0,W1,...[/W0,W1,.../...]`: at the k-th rebalance point, the k-th list
