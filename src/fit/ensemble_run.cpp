@@ -113,6 +113,7 @@ class FitRun {
     }
 
    private:
+    void read_problem(FitConfig&& cfg);
     void make_worker_for_rank();
     std::int64_t unit_size() const;
 
@@ -134,9 +135,21 @@ class FitRun {
     DispatchStats dispatch_;
 };
 
+/// Every step that can fail on one rank only (a config or data file missing on one node, the
+/// worker) runs inside collective(): such a failure ends every rank, with one line from rank 0.
 void FitRun::set_up() {
-    FitConfig cfg = load_fit_config(opt_.config_path, opt_.overrides);
+    FitConfig cfg;
+    collective(ctx_, [&] { cfg = load_fit_config(opt_.config_path, opt_.overrides); });
     binding_ = apply_binding(ctx_, cfg.bind);  // before any OpenMP region: threads inherit the cores
+    collective(ctx_, [&] { read_problem(std::move(cfg)); });
+    make_worker_for_rank();
+    trace_.mark("worker");
+    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
+                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
+}
+
+/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
+void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
     trace_.mark("config and data");
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
@@ -150,10 +163,6 @@ void FitRun::set_up() {
     slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
     threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
-    make_worker_for_rank();
-    trace_.mark("worker");
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
-                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
 }
 
 void FitRun::make_worker_for_rank() {
@@ -270,6 +279,8 @@ void FitRun::fit_pending() {
         out_->write(b);
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
+    h.fail = [this](const std::exception& e) { abort(e); };  // a silent rank, a failed write
+    h.heartbeat_timeout = ctx_.size() > 1 ? pb_->config.heartbeat_timeout : 0;
     dispatch_ = UnitDispatch<ReplicaBlock>(ctx_, timer_, mine_, std::move(h)).run(queue.get(), M);
     if (ctx_.is_root()) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others

@@ -30,6 +30,7 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
         return Event::request;
     }
     if (st.MPI_TAG != kResultTag) return Event::none;
+    heard(st.MPI_SOURCE, -1);
     const auto t0 = std::chrono::steady_clock::now();
     int bytes = 0;
     EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
@@ -43,6 +44,7 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
 
 void DispatchChannel::answer_request(int source) {
     const auto t0 = std::chrono::steady_clock::now();
+    heard(source, 0);
     double throughput = 0;
     EF_MPI_CHECK(MPI_Recv(&throughput, 1, MPI_DOUBLE, source, kRequestTag, ctx_.world(), MPI_STATUS_IGNORE));
     UnitSpan u;
@@ -53,10 +55,41 @@ void DispatchChannel::answer_request(int source) {
     const std::int64_t span[2] = {u.begin, u.end};
     EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, source, kAssignTag, ctx_.world()));
     if (u.empty()) ++finished_;
+    else heard(source, 1);
     ++stats.requests;
     stats.mpi_calls += 2;
     stats.mpi_bytes += static_cast<std::int64_t>(sizeof(double) + sizeof span);
     stats.sched += seconds_since(t0);
+}
+
+void DispatchChannel::watch(double timeout) {
+    timeout_ = timeout;
+    const auto now = std::chrono::steady_clock::now();
+    heard_.assign(static_cast<size_t>(ctx_.size()), now);
+    held_.assign(static_cast<size_t>(ctx_.size()), 0);
+    next_check_ = now;
+}
+
+void DispatchChannel::heard(int source, int held_change) {
+    if (timeout_ <= 0) return;
+    const size_t r = static_cast<size_t>(source);
+    const auto now = std::chrono::steady_clock::now();
+    if (held_[r] > 0) longest_gap_ = std::max(longest_gap_, std::chrono::duration<double>(now - heard_[r]).count());
+    heard_[r] = now;
+    held_[r] += held_change;
+}
+
+void DispatchChannel::check_silence() {
+    if (timeout_ <= 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_check_) return;
+    next_check_ = now + std::chrono::milliseconds(100);
+    for (size_t r = 1; r < held_.size(); ++r) {
+        const double silent = std::chrono::duration<double>(now - heard_[r]).count();
+        if (held_[r] > 0 && silent > silence_limit())
+            throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
+                            "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
+    }
 }
 
 PollBackoff::PollBackoff() {
@@ -84,7 +117,21 @@ void UnitClient::request(double throughput) {
 UnitSpan UnitClient::receive() {
     PhaseTimer::Scope sched(timer_, Phase::sched);
     std::int64_t span[2] = {0, 0};
-    EF_MPI_CHECK(MPI_Recv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), MPI_STATUS_IGNORE));
+    // MPI_Test in a loop costs what a blocking MPI_Recv does (Open MPI polls there too), and
+    // lets a rank 0 that stopped answering be reported instead of waited for forever.
+    MPI_Request req = MPI_REQUEST_NULL;
+    EF_MPI_CHECK(MPI_Irecv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), &req));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int done = 0;;) {
+        EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (done) break;
+        if (timeout_ > 0 && seconds_since(t0) > timeout_) {
+            MPI_Cancel(&req);
+            MPI_Request_free(&req);
+            throw rank_lost(ctx_, 0, seconds_since(t0), timeout_,
+                            "while rank " + std::to_string(ctx_.rank()) + " waits for its next work unit");
+        }
+    }
     mine_.mpi_calls += 1;
     mine_.mpi_bytes += static_cast<std::int64_t>(sizeof span);
     return UnitSpan{span[0], span[1]};

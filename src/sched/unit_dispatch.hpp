@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -16,6 +18,8 @@
 #include <ensemblefit/report/timing_report.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/sched/work_queue.hpp>
+
+#include "src/run/run_failure.hpp"
 
 namespace ef {
 
@@ -45,14 +49,28 @@ class DispatchChannel {
     Event poll(std::vector<char>& packet);
     /// Other ranks told that there is no more work.
     int finished() const { return finished_; }
+    /// Silence watch (`[run] heartbeat_timeout` seconds, 0 = off): from now on, when each rank
+    /// was last heard from and how many units it holds.
+    void watch(double timeout);
+    /// How long a rank holding work may stay silent: the timeout, or twice the longest silence
+    /// seen so far while holding work (units longer than the timeout are then no false alarm).
+    double silence_limit() const { return std::max(timeout_, 2 * longest_gap_); }
+    /// Throws rank_lost() for the lowest rank silent for longer than silence_limit() while it
+    /// holds a unit; checks at most ten times a second.
+    void check_silence();
     DispatchStats stats;
 
    private:
     void answer_request(int source);
+    void heard(int source, int held_change);
     const MpiContext& ctx_;
     WorkQueue& queue_;
     std::mutex& queue_mutex_;
     int finished_ = 0;
+    double timeout_ = 0, longest_gap_ = 0;
+    std::chrono::steady_clock::time_point next_check_;
+    std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank
+    std::vector<int> held_;                                     // units assigned, not yet returned
 };
 
 /// A polling loop's sleep: 1 us after any message, doubling to 250 us when idle.
@@ -69,8 +87,11 @@ class PollBackoff {
 /// A worker rank's side of the protocol (request a unit, receive it, send a packed result).
 class UnitClient {
    public:
-    UnitClient(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine) : ctx_(ctx), timer_(timer), mine_(mine) {}
+    UnitClient(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine, double heartbeat_timeout)
+        : ctx_(ctx), timer_(timer), mine_(mine), timeout_(heartbeat_timeout) {}
     void request(double throughput);
+    /// The answer to the last request; rank_lost() for rank 0 when none comes within the
+    /// heartbeat timeout (rank 0 answers from a thread of its own within microseconds).
     UnitSpan receive();
     void send(std::vector<char>&& packet);
     void wait_sends();
@@ -79,6 +100,7 @@ class UnitClient {
     const MpiContext& ctx_;
     PhaseTimer& timer_;
     RankTiming& mine_;
+    double timeout_;
     std::deque<std::vector<char>> buffers_;
     std::vector<MPI_Request> sends_;
 };
@@ -100,6 +122,10 @@ class UnitDispatch {
         std::function<void(const UnitSpan&, Block&)> compute;
         std::function<double()> throughput;        ///< items per compute second, so far
         std::function<void(const Block&)> store;   ///< rank 0: a finished block
+        /// Rank 0: the dispatcher failed or found a silent rank; called on its thread, ends the
+        /// run and does not return (unset: the main thread rethrows after its current unit).
+        std::function<void(const std::exception&)> fail;
+        double heartbeat_timeout = 0;  ///< `[run] heartbeat_timeout`, seconds (0 = no watch)
     };
 
     UnitDispatch(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine, Handlers h)
@@ -116,7 +142,25 @@ class UnitDispatch {
     DispatchStats run_root(WorkQueue& queue, std::int64_t total) {
         std::mutex queue_mutex;
         DispatchChannel channel(ctx_, queue, queue_mutex);
+        channel.watch(h_.heartbeat_timeout);
         std::thread dispatcher([&] { serve(channel, total); });
+        try {
+            compute_root(queue, queue_mutex);
+        } catch (...) {
+            stop_ = true;  // the dispatcher must stop calling MPI before this rank aborts
+            dispatcher.join();
+            throw;
+        }
+        {
+            PhaseTimer::Scope idle(timer_, Phase::idle);
+            dispatcher.join();
+        }
+        if (failed_) std::rethrow_exception(failure_);
+        return channel.stats;
+    }
+
+    /// Rank 0's main thread: units from the queue until none is left.
+    void compute_root(WorkQueue& queue, std::mutex& queue_mutex) {
         for (;;) {
             UnitSpan u;
             {
@@ -126,16 +170,21 @@ class UnitDispatch {
             }
             if (u.empty() || failed_) break;
             Block block;
+            busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
             compute(u, block);
+            busy_since_ = 0;
             std::lock_guard<std::mutex> lock(local_mutex_);
             local_.push_back(std::move(block));
         }
-        {
-            PhaseTimer::Scope idle(timer_, Phase::idle);
-            dispatcher.join();
-        }
-        if (failed_) throw runtime_error("dispatcher: " + failure_);
-        return channel.stats;
+    }
+
+    /// Rank 0's own unit, watched like the other ranks' (a hung GPU on rank 0).
+    void check_own_unit(const DispatchChannel& channel) const {
+        const auto since = busy_since_.load();
+        if (h_.heartbeat_timeout <= 0 || since == 0) return;
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch() -
+                                                       std::chrono::steady_clock::duration(since)).count();
+        if (s > channel.silence_limit()) throw rank_lost(ctx_, 0, s, h_.heartbeat_timeout, "in one work unit");
     }
 
     /// Rank 0's dispatcher thread: until every item is stored and every rank told to stop.
@@ -144,7 +193,9 @@ class UnitDispatch {
             PollBackoff backoff;
             std::vector<char> packet;
             std::int64_t stored = 0;
-            while (stored < total || channel.finished() < ctx_.size() - 1) {
+            while (!stop_ && (stored < total || channel.finished() < ctx_.size() - 1)) {
+                channel.check_silence();
+                check_own_unit(channel);
                 const auto event = channel.poll(packet);
                 if (event == DispatchChannel::Event::result) stored += store(Block::unpack(packet.data(), packet.size()), channel.stats);
                 const std::int64_t local = drain_local(channel.stats);
@@ -153,7 +204,8 @@ class UnitDispatch {
                 else backoff.wait();
             }
         } catch (const std::exception& e) {
-            failure_ = e.what();
+            if (h_.fail) h_.fail(e);  // ends the run now, not after rank 0's current unit
+            failure_ = std::current_exception();
             failed_ = true;
         }
     }
@@ -180,7 +232,7 @@ class UnitDispatch {
     }
 
     void run_worker() {
-        UnitClient client(ctx_, timer_, mine_);
+        UnitClient client(ctx_, timer_, mine_, h_.heartbeat_timeout);
         client.request(h_.throughput());
         UnitSpan u = client.receive();
         while (!u.empty()) {
@@ -207,7 +259,9 @@ class UnitDispatch {
     std::mutex local_mutex_;
     std::deque<Block> local_;  // rank 0's own results, stored by the dispatcher thread
     std::atomic<bool> failed_{false};
-    std::string failure_;
+    std::atomic<bool> stop_{false};  // rank 0's main thread failed: the dispatcher stops
+    std::atomic<std::chrono::steady_clock::rep> busy_since_{0};  // rank 0's current unit began (0: none)
+    std::exception_ptr failure_;
 };
 
 }  // namespace ef

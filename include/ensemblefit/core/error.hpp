@@ -7,7 +7,9 @@
 namespace ef {
 
 /// Process exit codes (docs/architecture.md, "Errors and exit codes").
-enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3 };
+/// `lost`: a rank stopped answering for longer than `[run] heartbeat_timeout`; what was finished
+/// is kept (a fit's file is resumable).
+enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3, lost = 4 };
 
 /**
  * An error meant for the user: a one-line message that names the file, line, key or column,
