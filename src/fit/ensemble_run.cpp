@@ -25,6 +25,7 @@
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/heartbeat.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/placement.hpp"
 #include "src/run/run_failure.hpp"
@@ -284,7 +285,7 @@ void FitRun::fit_pending() {
     dispatch_ = UnitDispatch<ReplicaBlock>(ctx_, timer_, mine_, std::move(h)).run(queue.get(), M);
     if (ctx_.is_root()) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
-    EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+    Heartbeat(ctx_, pb_->config.heartbeat_timeout).barrier("the barrier after the last unit");
 }
 
 void FitRun::summarize_results() {

@@ -75,6 +75,7 @@ void Reconstruction::set_up() {
     collective(ctx_, [&] { cfg_ = load_recon_config(opt_.config_path, opt_.overrides); });
     binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
     collective(ctx_, [&] { read_input(); });
+    heartbeat_ = std::make_unique<Heartbeat>(ctx_, cfg_.heartbeat_timeout);
     threads_ = resolve_threads(cfg_.threads, ctx_.local_size());
     make_worker();
     set_up_device_sum();

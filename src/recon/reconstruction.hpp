@@ -17,6 +17,7 @@
 #include "kernels/recon/ptycho_math.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
+#include "src/run/heartbeat.hpp"
 #include "src/run/placement.hpp"
 #include "src/sched/batch_schedule.hpp"
 
@@ -123,6 +124,7 @@ class Reconstruction {
     std::string binding_;  // how this rank's cores were decided (apply_binding, [run] bind)
     int device_ = -1;      // this rank's GPU, -1 for a CPU worker
     std::unique_ptr<ReconWorker> worker_;
+    std::unique_ptr<Heartbeat> heartbeat_;  // [run] heartbeat_timeout: the batch steps' barriers, watched
     std::vector<std::string> placement_;
     std::unique_ptr<BatchSchedule> schedule_;
     std::vector<std::int64_t> bounds_;  // strata per rank: rank r owns [bounds_[r], bounds_[r + 1])

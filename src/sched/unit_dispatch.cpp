@@ -55,7 +55,7 @@ void DispatchChannel::answer_request(int source) {
     const std::int64_t span[2] = {u.begin, u.end};
     EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, source, kAssignTag, ctx_.world()));
     if (u.empty()) ++finished_;
-    else heard(source, 1);
+    else heard(source, 1, throughput > 0 ? static_cast<double>(u.size()) / throughput : -1.0);
     ++stats.requests;
     stats.mpi_calls += 2;
     stats.mpi_bytes += static_cast<std::int64_t>(sizeof(double) + sizeof span);
@@ -67,26 +67,34 @@ void DispatchChannel::watch(double timeout) {
     const auto now = std::chrono::steady_clock::now();
     heard_.assign(static_cast<size_t>(ctx_.size()), now);
     held_.assign(static_cast<size_t>(ctx_.size()), 0);
-    next_check_ = now;
+    unit_seconds_.assign(static_cast<size_t>(ctx_.size()), -1.0);
+    next_check_ = last_call_ = resumed_ = now;
 }
 
-void DispatchChannel::heard(int source, int held_change) {
+void DispatchChannel::heard(int source, int held_change, double unit_seconds) {
     if (timeout_ <= 0) return;
     const size_t r = static_cast<size_t>(source);
     const auto now = std::chrono::steady_clock::now();
     if (held_[r] > 0) longest_gap_ = std::max(longest_gap_, std::chrono::duration<double>(now - heard_[r]).count());
     heard_[r] = now;
     held_[r] += held_change;
+    if (held_change > 0) unit_seconds_[r] = unit_seconds;
 }
 
 void DispatchChannel::check_silence() {
     if (timeout_ <= 0) return;
     const auto now = std::chrono::steady_clock::now();
+    if (now - last_call_ > std::chrono::seconds(1)) {  // this process was paused: no one's silence
+        std::fill(heard_.begin(), heard_.end(), now);
+        resumed_ = now;
+    }
+    last_call_ = now;
     if (now < next_check_) return;
     next_check_ = now + std::chrono::milliseconds(100);
     for (size_t r = 1; r < held_.size(); ++r) {
         const double silent = std::chrono::duration<double>(now - heard_[r]).count();
-        if (held_[r] > 0 && silent > silence_limit())
+        const double busy = unit_seconds_[r] >= 0 ? held_[r] * unit_seconds_[r] : -1.0;
+        if (held_[r] > 0 && silent > silence_limit(busy))
             throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
                             "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
     }
@@ -121,10 +129,12 @@ UnitSpan UnitClient::receive() {
     // lets a rank 0 that stopped answering be reported instead of waited for forever.
     MPI_Request req = MPI_REQUEST_NULL;
     EF_MPI_CHECK(MPI_Irecv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), &req));
-    const auto t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now(), last = t0;
     for (int done = 0;;) {
         EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
         if (done) break;
+        if (seconds_since(last) > 1.0) t0 = std::chrono::steady_clock::now();  // this process was paused
+        last = std::chrono::steady_clock::now();
         if (timeout_ > 0 && seconds_since(t0) > timeout_) {
             MPI_Cancel(&req);
             MPI_Request_free(&req);

@@ -52,25 +52,32 @@ class DispatchChannel {
     /// Silence watch (`[run] heartbeat_timeout` seconds, 0 = off): from now on, when each rank
     /// was last heard from and how many units it holds.
     void watch(double timeout);
-    /// How long a rank holding work may stay silent: the timeout, or twice the longest silence
-    /// seen so far while holding work (units longer than the timeout are then no false alarm).
-    double silence_limit() const { return std::max(timeout_, 2 * longest_gap_); }
-    /// Throws rank_lost() for the lowest rank silent for longer than silence_limit() while it
-    /// holds a unit; checks at most ten times a second.
+    /// How long a rank may stay silent while its units should take `busy` seconds (at its
+    /// measured speed; < 0: not measured yet): the timeout beyond twice that, or beyond twice
+    /// the longest silence seen so far. Long units are thus no false alarm; only a rank's first
+    /// unit must take less than the timeout.
+    double silence_limit(double busy) const { return timeout_ + 2 * (busy >= 0 ? busy : longest_gap_); }
+    /// Throws rank_lost() for the lowest rank silent for longer than its silence_limit() while
+    /// it holds a unit; checks at most ten times a second. Called every poll: a gap of over a
+    /// second between calls means this process itself was stopped (SIGSTOP, then SIGCONT), and
+    /// every rank's silence counts from now.
     void check_silence();
+    /// When this process last resumed after such a pause (rank 0's own unit counts from then).
+    std::chrono::steady_clock::time_point resumed() const { return resumed_; }
     DispatchStats stats;
 
    private:
     void answer_request(int source);
-    void heard(int source, int held_change);
+    void heard(int source, int held_change, double unit_seconds = 0);
     const MpiContext& ctx_;
     WorkQueue& queue_;
     std::mutex& queue_mutex_;
     int finished_ = 0;
     double timeout_ = 0, longest_gap_ = 0;
-    std::chrono::steady_clock::time_point next_check_;
+    std::chrono::steady_clock::time_point next_check_, last_call_, resumed_;
     std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank
     std::vector<int> held_;                                     // units assigned, not yet returned
+    std::vector<double> unit_seconds_;  // the last unit's expected time at the rank's speed (-1: unknown)
 };
 
 /// A polling loop's sleep: 1 us after any message, doubling to 250 us when idle.
@@ -170,6 +177,8 @@ class UnitDispatch {
             }
             if (u.empty() || failed_) break;
             Block block;
+            const double speed = h_.throughput();
+            busy_seconds_ = speed > 0 ? static_cast<double>(u.size()) / speed : -1.0;
             busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
             compute(u, block);
             busy_since_ = 0;
@@ -182,9 +191,11 @@ class UnitDispatch {
     void check_own_unit(const DispatchChannel& channel) const {
         const auto since = busy_since_.load();
         if (h_.heartbeat_timeout <= 0 || since == 0) return;
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch() -
-                                                       std::chrono::steady_clock::duration(since)).count();
-        if (s > channel.silence_limit()) throw rank_lost(ctx_, 0, s, h_.heartbeat_timeout, "in one work unit");
+        const auto began = std::max(channel.resumed(), std::chrono::steady_clock::time_point(
+                                                           std::chrono::steady_clock::duration(since)));
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        if (s > channel.silence_limit(busy_seconds_))
+            throw rank_lost(ctx_, 0, s, h_.heartbeat_timeout, "in one work unit");
     }
 
     /// Rank 0's dispatcher thread: until every item is stored and every rank told to stop.
@@ -261,6 +272,7 @@ class UnitDispatch {
     std::atomic<bool> failed_{false};
     std::atomic<bool> stop_{false};  // rank 0's main thread failed: the dispatcher stops
     std::atomic<std::chrono::steady_clock::rep> busy_since_{0};  // rank 0's current unit began (0: none)
+    std::atomic<double> busy_seconds_{-1.0};  // and should take, at rank 0's speed (-1: unknown)
     std::exception_ptr failure_;
 };
 

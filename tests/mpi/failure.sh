@@ -74,7 +74,7 @@ stopped() {
     local rank=$1 out=$2 rc=0
     rm -f pid.0 pid.1
     bounded 2 sh -c 'echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec "$0" "$@"' "$EF" fit peaks.ini \
-        --output.file "$out" --debug.slowdown 0:20,1:20 --run.heartbeat_timeout 5 > stop.log 2>&1 &
+        --output.file "$out" --debug.slowdown 0:5,1:5 --run.heartbeat_timeout 5 > stop.log 2>&1 &
     local pid=$!
     for _ in $(seq 1 600); do
         sleep 0.1
@@ -106,3 +106,48 @@ stopped() {
 }
 stopped 1 stop1.h5   # rank 0's dispatcher sees rank 1 silent while it holds a unit
 stopped 0 stop0.h5   # rank 1 waits for rank 0's answer in vain
+
+# --- the same for a reconstruction: set-up agreed, a stopped rank reported at a batch barrier --
+"$EF" simulate ptycho --out sim.h5 --scan 12 --dp 64 --dose 1e6 --seed 3 > sim.log
+cat > recon.ini <<'INI'
+[data]
+file = sim.h5
+[solver]
+iterations = 100000
+batch_size = 16
+[output]
+file = recon.h5
+checkpoint_every = 10
+previews = false
+INI
+expect_error 2 "error: rank 1 \([^)]+\): .*data.file: no such file 'absent.h5'" -- \
+    per_rank 2 "--data.file=sim.h5" "--data.file=absent.h5" reconstruct recon.ini
+expect_error 2 "run.heartbeat_timeout: must be finite and >= 0" -- \
+    bounded 1 "$EF" reconstruct recon.ini --run.heartbeat_timeout -3
+# recon_stopped RANK: a long 2-rank reconstruction, RANK stopped once a checkpoint is written.
+recon_stopped() {
+    local rank=$1 rc=0
+    rm -f pid.0 pid.1 recon.h5
+    bounded 2 sh -c 'echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec "$0" "$@"' "$EF" reconstruct recon.ini \
+        --run.heartbeat_timeout 4 > rstop.log 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 600); do
+        sleep 0.1
+        [ -e recon.h5 ] && [ -e pid.1 ] && break
+    done
+    sleep 1
+    local victim
+    victim=$(cat pid.$rank)
+    kill -STOP "$victim"
+    wait $pid || rc=$?
+    for _ in $(seq 1 100); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$victim" 2>/dev/null; then kill -9 "$victim"; fail "the stopped rank $rank was left behind"; fi
+    [ "$rc" = 4 ] || { cat rstop.log >&2; fail "reconstruction, rank $rank stopped: exit $rc, wanted 4 (124: a hang)"; }
+    [ "$(grep -c '^ensemblefit: error:' rstop.log)" = 1 ] || { cat rstop.log >&2; fail "wanted one error line"; }
+    grep -E -q "^ensemblefit: error: rank $rank \([^)]+\) has not been heard from for [0-9]+ s while the others wait for it" rstop.log ||
+        { cat rstop.log >&2; fail "the line does not name rank $rank"; }
+    $H5CHECK get recon.h5 /object > /dev/null || fail "the last checkpoint is not readable"
+    ok "reconstruction, rank $rank stopped: $(grep '^ensemblefit: error:' rstop.log); checkpoint kept"
+}
+recon_stopped 1
+recon_stopped 0
