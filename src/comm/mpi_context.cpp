@@ -23,6 +23,17 @@ MpiContext::MpiContext(MPI_Comm world) : world_(world) {
     int len = 0;
     EF_MPI_CHECK(MPI_Get_processor_name(name, &len));
     host_.assign(name, static_cast<size_t>(len));
+    hosts_ = gather(host_);
+    if (rank_ != 0) hosts_ = {broadcast("")};
+    else broadcast(host_);
+}
+
+std::string MpiContext::describe(int rank) const {
+    std::string host;
+    if (rank == rank_) host = host_;
+    else if (rank_ == 0 && rank >= 0 && rank < size_) host = hosts_[static_cast<size_t>(rank)];
+    else if (rank == 0 && !hosts_.empty()) host = hosts_[0];
+    return "rank " + std::to_string(rank) + (host.empty() ? "" : " (" + host + ")");
 }
 
 MpiContext::~MpiContext() {
@@ -70,10 +81,14 @@ void collective(const MpiContext& ctx, const std::function<void()>& fn) {
         code = static_cast<int>(ExitCode::runtime);
         message = e.what();
     }
-    int failing = code ? ctx.rank() : ctx.size();
-    int first = 0;
-    EF_MPI_CHECK(MPI_Allreduce(&failing, &first, 1, MPI_INT, MPI_MIN, ctx.world()));
+    // {lowest failing rank, whether every rank failed}, both by MPI_MIN
+    int mine[2] = {code ? ctx.rank() : ctx.size(), code ? 1 : 0}, agreed[2] = {0, 0};
+    EF_MPI_CHECK(MPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MIN, ctx.world()));
+    const int first = agreed[0];
     if (first == ctx.size()) return;
+    // An error only some ranks met (a file missing on one node) says where; one every rank met
+    // (a bad config), or rank 0 met (its output), reads as in a single-rank run.
+    if (ctx.rank() == first && first > 0 && !agreed[1]) message = ctx.describe(first) + ": " + message;
     EF_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, first, ctx.world()));
     long long len = static_cast<long long>(message.size());
     EF_MPI_CHECK(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, ctx.world()));

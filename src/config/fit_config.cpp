@@ -61,6 +61,8 @@ const KeyInfo kKeys[] = {
                          "else the rank's cores, else cores / ranks on the node)"},
     {"run.bind", "auto", "auto | none | cores: auto gives each rank of a node its own block of cores "
                          "when the launcher bound none; cores always; none keeps the launcher's"},
+    {"run.heartbeat_timeout", "300", "seconds a rank may stay silent while it holds work before rank 0 ends "
+                                     "the run, naming it (results so far kept, --resume finishes them; 0 = never)"},
     {"tuning.gpu_lm_steps", "warp", "warp | thread: a GPU runs the batched LM steps (dis-mellin) with a warp "
                                     "per replica, or one thread per replica (slower; the same bits, which "
                                     "checks that the reductions do not depend on the backend)"},
@@ -426,6 +428,10 @@ void read_run(FitConfig& cfg, const Values& v) {
     if (cfg.threads < 0 || cfg.threads > 4096)
         throw usage_error(cfg.where("run.threads") + ": must be in 0..4096, got " + std::to_string(cfg.threads));
     cfg.bind = choice(cfg, v, "run.bind", "binding", {"auto", "none", "cores"});
+    cfg.heartbeat_timeout = v.real("run.heartbeat_timeout", v.get("run.heartbeat_timeout"));
+    if (!(cfg.heartbeat_timeout >= 0) || cfg.heartbeat_timeout > 1e6)
+        throw usage_error(cfg.where("run.heartbeat_timeout") + ": must be seconds in 0..1e6 (0 = never), got '" +
+                          trim(v.get("run.heartbeat_timeout")) + "'");
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
 }
 

@@ -25,6 +25,7 @@
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/heartbeat.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/placement.hpp"
 #include "src/run/run_failure.hpp"
@@ -129,6 +130,7 @@ class FitRun {
     }
 
    private:
+    void read_problem(FitConfig&& cfg);
     void make_worker_for_rank();
     std::int64_t unit_size() const;
 
@@ -152,9 +154,21 @@ class FitRun {
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
 };
 
+/// Every step that can fail on one rank only (a config or data file missing on one node, the
+/// worker) runs inside collective(): such a failure ends every rank, with one line from rank 0.
 void FitRun::set_up() {
-    FitConfig cfg = load_fit_config(opt_.config_path, opt_.overrides);
+    FitConfig cfg;
+    collective(ctx_, [&] { cfg = load_fit_config(opt_.config_path, opt_.overrides); });
     binding_ = apply_binding(ctx_, cfg.bind);  // before any OpenMP region: threads inherit the cores
+    collective(ctx_, [&] { read_problem(std::move(cfg)); });
+    make_worker_for_rank();
+    trace_.mark("worker");
+    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
+                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
+}
+
+/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
+void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
     trace_.mark("config and data");
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
@@ -168,10 +182,6 @@ void FitRun::set_up() {
     slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
     threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
-    make_worker_for_rank();
-    trace_.mark("worker");
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
-                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
 }
 
 void FitRun::make_worker_for_rank() {
@@ -303,13 +313,15 @@ void FitRun::fit_pending() {
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
     h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
+    h.fail = [this](const std::exception& e) { abort(e); };  // a silent rank, a failed write
+    h.heartbeat_timeout = ctx_.size() > 1 ? pb_->config.heartbeat_timeout : 0;
     UnitDispatch<ReplicaBlock> dispatch(ctx_, timer_, mine_, std::move(h));
     dispatch_ = dispatch.run(queue.get(), M);
     stopped_ = stored < M ? dispatch.stopped() : 0;
     stored_ = stored;
     if (ctx_.is_root() && !stopped_) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
-    EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+    Heartbeat(ctx_, pb_->config.heartbeat_timeout).barrier("the barrier after the last unit");
     EF_MPI_CHECK(MPI_Bcast(&stopped_, 1, MPI_INT, 0, ctx_.world()));
 }
 

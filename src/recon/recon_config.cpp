@@ -67,6 +67,8 @@ const KeyInfo kKeys[] = {
                          "else the rank's cores, else cores / ranks on the node)"},
     {"run.bind", "auto", "auto | none | cores: auto gives each rank of a node its own block of cores "
                          "when the launcher bound none; cores always; none keeps the launcher's"},
+    {"run.heartbeat_timeout", "300", "seconds a rank may keep the others waiting in a collective before the run "
+                                     "ends, naming it (the last checkpoint is kept; 0 = never)"},
     {"run.balance", "throughput", "throughput (shares follow each rank's measured speed) | equal"},
     {"run.fft_planning", "estimate", "estimate | measure: FFTW planner effort (measure can be faster, but "
                                      "its timing-based choice may differ between processes, and so the last bits)"},
@@ -265,6 +267,10 @@ void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
     cfg.threads = static_cast<int>(r.integer("run.threads", 0, 4096));
     cfg.bind = r.choice("run.bind", {"auto", "none", "cores"});
+    cfg.heartbeat_timeout = r.nonneg("run.heartbeat_timeout");
+    if (cfg.heartbeat_timeout > 1e6)
+        throw usage_error(cfg.where("run.heartbeat_timeout") + ": must be seconds in 0..1e6 (0 = never), got '" +
+                          r.get("run.heartbeat_timeout") + "'");
     cfg.balance = r.choice("run.balance", {"throughput", "equal"});
     cfg.fft_measure = r.choice("run.fft_planning", {"estimate", "measure"}) == "measure";
     cfg.allreduce = r.choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});

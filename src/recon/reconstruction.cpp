@@ -76,8 +76,13 @@ std::vector<std::vector<double>> parse_debug_speeds(const std::string& spec, int
 }  // namespace
 
 /// Everything before the first computation; the output is checked before any work.
+/// Every step that can fail on one rank only (a file missing on one node, the worker) runs
+/// inside collective(): such a failure ends every rank, with one line from rank 0.
 void Reconstruction::set_up() {
-    read_input();
+    collective(ctx_, [&] { cfg_ = load_recon_config(opt_.config_path, opt_.overrides); });
+    binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
+    collective(ctx_, [&] { read_input(); });
+    heartbeat_ = std::make_unique<Heartbeat>(ctx_, cfg_.heartbeat_timeout);
     threads_ = resolve_threads(cfg_.threads, ctx_.local_size());
     make_worker();
     set_up_device_sum();
@@ -93,10 +98,8 @@ void Reconstruction::set_up() {
     placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);
 }
 
-/// The config, the dataset's metadata and positions, the batch schedule and --debug.speeds.
+/// The dataset's metadata and positions, the batch schedule and --debug.speeds.
 void Reconstruction::read_input() {
-    cfg_ = load_recon_config(opt_.config_path, opt_.overrides);
-    binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
     if (!file_exists(cfg_.data_file))
         throw usage_error(cfg_.where("data.file") + ": no such file '" + cfg_.data_file + "'");
     ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin);

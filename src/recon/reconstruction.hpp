@@ -19,6 +19,7 @@
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/recon_checkpoint.hpp"
+#include "src/run/heartbeat.hpp"
 #include "src/run/placement.hpp"
 #include "src/sched/batch_schedule.hpp"
 
@@ -137,6 +138,7 @@ class Reconstruction {
     std::string binding_;  // how this rank's cores were decided (apply_binding, [run] bind)
     int device_ = -1;      // this rank's GPU, -1 for a CPU worker
     std::unique_ptr<ReconWorker> worker_;
+    std::unique_ptr<Heartbeat> heartbeat_;  // [run] heartbeat_timeout: the batch steps' barriers, watched
     std::vector<std::string> placement_;
     std::unique_ptr<BatchSchedule> schedule_;
     std::vector<std::int64_t> bounds_;  // strata per rank: rank r owns [bounds_[r], bounds_[r + 1])

@@ -189,7 +189,7 @@ LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& t
     std::vector<double> terms_all(static_cast<size_t>(total));
     {
         PhaseTimer::Scope s(timer_, Phase::sync);
-        EF_MPI_CHECK(MPI_Barrier(ctx_.world()));
+        heartbeat_->barrier("the barrier before a batch's gradient sum");
     }
     PhaseTimer::Scope c(timer_, Phase::comm);
     const double c0 = now_seconds();
@@ -197,12 +197,18 @@ LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& t
         worker_->device_sum(st.probe_on);
         count = static_cast<size_t>(gradient_doubles(st.probe_on));
     } else {
-        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+        MPI_Request req = MPI_REQUEST_NULL;  // nonblocking, so that a rank stopped meanwhile is reported
+        EF_MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_DOUBLE, MPI_SUM, ctx_.world(), &req));
+        heartbeat_->wait(req, "a batch's gradient sum");
     }
     const double c1 = now_seconds();
     // the loss terms travel while the devices sum
-    EF_MPI_CHECK(MPI_Allgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()), MPI_DOUBLE,
-                                terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE, ctx_.world()));
+    MPI_Request req = MPI_REQUEST_NULL;
+    EF_MPI_CHECK(MPI_Iallgatherv(terms.position_terms.data(), static_cast<int>(terms.position_terms.size()),
+                                 MPI_DOUBLE, terms_all.data(), counts.data(), displs.data(), MPI_DOUBLE, ctx_.world(),
+                                 &req));
+    heartbeat_->wait(req, "a batch's loss terms");
     comm_trace_[1] += now_seconds() - c1;
     if (device_sum_) worker_->device_sum_wait();
     comm_trace_[0] += now_seconds() - c0;

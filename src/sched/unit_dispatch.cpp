@@ -30,6 +30,7 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
         return Event::request;
     }
     if (st.MPI_TAG != kResultTag) return Event::none;
+    heard(st.MPI_SOURCE, -1);
     const auto t0 = std::chrono::steady_clock::now();
     int bytes = 0;
     EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
@@ -66,17 +67,58 @@ std::int64_t DispatchChannel::handed_out() const {
 
 void DispatchChannel::answer_request(int source) {
     const auto t0 = std::chrono::steady_clock::now();
+    heard(source, 0);
     double request[2] = {0, 0};  // throughput, and the signal that asks to stop (0: none)
     EF_MPI_CHECK(MPI_Recv(request, 2, MPI_DOUBLE, source, kRequestTag, ctx_.world(), MPI_STATUS_IGNORE));
     if (request[1] != 0) stop(static_cast<int>(request[1]));
-    const UnitSpan u = next(source, request[0]);
+    const double throughput = request[0];
+    const UnitSpan u = next(source, throughput);
     const std::int64_t span[2] = {u.begin, u.end};
     EF_MPI_CHECK(MPI_Send(span, 2, MPI_INT64_T, source, kAssignTag, ctx_.world()));
     if (u.empty()) ++finished_;
+    else heard(source, 1, throughput > 0 ? static_cast<double>(u.size()) / throughput : -1.0);
     ++stats.requests;
     stats.mpi_calls += 2;
     stats.mpi_bytes += static_cast<std::int64_t>(sizeof request + sizeof span);
     stats.sched += seconds_since(t0);
+}
+
+void DispatchChannel::watch(double timeout) {
+    timeout_ = timeout;
+    const auto now = std::chrono::steady_clock::now();
+    heard_.assign(static_cast<size_t>(ctx_.size()), now);
+    held_.assign(static_cast<size_t>(ctx_.size()), 0);
+    unit_seconds_.assign(static_cast<size_t>(ctx_.size()), -1.0);
+    next_check_ = last_call_ = resumed_ = now;
+}
+
+void DispatchChannel::heard(int source, int held_change, double unit_seconds) {
+    if (timeout_ <= 0) return;
+    const size_t r = static_cast<size_t>(source);
+    const auto now = std::chrono::steady_clock::now();
+    if (held_[r] > 0) longest_gap_ = std::max(longest_gap_, std::chrono::duration<double>(now - heard_[r]).count());
+    heard_[r] = now;
+    held_[r] += held_change;
+    if (held_change > 0) unit_seconds_[r] = unit_seconds;
+}
+
+void DispatchChannel::check_silence() {
+    if (timeout_ <= 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_call_ > std::chrono::seconds(1)) {  // this process was paused: no one's silence
+        std::fill(heard_.begin(), heard_.end(), now);
+        resumed_ = now;
+    }
+    last_call_ = now;
+    if (now < next_check_) return;
+    next_check_ = now + std::chrono::milliseconds(100);
+    for (size_t r = 1; r < held_.size(); ++r) {
+        const double silent = std::chrono::duration<double>(now - heard_[r]).count();
+        const double busy = unit_seconds_[r] >= 0 ? held_[r] * unit_seconds_[r] : -1.0;
+        if (held_[r] > 0 && silent > silence_limit(busy))
+            throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
+                            "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
+    }
 }
 
 PollBackoff::PollBackoff() {
@@ -105,7 +147,23 @@ void UnitClient::request(double throughput, int stop_signal) {
 UnitSpan UnitClient::receive() {
     PhaseTimer::Scope sched(timer_, Phase::sched);
     std::int64_t span[2] = {0, 0};
-    EF_MPI_CHECK(MPI_Recv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), MPI_STATUS_IGNORE));
+    // MPI_Test in a loop costs what a blocking MPI_Recv does (Open MPI polls there too), and
+    // lets a rank 0 that stopped answering be reported instead of waited for forever.
+    MPI_Request req = MPI_REQUEST_NULL;
+    EF_MPI_CHECK(MPI_Irecv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), &req));
+    auto t0 = std::chrono::steady_clock::now(), last = t0;
+    for (int done = 0;;) {
+        EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (done) break;
+        if (seconds_since(last) > 1.0) t0 = std::chrono::steady_clock::now();  // this process was paused
+        last = std::chrono::steady_clock::now();
+        if (timeout_ > 0 && seconds_since(t0) > timeout_) {
+            MPI_Cancel(&req);
+            MPI_Request_free(&req);
+            throw rank_lost(ctx_, 0, seconds_since(t0), timeout_,
+                            "while rank " + std::to_string(ctx_.rank()) + " waits for its next work unit");
+        }
+    }
     mine_.mpi_calls += 1;
     mine_.mpi_bytes += static_cast<std::int64_t>(sizeof span);
     return UnitSpan{span[0], span[1]};

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -16,6 +18,8 @@
 #include <ensemblefit/report/timing_report.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/sched/work_queue.hpp>
+
+#include "src/run/run_failure.hpp"
 
 namespace ef {
 
@@ -53,16 +57,37 @@ class DispatchChannel {
     /// The stop's signal (0: not stopped), and the items handed out so far (final once stopped).
     int stopped() const;
     std::int64_t handed_out() const;
+    /// Silence watch (`[run] heartbeat_timeout` seconds, 0 = off): from now on, when each rank
+    /// was last heard from and how many units it holds.
+    void watch(double timeout);
+    /// How long a rank may stay silent while its units should take `busy` seconds (at its
+    /// measured speed; < 0: not measured yet): the timeout beyond twice that, or beyond twice
+    /// the longest silence seen so far. Long units are thus no false alarm; only a rank's first
+    /// unit must take less than the timeout.
+    double silence_limit(double busy) const { return timeout_ + 2 * (busy >= 0 ? busy : longest_gap_); }
+    /// Throws rank_lost() for the lowest rank silent for longer than its silence_limit() while
+    /// it holds a unit; checks at most ten times a second. Called every poll: a gap of over a
+    /// second between calls means this process itself was stopped (SIGSTOP, then SIGCONT), and
+    /// every rank's silence counts from now.
+    void check_silence();
+    /// When this process last resumed after such a pause (rank 0's own unit counts from then).
+    std::chrono::steady_clock::time_point resumed() const { return resumed_; }
     DispatchStats stats;
 
    private:
     void answer_request(int source);
+    void heard(int source, int held_change, double unit_seconds = 0);
     const MpiContext& ctx_;
     WorkQueue& queue_;
     std::mutex& queue_mutex_;
     int finished_ = 0;
     int stop_signal_ = 0;          // guarded by queue_mutex_
     std::int64_t handed_out_ = 0;  // guarded by queue_mutex_
+    double timeout_ = 0, longest_gap_ = 0;
+    std::chrono::steady_clock::time_point next_check_, last_call_, resumed_;
+    std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank
+    std::vector<int> held_;                                     // units assigned, not yet returned
+    std::vector<double> unit_seconds_;  // the last unit's expected time at the rank's speed (-1: unknown)
 };
 
 /// A polling loop's sleep: 1 us after any message, doubling to 250 us when idle.
@@ -79,9 +104,12 @@ class PollBackoff {
 /// A worker rank's side of the protocol (request a unit, receive it, send a packed result).
 class UnitClient {
    public:
-    UnitClient(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine) : ctx_(ctx), timer_(timer), mine_(mine) {}
+    UnitClient(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine, double heartbeat_timeout)
+        : ctx_(ctx), timer_(timer), mine_(mine), timeout_(heartbeat_timeout) {}
     /// `stop_signal` != 0 asks rank 0 to stop handing out units (a stop signal reached this rank).
     void request(double throughput, int stop_signal = 0);
+    /// The answer to the last request; rank_lost() for rank 0 when none comes within the
+    /// heartbeat timeout (rank 0 answers from a thread of its own within microseconds).
     UnitSpan receive();
     void send(std::vector<char>&& packet);
     void wait_sends();
@@ -90,6 +118,7 @@ class UnitClient {
     const MpiContext& ctx_;
     PhaseTimer& timer_;
     RankTiming& mine_;
+    double timeout_;
     std::deque<std::vector<char>> buffers_;
     std::vector<MPI_Request> sends_;
 };
@@ -112,6 +141,10 @@ class UnitDispatch {
         std::function<double()> throughput;        ///< items per compute second, so far
         std::function<void(const Block&)> store;   ///< rank 0: a finished block
         std::function<int()> stop_signal;          ///< != 0: stop at the next unit (optional)
+        /// Rank 0: the dispatcher failed or found a silent rank; called on its thread, ends the
+        /// run and does not return (unset: the main thread rethrows after its current unit).
+        std::function<void(const std::exception&)> fail;
+        double heartbeat_timeout = 0;  ///< `[run] heartbeat_timeout`, seconds (0 = no watch)
     };
 
     UnitDispatch(const MpiContext& ctx, PhaseTimer& timer, RankTiming& mine, Handlers h)
@@ -131,7 +164,26 @@ class UnitDispatch {
     DispatchStats run_root(WorkQueue& queue, std::int64_t total) {
         std::mutex queue_mutex;
         DispatchChannel channel(ctx_, queue, queue_mutex);
+        channel.watch(h_.heartbeat_timeout);
         std::thread dispatcher([&] { serve(channel, total); });
+        try {
+            compute_root(channel);
+        } catch (...) {
+            stop_ = true;  // the dispatcher must stop calling MPI before this rank aborts
+            dispatcher.join();
+            throw;
+        }
+        {
+            PhaseTimer::Scope idle(timer_, Phase::idle);
+            dispatcher.join();
+        }
+        if (failed_) std::rethrow_exception(failure_);
+        stopped_ = channel.stopped();
+        return channel.stats;
+    }
+
+    /// Rank 0's main thread: units from the queue until none is left (or a stop).
+    void compute_root(DispatchChannel& channel) {
         for (;;) {
             UnitSpan u;
             {
@@ -141,27 +193,39 @@ class UnitDispatch {
             }
             if (u.empty() || failed_) break;
             Block block;
+            const double speed = h_.throughput();
+            busy_seconds_ = speed > 0 ? static_cast<double>(u.size()) / speed : -1.0;
+            busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
             compute(u, block);
+            busy_since_ = 0;
             std::lock_guard<std::mutex> lock(local_mutex_);
             local_.push_back(std::move(block));
         }
-        {
-            PhaseTimer::Scope idle(timer_, Phase::idle);
-            dispatcher.join();
-        }
-        if (failed_) throw runtime_error("dispatcher: " + failure_);
-        stopped_ = channel.stopped();
-        return channel.stats;
     }
 
-    /// Rank 0's dispatcher thread: until every item is stored and every rank told to stop.
+    /// Rank 0's own unit, watched like the other ranks' (a hung GPU on rank 0).
+    void check_own_unit(const DispatchChannel& channel) const {
+        const auto since = busy_since_.load();
+        if (h_.heartbeat_timeout <= 0 || since == 0) return;
+        const auto began = std::max(channel.resumed(), std::chrono::steady_clock::time_point(
+                                                           std::chrono::steady_clock::duration(since)));
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        if (s > channel.silence_limit(busy_seconds_))
+            throw rank_lost(ctx_, 0, s, h_.heartbeat_timeout, "in one work unit");
+    }
+
+    /// Rank 0's dispatcher thread: until every item handed out is stored (every item, unless
+    /// stopped) and every rank told to stop.
     void serve(DispatchChannel& channel, std::int64_t total) {
         try {
             PollBackoff backoff;
             std::vector<char> packet;
             std::int64_t stored = 0;
-            while (stored < (channel.stopped() ? channel.handed_out() : total) || channel.finished() < ctx_.size() - 1) {
+            while (!stop_ && (stored < (channel.stopped() ? channel.handed_out() : total) ||
+                              channel.finished() < ctx_.size() - 1)) {
                 if (const int sig = local_stop_signal()) channel.stop(sig);
+                channel.check_silence();
+                check_own_unit(channel);
                 const auto event = channel.poll(packet);
                 if (event == DispatchChannel::Event::result) stored += store(Block::unpack(packet.data(), packet.size()), channel.stats);
                 const std::int64_t local = drain_local(channel.stats);
@@ -170,7 +234,8 @@ class UnitDispatch {
                 else backoff.wait();
             }
         } catch (const std::exception& e) {
-            failure_ = e.what();
+            if (h_.fail) h_.fail(e);  // ends the run now, not after rank 0's current unit
+            failure_ = std::current_exception();
             failed_ = true;
         }
     }
@@ -197,7 +262,7 @@ class UnitDispatch {
     }
 
     void run_worker() {
-        UnitClient client(ctx_, timer_, mine_);
+        UnitClient client(ctx_, timer_, mine_, h_.heartbeat_timeout);
         client.request(h_.throughput(), local_stop_signal());
         UnitSpan u = client.receive();
         while (!u.empty()) {
@@ -226,7 +291,10 @@ class UnitDispatch {
     std::mutex local_mutex_;
     std::deque<Block> local_;  // rank 0's own results, stored by the dispatcher thread
     std::atomic<bool> failed_{false};
-    std::string failure_;
+    std::atomic<bool> stop_{false};  // rank 0's main thread failed: the dispatcher stops
+    std::atomic<std::chrono::steady_clock::rep> busy_since_{0};  // rank 0's current unit began (0: none)
+    std::atomic<double> busy_seconds_{-1.0};  // and should take, at rank 0's speed (-1: unknown)
+    std::exception_ptr failure_;
     int stopped_ = 0;
 };
 

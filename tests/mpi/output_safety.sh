@@ -34,7 +34,7 @@ digest() { sha256sum "$1" | cut -d' ' -f1; }
 
 write_peaks_problem 2000 40 1 ref.h5
 run_np 2 fit peaks.ini > ref.log
-SLOW="--debug.slowdown 0:40,1:40"
+SLOW="--debug.slowdown 0:150,1:150"  # long enough for three refused runs (mpirun start-up included)
 
 # 1. One writer: a second run of any kind on a live output is refused; the first ends intact.
 setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file live.h5 $SLOW" > live.log 2>&1 &
@@ -196,12 +196,12 @@ if mkdir -p disk && mount -t tmpfs -o size=2M tmpfs disk 2>/dev/null; then
     wait_done disk/sum.h5 5
     kill_run $pid
     dd if=/dev/zero of=disk/filler bs=64k 2>/dev/null || true
-    # A failure mid-run ends the job from rank 0 (abort_run: "error on rank 0").
+    # A failure mid-run ends the job from rank 0 (abort_run names the rank and host).
     rc=0
     run_np 2 fit peaks.ini --output.file disk/sum.h5 --resume > full.out 2> full.err || rc=$?
     [ "$rc" = 3 ] || { cat full.err; fail "disk full before the summary: exit $rc, wanted 3"; }
     [ "$(grep -c '^ensemblefit: error' full.err)" = 1 ] &&
-        grep -q "^ensemblefit: error on rank 0: disk/sum.h5: no room to write the summary and the timing .*No space left on device); disk/sum.h5 keeps every finished replica: run again with --resume to finish it" full.err ||
+        grep -q "^ensemblefit: error: rank 0 ([^)]*): disk/sum.h5: no room to write the summary and the timing .*No space left on device); disk/sum.h5 keeps every finished replica: run again with --resume to finish it" full.err ||
         { cat full.err; fail "disk full before the summary: not one line saying the file is resumable"; }
     rm disk/filler
     run_np 2 fit peaks.ini --output.file disk/sum.h5 --resume > sum2.log 2>&1 || { cat sum2.log; fail "resume after disk full"; }

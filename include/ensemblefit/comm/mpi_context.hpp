@@ -39,6 +39,9 @@ class MpiContext {
     /// The ranks of this node (MPI_COMM_TYPE_SHARED), ordered by world rank.
     MPI_Comm node() const { return node_; }
     const std::string& host() const { return host_; }
+    /// "rank R (HOST)" for an error line. Rank 0 knows every rank's host, the others their own
+    /// and rank 0's (gathered once, at construction); an unknown host is left out.
+    std::string describe(int rank) const;
     bool is_root() const { return rank_ == 0; }
 
     /// Broadcasts a string from rank 0.
@@ -51,13 +54,17 @@ class MpiContext {
     MPI_Comm node_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
     std::string host_;
+    std::vector<std::string> hosts_;  // rank 0: every rank's; others: {rank 0's}
 };
 
 /**
  * Runs `fn` on every rank and agrees on the outcome: if any rank threw, every rank throws the
- * lowest failing rank's ef::Error. Errors that only some ranks can see (an unwritable output on
- * rank 0, a missing GPU on one node) thus end the job cleanly instead of leaving the other ranks
- * waiting in the next collective.
+ * lowest failing rank's ef::Error (its exit code; 1 for an exception that is not an ef::Error).
+ * Errors that only some ranks can see (an unwritable output on rank 0, a missing GPU or data
+ * file on one node) thus end the job cleanly, with one line from rank 0, instead of leaving the
+ * other ranks waiting in the next collective. When the failing rank is not rank 0 and not every
+ * rank failed, the message starts with it and its host ("rank 1 (node7): ..."). Every step of a run's set-up that
+ * can fail on one rank runs inside one.
  */
 void collective(const MpiContext& ctx, const std::function<void()>& fn);
 

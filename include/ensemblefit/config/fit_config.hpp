@@ -90,6 +90,7 @@ struct FitConfig {
     std::string workers = "auto";
     int threads = 0;  ///< 0 = automatic (SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, cores / local ranks)
     std::string bind = "auto";  ///< auto | none | cores (src/run/placement.hpp, apply_binding)
+    double heartbeat_timeout = 300;  ///< [run] heartbeat_timeout: seconds of silence before a rank is reported; 0 = off
 
     // [tuning] (never changes results: the same bits whatever is chosen)
     /// warp | thread: a GPU runs the batched LM steps with a warp per replica, or one thread

@@ -7,9 +7,11 @@
 namespace ef {
 
 /// Process exit codes (docs/architecture.md, "Errors and exit codes").
-/// `stopped`: a run stopped early on SIGUSR1, SIGTERM or SIGINT after writing what it finished;
-/// `--resume` continues it (75 is sysexits.h's EX_TEMPFAIL: "try again later").
-enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3, stopped = 75 };
+/// `lost`: a rank stopped answering for longer than `[run] heartbeat_timeout`; what was finished
+/// is kept (a fit's file is resumable). `stopped`: a run stopped early on SIGUSR1, SIGTERM or
+/// SIGINT after writing what it finished; `--resume` continues it (75 is sysexits.h's
+/// EX_TEMPFAIL: "try again later").
+enum class ExitCode : int { success = 0, runtime = 1, usage = 2, data = 3, lost = 4, stopped = 75 };
 
 /**
  * An error meant for the user: a one-line message that names the file, line, key or column,

@@ -64,6 +64,7 @@ struct ReconConfig {
     std::vector<std::string> workers{"auto"};  ///< per rank (the last repeats): auto | cpu | gpu
     int threads = 0;
     std::string bind = "auto";  ///< [run] bind: auto | none | cores
+    double heartbeat_timeout = 300;  ///< [run] heartbeat_timeout: seconds of silence before a rank is reported; 0 = off
     std::string balance = "throughput";  ///< throughput | equal
     bool fft_measure = false;            ///< fft_planning = estimate | measure
     std::string allreduce = "auto";      ///< auto | mpi | nccl
