@@ -17,4 +17,13 @@ inline std::string pad(const std::string& s, size_t width) {
     return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
+/// At most `max` characters of `s` for an error message: "..." marks a cut, and control
+/// characters (a newline would split the one error line) are shown as '?'.
+inline std::string excerpt(const std::string& s, size_t max = 80) {
+    std::string out = s.size() > max ? s.substr(0, max) + "..." : s;
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return out;
+}
+
 }  // namespace ef

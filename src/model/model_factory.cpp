@@ -93,13 +93,24 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     cm.storage = prog;
 }
 
+/// An error of the dis-mellin checks, whose messages start "model.KEY: " or "param.NAME.FIELD: ",
+/// located where that key was set ("FILE:LINE: model.q0: ...", or "--model.q0: ...").
+Error located(const FitConfig& cfg, const Error& e) {
+    const std::string m = e.what();
+    const auto colon = m.find(": ");
+    const std::string key = m.substr(0, colon == std::string::npos ? 0 : colon);
+    const bool is_key = (key.rfind("model.", 0) == 0 || key.rfind("param.", 0) == 0) &&
+                        key.find(' ') == std::string::npos;
+    return Error(e.code(), is_key ? cfg.where(key) + m.substr(colon) : cfg.config_file + ": " + m);
+}
+
 /// dis-mellin: its [model] options and bounds checked, its theory tables built on the data's x.
 void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
     DisMellinSettings settings;
     try {
         settings = parse_dis_mellin_settings(cfg.model_options);
     } catch (const Error& e) {
-        throw usage_error(cfg.config_file + ": " + e.what());
+        throw located(cfg, e);
     }
     if (data.nx != 3)
         throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
@@ -116,7 +127,7 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
     try {
         check_dis_mellin_bounds(names, lower, start, settings, fixed);
     } catch (const Error& e) {
-        throw usage_error(cfg.config_file + ": " + e.what());
+        throw located(cfg, e);
     }
     auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
     cm.view = theory->model();

@@ -68,7 +68,7 @@ variant bounds '/^\[param.a\]/a lower = 3\nupper = 1'
 expect_error 2 "bounds.ini:12: param.a.lower: lower bound 3 is above upper bound 1" -- run_np 2 fit bounds.ini
 variant outside '/^\[param.b\]/a upper = 0.5'
 expect_error 2 "outside.ini:16: param.b.start: start 1 is outside \[-inf, 0.5\]" -- run_np 2 fit outside.ini
-expect_error 2 "fit.replicas: replicas must be >= 0, got -4" -- run_np 2 fit good.ini --fit.replicas -4
+expect_error 2 "--fit.replicas: must be in 0..2147483646, got -4" -- run_np 2 fit good.ini --fit.replicas -4
 expect_error 2 "output.file: cannot write '/nonexistent/dir/out.h5'" -- \
     run_np 2 fit good.ini --output.file /nonexistent/dir/out.h5
 expect_error 2 "out.h5' exists; pass --resume" -- run_np 2 fit good.ini
