@@ -16,6 +16,7 @@
 #include "src/config/capacity.hpp"
 #include "src/core/text.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/h5_numeric.hpp"
 
 namespace ef {
 namespace {
@@ -111,23 +112,6 @@ ColumnSource read_csv(const std::string& path, const std::vector<std::string>& n
     return src;
 }
 
-/// Why `name` is not a column of numbers ("holds strings, not numbers", ...), or "".
-std::string non_numeric(const h5::File& f, const std::string& name) {
-    const h5::H5Handle ds(H5Dopen2(f.id(), name.c_str(), H5P_DEFAULT), H5Dclose);
-    if (!ds) return "is not a dataset";
-    const h5::H5Handle type(EF_H5_CHECK(H5Dget_type(ds.get()), f.path()), H5Tclose);
-    switch (H5Tget_class(type.get())) {
-        case H5T_INTEGER:
-        case H5T_FLOAT: return "";
-        case H5T_STRING: return "holds strings, not numbers";
-        case H5T_COMPOUND: return "holds compound records, not numbers";
-        case H5T_VLEN: return "holds variable-length sequences, not numbers";
-        case H5T_ARRAY: return "holds arrays, not numbers";
-        case H5T_ENUM: return "holds enumerated values, not numbers";
-        default: return "holds values that are not numbers";
-    }
-}
-
 ColumnSource read_h5(const std::string& path, const std::vector<std::string>& names, double bytes_per_row) {
     const h5::File f = h5::File::open_read(path);
     ColumnSource src;
@@ -137,7 +121,7 @@ ColumnSource read_h5(const std::string& path, const std::vector<std::string>& na
             for (const auto& s : f.list("/")) all += (all.empty() ? "" : ", ") + s;
             throw data_error(path + ": no dataset '" + excerpt(name) + "' (datasets: " + excerpt(all, 200) + ")");
         }
-        const std::string why = non_numeric(f, name);
+        const std::string why = h5::not_numbers(f, name);
         if (!why.empty()) throw data_error(path + ": '" + excerpt(name) + "' " + why);
         const auto shape = f.shape(name);
         if (shape.size() != 1)

@@ -10,6 +10,7 @@
 #include "kernels/fit/fit_plan.hpp"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_normal.hpp"
+#include "src/config/capacity.hpp"
 #include "src/model/compiled_model.hpp"
 #include "src/model/dis_mellin.hpp"
 
@@ -104,6 +105,22 @@ Error located(const FitConfig& cfg, const Error& e) {
     return Error(e.code(), is_key ? cfg.where(key) + m.substr(colon) : cfg.config_file + ": " + m);
 }
 
+/// The Mellin tables (4 complex numbers per contour node and data point), refused before they
+/// are allocated when they cannot fit.
+void check_table_memory(const FitConfig& cfg, const DataTable& data, const DisMellinSettings& settings) {
+    double nodes = 64;
+    try {
+        nodes = DisMellinTheory(settings, {data.x[0], data.x[1], data.x[2]}).num_nodes();
+    } catch (const Error&) {  // the full table reports the data point
+    }
+    const double each = 64.0 * nodes;
+    const double need = each * data.n;
+    if (exceeds_memory(need))
+        throw data_error(cfg.data_file + ": " + std::to_string(data.n) + " rows: " +
+                         memory_refusal(need, "the dis-mellin tables (" + format_bytes(each) + " per row)",
+                                        std::to_string(static_cast<long long>(largest_count(each))) + " rows"));
+}
+
 /// dis-mellin: its [model] options and bounds checked, its theory tables built on the data's x.
 void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
     DisMellinSettings settings;
@@ -129,6 +146,7 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
     } catch (const Error& e) {
         throw located(cfg, e);
     }
+    check_table_memory(cfg, data, settings);
     auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
     cm.view = theory->model();
     cm.param_names = names;

@@ -27,8 +27,8 @@ void Reconstruction::run() {
     set_up();  // input errors: thrown identically on every rank (or agreed by collective())
     print_plan();
     if (opt_.dry_run) return;
+    load_share();  // collective(): a bad pattern is one error on every rank, printed once by main
     try {
-        load_share();
         initial_model();
         iterate();
         finish();
