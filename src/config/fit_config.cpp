@@ -95,9 +95,9 @@ std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::
         if (section.rfind("param.", 0) == 0) {
             const std::string name = section.substr(6);
             if (name.empty() || name.find('.') != std::string::npos)
-                throw usage_error(at + "malformed parameter section [" + section + "]");
+                throw usage_error(at + "malformed parameter section [" + excerpt(section) + "]");
             if (std::find(param_order.begin(), param_order.end(), name) != param_order.end())
-                throw usage_error(at + "parameter section [" + section + "] appears twice");
+                throw usage_error(at + "parameter section [" + excerpt(section) + "] appears twice");
             param_order.push_back(name);
         } else if (!kSections.count(section)) {
             ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME");
