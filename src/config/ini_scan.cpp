@@ -23,23 +23,6 @@ namespace ef::ini {
 
 namespace {
 
-/// One line of `in` into `line`, without its '\n'; false at the end of the file. A line
-/// longer than kMaxLineLength is refused before it is read whole (a binary or endless file).
-bool read_line(std::istream& in, std::string& line, const std::string& path, int number) {
-    line.clear();
-    std::streambuf* buf = in.rdbuf();
-    bool any = false;
-    for (int c = buf->sbumpc(); c != std::char_traits<char>::eof(); c = buf->sbumpc()) {
-        any = true;
-        if (c == '\n') return true;
-        if (line.size() >= kMaxLineLength)
-            throw usage_error(path + ":" + std::to_string(number) + ": line longer than " +
-                              std::to_string(kMaxLineLength) + " characters");
-        line.push_back(static_cast<char>(c));
-    }
-    return any;
-}
-
 /// The value after '=': trimmed, without an inline comment (a '#' after a blank).
 std::string value_of(const std::string& rest) {
     for (size_t i = 1; i < rest.size(); ++i)
@@ -59,8 +42,12 @@ std::vector<ScannedKey> scan(const std::string& path, const Rules& rules) {
     std::set<std::string> seen;
     std::string section, raw;
     int line = 0;
-    while (read_line(in, raw, path, line + 1)) {
+    bool too_long = false;
+    while (read_line(in, raw, kMaxLineLength, too_long)) {
         ++line;
+        if (too_long)
+            throw usage_error(path + ":" + std::to_string(line) + ": line longer than " +
+                              std::to_string(kMaxLineLength) + " characters");
         if (line == 1 && raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);  // a UTF-8 byte order mark
         const std::string s = trim(raw);
         if (s.empty() || s[0] == '#' || s[0] == ';') continue;

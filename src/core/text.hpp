@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <istream>
 #include <string>
 
 namespace ef {
@@ -24,6 +25,25 @@ inline std::string excerpt(const std::string& s, size_t max = 80) {
     for (char& c : out)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
     return out;
+}
+
+/// One line of `in` into `line`, without its '\n'; false at the end of the input. Stops at `max`
+/// characters with `too_long` set, so a binary or endless file is never read whole.
+inline bool read_line(std::istream& in, std::string& line, size_t max, bool& too_long) {
+    line.clear();
+    too_long = false;
+    std::streambuf* buf = in.rdbuf();
+    bool any = false;
+    for (int c = buf->sbumpc(); c != std::char_traits<char>::eof(); c = buf->sbumpc()) {
+        any = true;
+        if (c == '\n') return true;
+        if (line.size() >= max) {
+            too_long = true;
+            return true;
+        }
+        line.push_back(static_cast<char>(c));
+    }
+    return any;
 }
 
 }  // namespace ef

@@ -35,6 +35,9 @@ struct ColumnSource {
     std::vector<int> lines;  ///< CSV line of each row (empty for HDF5)
 };
 
+/// The longest CSV line read; a longer one is refused (a binary or endless file).
+constexpr size_t kMaxCsvLine = 16u << 20;
+
 /// The most rows a table holds (DataTable::n is an int).
 constexpr std::int64_t kMaxRows = std::numeric_limits<int>::max();
 
@@ -70,8 +73,12 @@ ColumnSource read_csv(const std::string& path, const std::vector<std::string>& n
     std::vector<std::string> header;
     std::string raw;
     int line = 0;
-    while (std::getline(in, raw)) {
+    bool too_long = false;
+    while (read_line(in, raw, kMaxCsvLine, too_long)) {
         ++line;
+        if (too_long)
+            throw data_error(path + ":" + std::to_string(line) + ": line longer than " + std::to_string(kMaxCsvLine) +
+                             " characters (not a CSV file?)");
         const std::string s = trim(raw);
         if (s.empty() || s[0] == '#') continue;
         const std::vector<std::string> cells = split_csv(s);
@@ -149,6 +156,7 @@ std::vector<std::vector<double>> read_columns(const std::string& path,
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
         throw data_error(path + ": cannot open data file (" + std::strerror(errno) + ")");
+    if (S_ISDIR(st.st_mode)) throw data_error(path + ": cannot open data file (it is a folder)");
     const double bytes_per_row = 16.0 * static_cast<double>(names.size());
     return h5::is_hdf5(path) ? read_h5(path, names, bytes_per_row).values
                              : read_csv(path, names, bytes_per_row).values;
@@ -174,6 +182,8 @@ DataTable load_data(const FitConfig& cfg) {
     if (stat(cfg.data_file.c_str(), &st) != 0)
         throw usage_error(cfg.where("data.file") + ": cannot open data file '" + cfg.data_file +
                           "' (" + std::strerror(errno) + ")");
+    if (S_ISDIR(st.st_mode))
+        throw usage_error(cfg.where("data.file") + ": cannot open data file '" + cfg.data_file + "' (it is a folder)");
     std::vector<std::string> names = cfg.x_columns;
     names.push_back(cfg.y_column);
     if (!cfg.sigma_is_constant) names.push_back(cfg.sigma);

@@ -176,6 +176,9 @@ printf 'x,y,s,y\n1,2.1,0.1,5\n2,3.9,0.1,6\n' > dup.csv; variant dup 's/data.csv/
 refused 3 "dup.csv:1: column 'y' appears twice in the header \(columns 2 and 4\)" -- "$EFS" fit dup.ini --dry-run
 printf 'x,y,s\n1,2.1,0.1\n' > one.csv; variant one 's/data.csv/one.csv/'
 refused 3 "one.csv: 1 data row\(s\) for 2 free parameters" -- "$EFS" fit one.ini --dry-run
+mkdir datadir
+refused 2 "--data.file: cannot open data file 'datadir' \(it is a folder\)" -- "$EFS" fit good.ini --data.file datadir --dry-run
+refused 3 "/dev/zero:1: line longer than 16777216 characters" -- "$EFS" fit good.ini --data.file /dev/zero --dry-run
 for kind in str:strings cmp:"compound records" vlen:"variable-length sequences"; do
     variant "${kind%%:*}" "s/data.csv/${kind%%:*}.h5/"
     refused 3 "${kind%%:*}.h5: 'y' holds ${kind#*:}, not numbers" -- "$EFS" fit "${kind%%:*}.ini" --dry-run
