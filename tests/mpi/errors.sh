@@ -154,6 +154,7 @@ refused 2 "--model.peaks: must be in 1..20, got 4294967297" -- \
 refused 2 "--fit.chunk: must be in 0..2147483647, got 4294967297" -- "$EFS" fit good.ini --fit.chunk 4294967297 --dry-run
 variant threads 's/^\[output\]/[run]\nthreads = 100000\n[output]/'
 refused 2 "threads.ini:21: run.threads: must be in 0..4096, got 100000" -- "$EFS" fit threads.ini --dry-run
+refused 2 "OMP_NUM_THREADS = 100000: at most 4096 threads per rank" -- env OMP_NUM_THREADS=100000 "$EFS" fit good.ini --dry-run
 refused 2 "--run.threads: must be in 0..4096, got 4294967297" -- "$EFS" fit good.ini --run.threads 4294967297 --dry-run
 refused 2 "--fit.seed: must be in 0..9223372036854775807" -- "$EFS" fit good.ini --fit.seed 1e30 --dry-run
 refused 2 "--shard: the shard count must be in 1..1073741824, got '0/4294967297'" -- \
