@@ -230,8 +230,10 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     const size_t r = static_cast<size_t>(ctx_.rank());
     const std::int64_t p0 = schedule_->stratum_begin(bounds[r]), p1 = schedule_->stratum_begin(bounds[r + 1]);
     std::vector<float> share;
-    collective(ctx_, [&] { share = read_patterns(ds_, p0, p1 - p0); });
-    worker_->set_patterns(p1 - p0, share.data());
+    collective(ctx_, [&] {  // agreed: run() lets the first load's errors reach main, printed once
+        share = read_patterns(ds_, p0, p1 - p0);
+        worker_->set_patterns(p1 - p0, share.data());
+    });
     my_first_ = p0;
     my_count_ = p1 - p0;
     if (!have_mean_) read_mean_pattern(share);
