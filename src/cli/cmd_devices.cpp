@@ -4,9 +4,11 @@
 #include <sstream>
 
 #include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/error.hpp>
 #include <ensemblefit/worker/device_probe.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/core/text.hpp"
 
 namespace ef {
 namespace {
@@ -14,8 +16,11 @@ namespace {
 int cmd_devices(const std::vector<std::string>& args, const MpiContext& ctx) {
     bool measure = true;
     for (const auto& a : args) {
-        if (a == "--no-probe") measure = false;
-        if (a == "-h" || a == "--help") {
+        if (a == "--no-probe") {
+            measure = false;
+        } else if (a != "-h" && a != "--help") {
+            throw usage_error("devices: unknown argument '" + excerpt(a) + "' (allowed: --no-probe, --help)");
+        } else {
             if (ctx.is_root())
                 std::printf("usage: ensemblefit devices [--no-probe]\n\nLists the GPUs visible to each rank and "
                             "measures FP64/FP32 FMA throughput, device memory bandwidth (copy, read + write)\n"

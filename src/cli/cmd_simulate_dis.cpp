@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -11,6 +12,9 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/config/capacity.hpp"
+#include "src/config/ini_scan.hpp"
+#include "src/core/text.hpp"
 #include "src/io/h5.hpp"
 #include "src/model/dis_mellin.hpp"
 #include "src/run/output_guard.hpp"
@@ -20,6 +24,22 @@ namespace po = boost::program_options;
 namespace ef {
 namespace {
 
+/// The points' arrays (x, Q2, target, F2, dF2, the rows) and their Mellin tables (4 complex
+/// numbers per contour node), refused before they are allocated when they cannot fit.
+void check_memory(long long points, const DisMellinSettings& settings) {
+    double nodes = 64;  // when one point does not build (a Q0 above every Q2), simulate_dis says why
+    try {
+        nodes = DisMellinTheory(settings, {0.1, 1000.0, 1.0}).num_nodes();
+    } catch (const Error&) {
+    }
+    const double each = 8.0 * (8.0 + 8.0 * nodes);
+    const double need = each * static_cast<double>(points);
+    if (exceeds_memory(need))
+        throw usage_error("simulate dis: --points " + std::to_string(points) + " " +
+                          memory_refusal(need, "the points and their Mellin tables (" + format_bytes(each) + " per point)",
+                                         std::to_string(static_cast<long long>(largest_count(each))) + " points"));
+}
+
 int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(
         "usage: ensemblefit simulate dis --out FILE.h5 [options]\n\n"
@@ -28,11 +48,11 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
         "parameters, with relative uncertainty `noise` and Gaussian noise of that size. Writes\n"
         "1-D datasets x, Q2, target (1 proton, 2 neutron), F2, dF2 and the truth as attributes.\n\noptions");
     std::string out, truth_config;
-    int points = 5000;
+    std::string points_text = "5000";
     long long seed = 1;
     double noise = 0.02;
     desc.add_options()("help,h", "this text")("out", po::value<std::string>(&out), "output HDF5 file (required)")(
-        "points", po::value<int>(&points)->default_value(5000), "number of data points")(
+        "points", po::value<std::string>(&points_text)->default_value("5000"), "number of data points")(
         "seed", po::value<long long>(&seed)->default_value(1), "seed of the simulation")(
         "noise", po::value<double>(&noise)->default_value(0.02), "relative uncertainty of F2")(
         "truth", po::value<std::string>(&truth_config),
@@ -43,7 +63,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
         po::store(po::command_line_parser(args).options(desc).run(), vm);
         po::notify(vm);
     } catch (const po::error& e) {
-        throw usage_error(std::string("simulate dis: ") + e.what());
+        throw usage_error("simulate dis: " + excerpt(e.what(), 200));
     }
     if (vm.count("help")) {
         std::ostringstream os;
@@ -52,7 +72,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
         return 0;
     }
     if (out.empty()) throw usage_error("simulate dis: --out FILE.h5 is required");
-    if (points < 10) throw usage_error("simulate dis: --points must be >= 10");
+    const long long points = ini::to_integer(points_text, "simulate dis: --points", 10, std::numeric_limits<int>::max());
     if (!(noise > 0.0) || noise >= 1.0) throw usage_error("simulate dis: --noise must be in (0, 1)");
     if (seed < 0) throw usage_error("simulate dis: --seed must be >= 0");
     struct stat st {};
@@ -74,7 +94,9 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
             truth[q] = p.start;
         }
     }
-    const DisPseudoData d = simulate_dis(points, static_cast<std::uint64_t>(seed), noise, truth, settings);
+    check_memory(points, settings);
+    const DisPseudoData d =
+        simulate_dis(static_cast<int>(points), static_cast<std::uint64_t>(seed), noise, truth, settings);
     check_serial_output(out, "simulate dis: --out", vm.count("overwrite") > 0, {truth_config});
     PendingOutput pending(out);  // created under a temporary name, renamed when written
     h5::File f = h5::File::create(pending.temp_path());
@@ -93,7 +115,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
     f.set_attr("/target", "meaning", std::string("1 proton, 2 neutron"));
     f.close();
     pending.commit();
-    std::printf("wrote %s: %d points (%d proton, %d neutron), noise %.3g, seed %lld\n", out.c_str(), points,
+    std::printf("wrote %s: %lld points (%lld proton, %lld neutron), noise %.3g, seed %lld\n", out.c_str(), points,
                 points - points / 2, points / 2, noise, seed);
     return 0;
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `ensemblefit simulate ptycho --out FILE.h5 ...`: a synthetic ptychography dataset with truth.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -8,6 +11,9 @@
 #include <ensemblefit/recon/ptycho_simulation.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/config/capacity.hpp"
+#include "src/config/ini_scan.hpp"
+#include "src/core/text.hpp"
 #include "src/run/run_args.hpp"
 
 namespace ef {
@@ -40,11 +46,63 @@ const char* kHelp =
 
 double number(const std::string& opt, const std::string& v) { return parse_number_arg("simulate ptycho: " + opt, v); }
 
-int integer(const std::string& opt, const std::string& v) {
+/// A finite number >= 0 (`positive`: > 0), else usage_error naming the option.
+double measure(const std::string& opt, const std::string& v, bool positive = false) {
     const double d = number(opt, v);
-    if (d != static_cast<double>(static_cast<long long>(d)) || d < 0 || d > 1e9)
-        throw usage_error("simulate ptycho: " + opt + ": expected a non-negative integer, got '" + v + "'");
-    return static_cast<int>(d);
+    if (positive ? !(d > 0) : !(d >= 0))
+        throw usage_error("simulate ptycho: " + opt + ": must be " + (positive ? "> 0" : ">= 0") + ", got " +
+                          excerpt(v));
+    return d;
+}
+
+std::string short_number(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+
+int integer(const std::string& opt, const std::string& v, int hi = 1000000000) {
+    number(opt, v);  // "expected a number" first, for text
+    return static_cast<int>(ini::to_integer(v, "simulate ptycho: " + opt, 0, hi));
+}
+
+/**
+ * What the simulation keeps, refused before anything is allocated when it cannot fit (a lower
+ * bound of its peak): per scan position its true and stored position and CXI translation
+ * (56 B); per object pixel the amplitude, phase, their sum of atoms, the complex truth and the
+ * worker's copy (64 B); per pattern pixel the probe modes with the DFT scratch (64 B a mode)
+ * and a block of 64 patterns with their exit waves (64 x (12 + 16 modes) B).
+ */
+void check_memory(const PtychoSimulationOptions& o) {
+    if (!(o.step > 0) || o.modes < 1) return;  // simulate_ptycho's own checks say why
+    const double positions = static_cast<double>(o.scan_y) * o.scan_x;
+    const double extent = std::max(o.scan_y, o.scan_x) * o.step + o.dp + 2.0 * o.margin + 1.0;
+    const double object = o.object_size > 0 ? static_cast<double>(o.object_size) * o.object_size : extent * extent;
+    const double per_pixel = 64.0 * o.modes + 64.0 * (12.0 + 16.0 * o.modes);
+    const double pattern = static_cast<double>(o.dp) * o.dp * per_pixel;
+    if (exceeds_memory(pattern)) {
+        const auto largest = static_cast<long long>(std::sqrt(largest_count(per_pixel)));
+        throw usage_error("simulate ptycho: --dp " + std::to_string(o.dp) + " " +
+                          memory_refusal(pattern, "the probe modes and a block of 64 patterns",
+                                         "--dp " + std::to_string(largest) + " (with --modes " +
+                                             std::to_string(o.modes) + ")"));
+    }
+    if (o.object_size > 0 && exceeds_memory(64.0 * object + pattern)) {
+        const auto largest = static_cast<long long>(std::sqrt(largest_count(64.0, pattern)));
+        throw usage_error("simulate ptycho: --object-size " + std::to_string(o.object_size) + " " +
+                          memory_refusal(64.0 * object + pattern, "the object",
+                                         "--object-size " + std::to_string(largest)));
+    }
+    const double need = 56.0 * positions + 64.0 * object + pattern;
+    if (exceeds_memory(need)) {
+        // Per raster line of N positions: N positions and about (step N)^2 object pixels.
+        const double per_n2 = 56.0 + 64.0 * o.step * o.step;
+        const auto largest = static_cast<long long>(std::sqrt(largest_count(per_n2, pattern)));
+        throw usage_error("simulate ptycho: --scan " + std::to_string(o.scan_y) + "x" + std::to_string(o.scan_x) + " " +
+                          memory_refusal(need, "the positions and the object",
+                                         "about --scan " + std::to_string(largest) + " (with --step " +
+                                             short_number(o.step) + ")"));
+    }
 }
 
 int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& ctx) {
@@ -77,41 +135,45 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
         } else if (a == "--modes") {
             o.modes = integer(a, value());
         } else if (a == "--dose") {
-            o.dose = number(a, value());
+            o.dose = measure(a, value());
         } else if (a == "--seed") {
             o.seed = static_cast<std::uint64_t>(integer(a, value()));
         } else if (a == "--step") {
-            o.step = number(a, value());
+            o.step = measure(a, value(), true);
         } else if (a == "--jitter") {
-            o.jitter = number(a, value());
+            o.jitter = measure(a, value());
         } else if (a == "--position-error") {
-            o.position_error = number(a, value());
+            o.position_error = measure(a, value());
         } else if (a == "--object-size") {
             o.object_size = integer(a, value());
         } else if (a == "--aperture") {
-            o.aperture = number(a, value());
+            o.aperture = measure(a, value());
         } else if (a == "--probe-radius") {
-            o.probe_radius = number(a, value());
+            o.probe_radius = measure(a, value());
         } else if (a == "--mode-power") {
-            o.mode_power = number(a, value());
+            o.mode_power = measure(a, value());
         } else if (a == "--phase-max") {
-            o.phase_max = number(a, value());
+            o.phase_max = measure(a, value());
         } else if (a == "--lattice") {
-            o.lattice = number(a, value());
+            o.lattice = measure(a, value(), true);
         } else if (a == "--atom-sigma") {
-            o.atom_sigma = number(a, value());
+            o.atom_sigma = measure(a, value(), true);
         } else if (a == "--format") {
             o.format = value();
+            if (o.format != "native" && o.format != "cxi")
+                throw usage_error("simulate ptycho: --format must be native or cxi, got '" + excerpt(o.format) + "'");
         } else if (a == "--compress") {
-            o.compress = integer(a, value());
+            o.compress = integer(a, value(), 9);
         } else if (a == "--threads") {
-            o.threads = integer(a, value());
+            o.threads = integer(a, value(), 4096);
         } else if (a == "--overwrite") {
             o.overwrite = true;
         } else {
-            throw usage_error("simulate ptycho: unknown option '" + args[i] + "' (see ensemblefit simulate ptycho --help)");
+            throw usage_error("simulate ptycho: unknown option '" + excerpt(args[i]) +
+                              "' (see ensemblefit simulate ptycho --help)");
         }
     }
+    check_memory(o);
     simulate_ptycho(o, ctx);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include <ensemblefit/fit/ensemble_run.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/config/capacity.hpp"
+#include "src/core/text.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/run_args.hpp"
@@ -58,6 +61,16 @@ void fit_help() {
         "                  (they wait in proportion to their real compute time)\n"
         "  -h, --help      this text\n\n%s",
         fit_config_help().c_str());
+}
+
+/// A message as one line of at most 1000 characters (a value the user gave may hold newlines).
+std::string one_line(const std::string& message) { return excerpt(message, 1000); }
+
+/// "fit", "simulate ptycho": the command as typed, for the last-resort messages.
+std::string command_name(int argc, char** argv) {
+    std::string name = argc > 1 ? argv[1] : "";
+    if (argc > 2 && argv[2][0] != '-' && (name == "simulate" || name == "export")) name += std::string(" ") + argv[2];
+    return name;
 }
 
 int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
@@ -141,10 +154,18 @@ int main(int argc, char** argv) {
         }
     } catch (const Error& e) {
         // Input errors are found identically on every rank; one line from rank 0 is enough.
-        if (rank == 0) std::fprintf(stderr, "ensemblefit: error: %s\n", e.what());
+        if (rank == 0) std::fprintf(stderr, "ensemblefit: error: %s\n", one_line(e.what()).c_str());
         code = static_cast<int>(e.code());
+    } catch (const std::bad_alloc&) {
+        // Every size a user sets is checked against the memory where it is read; this is the
+        // last resort for one that escaped (or a machine shared with others): exit 3, as the
+        // input asks more than the machine holds.
+        std::fprintf(stderr, "ensemblefit: error on rank %d: memory ran out during '%s' (%s of memory on this machine)\n",
+                     rank, one_line(command_name(argc, argv)).c_str(),
+                     format_bytes(static_cast<double>(memory_limit_bytes())).c_str());
+        code = static_cast<int>(ExitCode::data);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, e.what());
+        std::fprintf(stderr, "ensemblefit: error on rank %d: %s\n", rank, one_line(e.what()).c_str());
         code = 1;
     }
     if (code == 0 && stopped_early()) code = static_cast<int>(ExitCode::stopped);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <set>
 #include <sstream>
@@ -13,6 +12,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/config/capacity.hpp"
 #include "src/config/ini_scan.hpp"
 #include "src/core/text.hpp"
 #include "src/model/dis_mellin.hpp"
@@ -97,9 +97,9 @@ std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::
         if (section.rfind("param.", 0) == 0) {
             const std::string name = section.substr(6);
             if (name.empty() || name.find('.') != std::string::npos)
-                throw usage_error(at + "malformed parameter section [" + section + "]");
+                throw usage_error(at + "malformed parameter section [" + excerpt(section) + "]");
             if (std::find(param_order.begin(), param_order.end(), name) != param_order.end())
-                throw usage_error(at + "parameter section [" + section + "] appears twice");
+                throw usage_error(at + "parameter section [" + excerpt(section) + "] appears twice");
             param_order.push_back(name);
         } else if (!kSections.count(section)) {
             ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME");
@@ -212,8 +212,9 @@ void add_override_params(const std::vector<std::string>& overrides, std::vector<
 /// Command line and file through Program_options: every value set, with where it came from in
 /// cfg.origins (command line first: Program_options keeps the first value stored for a key);
 /// keys the generic table does not know go to cfg.model_options when they belong to [model].
-po::variables_map parse_values(const std::string& path, const std::vector<std::string>& overrides,
-                               const std::vector<std::string>& param_order, FitConfig& cfg) {
+po::variables_map parse_values(const std::string& path, const std::vector<ini::ScannedKey>& scanned,
+                               const std::vector<std::string>& overrides, const std::vector<std::string>& param_order,
+                               FitConfig& cfg) {
     po::options_description desc;
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
     for (const auto& name : param_order)
@@ -231,23 +232,23 @@ po::variables_map parse_values(const std::string& path, const std::vector<std::s
                 cfg.origins[o.string_key] = KeyOrigin{"", 0};
                 continue;
             }
-            throw usage_error("unknown option '--" + o.string_key + "' (see ensemblefit fit --help)");
+            throw usage_error("unknown option '--" + excerpt(o.string_key) + "' (see ensemblefit fit --help)");
         }
         po::store(cli, vm);
         for (const auto& o : cli.options)
             if (!o.unregistered) cfg.origins[o.string_key] = KeyOrigin{"", 0};
 
-        std::ifstream in(path);
-        const po::parsed_options file = po::parse_config_file(in, desc, true);
+        const po::parsed_options file = ini::as_parsed_options(scanned, desc);
         for (const auto& o : file.options) {
-            if (!o.unregistered) continue;
-            // Only [model] may carry keys the generic table does not know (model options).
+            // Only [model] may carry keys the generic table does not know (model options);
+            // scan_ini refused any other.
+            if (!o.unregistered || o.string_key.rfind("model.", 0) != 0) continue;
             const std::string sub = o.string_key.substr(6);
             if (!cfg.model_options.count(sub)) cfg.model_options[sub] = o.value.empty() ? "" : o.value[0];
         }
         po::store(file, vm);
     } catch (const po::error& e) {
-        throw usage_error(path + ": " + e.what());
+        throw usage_error(path + ": " + excerpt(e.what(), 200));
     }
     return vm;
 }
@@ -275,8 +276,9 @@ class Values {
         return v;
     }
     double real(const std::string& key, const std::string& v) const { return ini::to_real(v, c_.where(key)); }
-    long long integer(const std::string& key, const std::string& v) const {
-        return ini::to_integer(v, c_.where(key));
+    /// An integer in lo..hi, read wide and checked before any narrowing.
+    long long integer(const std::string& key, long long lo, long long hi) const {
+        return ini::to_integer(get(key), c_.where(key), lo, hi);
     }
     bool boolean(const std::string& key, const std::string& v) const { return ini::to_bool(v, c_.where(key)); }
 
@@ -300,7 +302,7 @@ void read_data(FitConfig& cfg, const Values& v) {
         cfg.sigma_constant = s;
         if (!(s > 0.0) || !std::isfinite(s))
             throw usage_error(cfg.where("data.sigma") + ": a constant sigma must be positive and "
-                                                        "finite, got '" + cfg.sigma + "'");
+                                                        "finite, got '" + excerpt(cfg.sigma) + "'");
     }
 }
 
@@ -309,7 +311,7 @@ void read_model(FitConfig& cfg, const Values& v) {
     static const std::set<std::string> kModels = {"formula", "linear", "polynomial",
                                                   "exponential", "gaussian", "gaussian2d", "dis-mellin"};
     if (!kModels.count(cfg.model_name))
-        throw usage_error(cfg.where("model.name") + ": unknown model '" + cfg.model_name +
+        throw usage_error(cfg.where("model.name") + ": unknown model '" + excerpt(cfg.model_name) +
                           "' (allowed: formula, linear, polynomial, exponential, gaussian, "
                           "gaussian2d, dis-mellin)");
     cfg.formula = trim(v.get("model.formula"));
@@ -319,15 +321,9 @@ void read_model(FitConfig& cfg, const Values& v) {
         // dis-mellin's order is the perturbative one (LO | NLO): one of its model options
         if (cfg.origins.count("model.order")) cfg.model_options["order"] = trim(v.get("model.order"));
     } else {
-        cfg.order = static_cast<int>(v.integer("model.order", v.get("model.order")));
-        if (cfg.order < 0 || cfg.order > 20)
-            throw usage_error(cfg.where("model.order") + ": order must be in 0..20, got " +
-                              std::to_string(cfg.order));
+        cfg.order = static_cast<int>(v.integer("model.order", 0, 20));
     }
-    cfg.peaks = static_cast<int>(v.integer("model.peaks", v.get("model.peaks")));
-    if (cfg.peaks < 1 || cfg.peaks > 20)
-        throw usage_error(cfg.where("model.peaks") + ": peaks must be in 1..20, got " +
-                          std::to_string(cfg.peaks));
+    cfg.peaks = static_cast<int>(v.integer("model.peaks", 1, 20));
     if (cfg.model_name != "dis-mellin" && !cfg.model_options.empty()) {
         const std::string key = "model." + cfg.model_options.begin()->first;
         throw usage_error(cfg.where(key) + ": unknown key for model '" + cfg.model_name +
@@ -364,7 +360,8 @@ void read_solver(FitConfig& cfg, const Values& v) {
     const std::string prec = trim(v.get("fit.precision"));
     if (prec == "float") cfg.precision = FitPrecision::float32;
     else if (prec != "double")
-        throw usage_error(cfg.where("fit.precision") + ": unknown precision '" + prec + "' (allowed: double, float)");
+        throw usage_error(cfg.where("fit.precision") + ": unknown precision '" + excerpt(prec) +
+                          "' (allowed: double, float)");
     const std::string solver = trim(v.get("fit.solver"));
     if (solver == "normal" || (solver == "auto" && cfg.precision == FitPrecision::float32))
         cfg.solver = FitSolver::normal;
@@ -372,25 +369,44 @@ void read_solver(FitConfig& cfg, const Values& v) {
         throw usage_error(cfg.where("fit.solver") + ": the QR solver runs in double only; precision = float "
                           "needs solver = normal (or auto)");
     else if (solver != "qr" && solver != "auto")
-        throw usage_error(cfg.where("fit.solver") + ": unknown solver '" + solver + "' (allowed: auto, qr, normal)");
+        throw usage_error(cfg.where("fit.solver") + ": unknown solver '" + excerpt(solver) +
+                          "' (allowed: auto, qr, normal)");
+}
+
+/**
+ * fit.replicas, against what one machine must hold: rank 0 keeps the list of pending replicas
+ * and, for the summary (and a merge), every replica's row (index, parameters, chi2, status,
+ * iterations) and a copy of the parameters: about 48 + 16 P bytes per replica. A run or shard
+ * broadcasts the pending list in one MPI message, so at most INT_MAX - 1 replicas.
+ */
+long long read_replicas(const FitConfig& cfg, const Values& v) {
+    constexpr long long kMax = std::numeric_limits<int>::max() - 1;
+    const std::string text = trim(v.get("fit.replicas"));
+    const long long r = v.integer("fit.replicas", std::numeric_limits<long long>::min(),
+                                  std::numeric_limits<long long>::max());
+    const double each = 48.0 + 16.0 * static_cast<double>(cfg.params.size());
+    const double need = each * (static_cast<double>(r) + 1.0);
+    if (r > 0 && exceeds_memory(need)) {
+        const auto largest = std::min<long long>(kMax, static_cast<long long>(largest_count(each, each)));
+        throw usage_error(cfg.where("fit.replicas") + " = " + excerpt(text) + " " +
+                          memory_refusal(need, "/replicas and the summary (" + format_bytes(each) + " per replica)",
+                                         std::to_string(largest) + " replicas"));
+    }
+    if (r < 0 || r > kMax)
+        throw usage_error(cfg.where("fit.replicas") + ": must be in 0.." + std::to_string(kMax) + ", got " +
+                          excerpt(text));
+    return r;
 }
 
 void read_fit(FitConfig& cfg, const Values& v) {
-    cfg.replicas = v.integer("fit.replicas", v.get("fit.replicas"));
-    if (cfg.replicas < 0)
-        throw usage_error(cfg.where("fit.replicas") + ": replicas must be >= 0, got " +
-                          std::to_string(cfg.replicas));
+    cfg.replicas = read_replicas(cfg, v);
     const std::string rs = trim(v.get("fit.resample"));
     if (rs == "smear") cfg.resample = ResampleMethod::smear;
     else if (rs == "bootstrap") cfg.resample = ResampleMethod::bootstrap;
-    else throw usage_error(cfg.where("fit.resample") + ": unknown method '" + rs +
+    else throw usage_error(cfg.where("fit.resample") + ": unknown method '" + excerpt(rs) +
                            "' (allowed: smear, bootstrap)");
-    const long long seed = v.integer("fit.seed", v.get("fit.seed"));
-    if (seed < 0) throw usage_error(cfg.where("fit.seed") + ": seed must be >= 0");
-    cfg.seed = static_cast<std::uint64_t>(seed);
-    cfg.max_iterations = static_cast<int>(v.integer("fit.max_iterations", v.get("fit.max_iterations")));
-    if (cfg.max_iterations < 1)
-        throw usage_error(cfg.where("fit.max_iterations") + ": must be >= 1");
+    cfg.seed = static_cast<std::uint64_t>(v.integer("fit.seed", 0, std::numeric_limits<long long>::max()));
+    cfg.max_iterations = static_cast<int>(v.integer("fit.max_iterations", 1, std::numeric_limits<int>::max()));
     for (auto [key, dst] : {std::pair{"fit.ftol", &cfg.ftol}, std::pair{"fit.xtol", &cfg.xtol},
                             std::pair{"fit.gtol", &cfg.gtol}}) {
         *dst = v.real(key, v.get(key));
@@ -401,9 +417,9 @@ void read_fit(FitConfig& cfg, const Values& v) {
     const std::string scale = trim(v.get("fit.error_scale"));
     if (scale == "chi2") cfg.error_scale = ErrorScale::chi2;
     else if (scale != "none")
-        throw usage_error(cfg.where("fit.error_scale") + ": unknown error scale '" + scale + "' (allowed: none, chi2)");
-    cfg.chunk = static_cast<int>(v.integer("fit.chunk", v.get("fit.chunk")));
-    if (cfg.chunk < 0) throw usage_error(cfg.where("fit.chunk") + ": must be >= 0");
+        throw usage_error(cfg.where("fit.error_scale") + ": unknown error scale '" + excerpt(scale) +
+                          "' (allowed: none, chi2)");
+    cfg.chunk = static_cast<int>(v.integer("fit.chunk", 0, std::numeric_limits<int>::max()));
 }
 
 /// `key`'s value, trimmed, if it is one of `allowed`; else usage_error naming `what` and the
@@ -416,7 +432,7 @@ std::string choice(const FitConfig& cfg, const Values& v, const std::string& key
         if (value == a) return value;
         list += (list.empty() ? "" : ", ") + std::string(a);
     }
-    throw usage_error(cfg.where(key) + ": unknown " + what + " '" + value + "' (allowed: " + list + ")");
+    throw usage_error(cfg.where(key) + ": unknown " + what + " '" + excerpt(value) + "' (allowed: " + list + ")");
 }
 
 /// [output], [sched], [run], [tuning]: where results go and how the run is carried out.
@@ -424,9 +440,7 @@ void read_run(FitConfig& cfg, const Values& v) {
     cfg.output_file = v.required("output.file");
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
     cfg.workers = choice(cfg, v, "run.workers", "worker kind", {"auto", "cpu", "gpu"});
-    cfg.threads = static_cast<int>(v.integer("run.threads", v.get("run.threads")));
-    if (cfg.threads < 0 || cfg.threads > 4096)
-        throw usage_error(cfg.where("run.threads") + ": must be in 0..4096, got " + std::to_string(cfg.threads));
+    cfg.threads = static_cast<int>(v.integer("run.threads", 0, 4096));
     cfg.bind = choice(cfg, v, "run.bind", "binding", {"auto", "none", "cores"});
     cfg.heartbeat_timeout = v.real("run.heartbeat_timeout", v.get("run.heartbeat_timeout"));
     if (!(cfg.heartbeat_timeout >= 0) || cfg.heartbeat_timeout > 1e6)
@@ -444,7 +458,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     std::vector<std::string> param_order;
     const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order);
     add_override_params(overrides, param_order);
-    const po::variables_map vm = parse_values(path, overrides, param_order, cfg);
+    const po::variables_map vm = parse_values(path, scanned, overrides, param_order, cfg);
     for (const auto& s : scanned)
         if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
     // Model option keys parsed above under their short names: drop the generic ones.

@@ -43,12 +43,23 @@ struct Rules {
     std::function<void(const std::string& section, const std::string& name, const std::string& at)> key;
 };
 
+/// The longest config line read; a longer one is refused (a binary or endless file).
+constexpr size_t kMaxLineLength = 1 << 20;
+
 /**
- * Reads `path` once: blank lines and `#`/`;` comments skipped, `[section]` headers and
- * `name = value` lines checked (malformed header, no '=', key outside a section, a key set
- * twice) and passed to `rules`. Throws usage_error naming FILE:LINE.
+ * Reads `path` once, the only parser of the file: blank lines and lines starting with `#` or
+ * `;` skipped, `[section]` headers and `name = value` lines checked (malformed header, no '=',
+ * no name, key outside a section, a key set twice, a line over kMaxLineLength) and passed to
+ * `rules`. A value ends at an inline comment: a `#` after a blank (space or tab); any other
+ * `#` is part of the value (so `a*x#b` reaches the formula compiler, which names the column).
+ * Throws usage_error naming FILE:LINE, with echoed text cut to 80 characters.
  */
 std::vector<ScannedKey> scan(const std::string& path, const Rules& rules);
+
+/// The scanned keys as Program_options' parsed options, `unregistered` where `desc` lacks the
+/// key. Program_options' own file parser is not used: it cuts a value at any '#'.
+boost::program_options::parsed_options as_parsed_options(const std::vector<ScannedKey>& keys,
+                                                         const boost::program_options::options_description& desc);
 
 /// usage_error: at + "unknown section [S] (allowed: LIST)".
 [[noreturn]] void unknown_section(const std::string& at, const std::string& section, const std::string& allowed);
@@ -70,10 +81,13 @@ std::vector<std::string> last_overrides_win(const std::vector<std::string>& give
 boost::program_options::parsed_options parse_overrides(const std::vector<std::string>& overrides,
                                                        const boost::program_options::options_description& desc);
 
-/// A number (also inf, +inf, -inf; not NaN); else usage_error where + ": expected a number, got 'VALUE'".
+/// A number (also inf, +inf, -inf; not NaN, not a finite value out of double's range); else
+/// usage_error where + ": expected a number, got 'VALUE'".
 double to_real(const std::string& value, const std::string& where);
-/// A decimal integer; else usage_error where + ": expected an integer, got 'VALUE'".
-long long to_integer(const std::string& value, const std::string& where);
+/// An integer in lo..hi, read wide (never wrapped): decimal, or a whole number written 1e6 or
+/// 2.5e3; else usage_error where + ": expected an integer, got 'VALUE'" or
+/// where + ": must be in LO..HI, got VALUE".
+long long to_integer(const std::string& value, const std::string& where, long long lo, long long hi);
 /// true/1/yes/on or false/0/no/off, any case; else usage_error where + ": expected true or false, got 'VALUE'".
 bool to_bool(const std::string& value, const std::string& where);
 

@@ -497,9 +497,10 @@ void parse_shard(const std::string& text, int& index, int& count) {
         if (slash == std::string::npos || a.empty() || b.empty() || *e1 || *e2)
             throw usage_error("--shard: expected i/n (e.g. 0/4) or auto, got '" + text.substr(0, 80) + "'");
     }
-    if (n < 1 || n > (1L << 30) || i < 0 || i >= n)
-        throw usage_error("--shard: shard index " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1) +
-                          (n > (1L << 30) ? " (at most 2^30 shards)" : ""));
+    if (n < 1 || n > (1L << 30))  // wide (long) values: a count above 2^32 must not wrap into range
+        throw usage_error("--shard: the shard count must be in 1..1073741824, got '" + text.substr(0, 80) + "'");
+    if (i < 0 || i >= n)
+        throw usage_error("--shard: shard index " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
     index = static_cast<int>(i);
     count = static_cast<int>(n);
 }

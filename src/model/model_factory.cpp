@@ -10,6 +10,7 @@
 #include "kernels/fit/fit_plan.hpp"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/lm_normal.hpp"
+#include "src/config/capacity.hpp"
 #include "src/model/compiled_model.hpp"
 #include "src/model/dis_mellin.hpp"
 
@@ -93,13 +94,40 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     cm.storage = prog;
 }
 
+/// An error of the dis-mellin checks, whose messages start "model.KEY: " or "param.NAME.FIELD: ",
+/// located where that key was set ("FILE:LINE: model.q0: ...", or "--model.q0: ...").
+Error located(const FitConfig& cfg, const Error& e) {
+    const std::string m = e.what();
+    const auto colon = m.find(": ");
+    const std::string key = m.substr(0, colon == std::string::npos ? 0 : colon);
+    const bool is_key = (key.rfind("model.", 0) == 0 || key.rfind("param.", 0) == 0) &&
+                        key.find(' ') == std::string::npos;
+    return Error(e.code(), is_key ? cfg.where(key) + m.substr(colon) : cfg.config_file + ": " + m);
+}
+
+/// The Mellin tables (4 complex numbers per contour node and data point), refused before they
+/// are allocated when they cannot fit.
+void check_table_memory(const FitConfig& cfg, const DataTable& data, const DisMellinSettings& settings) {
+    double nodes = 64;
+    try {
+        nodes = DisMellinTheory(settings, {data.x[0], data.x[1], data.x[2]}).num_nodes();
+    } catch (const Error&) {  // the full table reports the data point
+    }
+    const double each = 64.0 * nodes;
+    const double need = each * data.n;
+    if (exceeds_memory(need))
+        throw data_error(cfg.data_file + ": " + std::to_string(data.n) + " rows: " +
+                         memory_refusal(need, "the dis-mellin tables (" + format_bytes(each) + " per row)",
+                                        std::to_string(static_cast<long long>(largest_count(each))) + " rows"));
+}
+
 /// dis-mellin: its [model] options and bounds checked, its theory tables built on the data's x.
 void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
     DisMellinSettings settings;
     try {
         settings = parse_dis_mellin_settings(cfg.model_options);
     } catch (const Error& e) {
-        throw usage_error(cfg.config_file + ": " + e.what());
+        throw located(cfg, e);
     }
     if (data.nx != 3)
         throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
@@ -116,8 +144,9 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
     try {
         check_dis_mellin_bounds(names, lower, start, settings, fixed);
     } catch (const Error& e) {
-        throw usage_error(cfg.config_file + ": " + e.what());
+        throw located(cfg, e);
     }
+    check_table_memory(cfg, data, settings);
     auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
     cm.view = theory->model();
     cm.param_names = names;

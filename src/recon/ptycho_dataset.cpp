@@ -3,16 +3,53 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/config/capacity.hpp"
+#include "src/config/ini_scan.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/h5_numeric.hpp"
 #include "src/recon/ptycho_h5.hpp"
 
 namespace ef {
 
 namespace {
+
+/// Refuses dataset `name` when it is not numbers (strings, compound, ...): exit 3 naming it.
+void require_numbers(const h5::File& f, const std::string& name) {
+    const std::string why = h5::not_numbers(f, name);
+    if (!why.empty()) throw data_error(f.path() + ": '" + name + "' " + why);
+}
+
+/// The largest object or pattern side taken (so that H x W and the object's pixel count fit
+/// the int arithmetic of the kernels with room to spare).
+constexpr double kMaxSide = 1 << 20;
+
+/**
+ * Sizes the reconstruction keeps for the whole run, refused before anything is allocated when
+ * they cannot fit (lower bounds): per scan position its position, correction and Adam moments
+ * (48 B); per object pixel the complex object, its gradient, two Adam moments and the
+ * parametrisation (40 B in single precision); per pattern pixel the probe, its gradient and
+ * the FFT buffers of one position (64 B).
+ */
+void check_sizes(const PtychoDataset& ds) {
+    const double count = static_cast<double>(ds.count), pixels = static_cast<double>(ds.h) * ds.w;
+    const auto refuse = [&](const std::string& what, double need, const std::string& largest) {
+        throw data_error(ds.path + ": '" + ds.data_name + "' is " + std::to_string(ds.count) + " x " +
+                         std::to_string(ds.h) + " x " + std::to_string(ds.w) + ": " +
+                         memory_refusal(need, what, largest));
+    };
+    if (exceeds_memory(64.0 * pixels))
+        refuse("a pattern's probe and FFT buffers", 64.0 * pixels,
+               "about " + std::to_string(static_cast<long long>(std::sqrt(largest_count(64.0)))) + " x " +
+                   std::to_string(static_cast<long long>(std::sqrt(largest_count(64.0)))) + " pixels per pattern");
+    if (exceeds_memory(48.0 * count + 64.0 * pixels))
+        refuse("the scan positions", 48.0 * count + 64.0 * pixels,
+               std::to_string(static_cast<long long>(largest_count(48.0, 64.0 * pixels))) + " positions");
+}
 
 constexpr const char* kCxiData = "/entry_1/data_1/data";
 constexpr const char* kCxiTranslation = "/entry_1/sample_1/geometry_1/translation";
@@ -65,6 +102,7 @@ std::vector<std::string> root_attributes(const h5::File& f) {
 std::vector<double> cxi_positions(const h5::File& f, const PtychoDataset& ds, double pixel_size) {
     const std::string& path = ds.path;
     if (!f.exists(kCxiTranslation)) throw data_error(path + ": CXI file has no '" + std::string(kCxiTranslation) + "'");
+    require_numbers(f, kCxiTranslation);
     const std::vector<std::uint64_t> ts = f.shape(kCxiTranslation);
     if (ts.size() != 2 || ts[0] != static_cast<std::uint64_t>(ds.count) || ts[1] < 2)
         throw data_error(path + ": '" + std::string(kCxiTranslation) + "' must be N x 3 (N = " +
@@ -91,10 +129,29 @@ std::vector<double> cxi_positions(const h5::File& f, const PtychoDataset& ds, do
 
 std::vector<double> native_positions(const h5::File& f, const PtychoDataset& ds) {
     if (!f.exists("/positions")) throw data_error(ds.path + ": no '/positions' dataset (N x 2 pixels, y then x)");
+    require_numbers(f, "/positions");
     const std::vector<std::uint64_t> ps = f.shape("/positions");
     if (ps.size() != 2 || ps[0] != static_cast<std::uint64_t>(ds.count) || ps[1] != 2)
         throw data_error(ds.path + ": '/positions' must be N x 2 (y, x) with N = " + std::to_string(ds.count));
     return f.read_double("/positions");
+}
+
+/// The object the positions (or object_shape) call for, refused when it cannot fit: its sides
+/// up to kMaxSide, 40 B per pixel (check_sizes) within the memory.
+void check_object(const PtychoDataset& ds, double obj_h, double obj_w, const std::string& from) {
+    const std::string size = ini::format_double(obj_h) + " x " + ini::format_double(obj_w);
+    const std::string origin = from == "positions" ? "'" + std::string(ds.cxi ? kCxiTranslation : "/positions") +
+                                                         "' reach so far that the object is "
+                                                   : "object_shape asks for an object of ";
+    if (obj_h > kMaxSide || obj_w > kMaxSide)
+        throw data_error(ds.path + ": " + origin + size + " pixels; at most " +
+                         std::to_string(static_cast<long long>(kMaxSide)) + " pixels a side are supported");
+    const double need = 40.0 * obj_h * obj_w;
+    if (exceeds_memory(need))
+        throw data_error(ds.path + ": " + origin + size + " pixels: " +
+                         memory_refusal(need, "the object (40 B per pixel)",
+                                        "about " + std::to_string(static_cast<long long>(std::sqrt(largest_count(40.0)))) +
+                                            " pixels a side"));
 }
 
 /// The positions in the object frame (shifted `margin` pixels into the object where the file's
@@ -123,16 +180,20 @@ void place_positions(const h5::File& f, PtychoDataset& ds, int margin, bool shif
     }
     if (!ds.cxi && f.has_attr("/", "object_shape")) {
         const std::vector<double> os = f.attr_doubles("/", "object_shape");
-        if (os.size() != 2 || os[0] < ds.h || os[1] < ds.w)
-            throw data_error(ds.path + ": root attribute object_shape must be 2 sizes at least the pattern size");
+        if (os.size() != 2 || !(os[0] >= ds.h) || !(os[1] >= ds.w) || os[0] > kMaxSide || os[1] > kMaxSide)
+            throw data_error(ds.path + ": root attribute object_shape must be 2 sizes from the pattern size to " +
+                             std::to_string(static_cast<long long>(kMaxSide)));
+        check_object(ds, os[0], os[1], "object_shape");
         ds.obj_h = static_cast<int>(os[0]);
         ds.obj_w = static_cast<int>(os[1]);
         if (std::nearbyint(max_y) + ds.h > ds.obj_h || std::nearbyint(max_x) + ds.w > ds.obj_w)
             throw data_error(ds.path + ": positions reach beyond object_shape (" + std::to_string(ds.obj_h) + " x " +
                              std::to_string(ds.obj_w) + ")");
     } else {
-        ds.obj_h = static_cast<int>(std::floor(max_y + 0.5)) + ds.h + margin;
-        ds.obj_w = static_cast<int>(std::floor(max_x + 0.5)) + ds.w + margin;
+        const double obj_h = std::floor(max_y + 0.5) + ds.h + margin, obj_w = std::floor(max_x + 0.5) + ds.w + margin;
+        check_object(ds, obj_h, obj_w, "positions");
+        ds.obj_h = static_cast<int>(obj_h);
+        ds.obj_w = static_cast<int>(obj_w);
     }
     ds.has_truth = !ds.cxi && f.exists("/truth/object") && !shift_to_margin;
 }
@@ -160,12 +221,20 @@ PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& fo
     if (!f.exists(ds.data_name))
         throw data_error(path + ": no '" + ds.data_name + "' dataset (native layout: /data and /positions; CXI: " +
                          kCxiData + ")");
+    require_numbers(f, ds.data_name);
     const std::vector<std::uint64_t> shape = f.shape(ds.data_name);
     if (shape.size() != 3 || shape[0] == 0 || shape[1] < 2 || shape[2] < 2)
         throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2");
+    if (shape[0] > static_cast<std::uint64_t>(std::numeric_limits<int>::max()) || shape[1] > kMaxSide ||
+        shape[2] > kMaxSide)
+        throw data_error(path + ": '" + ds.data_name + "' is " + std::to_string(shape[0]) + " x " +
+                         std::to_string(shape[1]) + " x " + std::to_string(shape[2]) + "; at most " +
+                         std::to_string(std::numeric_limits<int>::max()) + " patterns of at most " +
+                         std::to_string(static_cast<long long>(kMaxSide)) + " pixels a side are supported");
     ds.count = static_cast<std::int64_t>(shape[0]);
     ds.h = static_cast<int>(shape[1]);
     ds.w = static_cast<int>(shape[2]);
+    check_sizes(ds);
     ds.positions = ds.cxi ? cxi_positions(f, ds, pixel_size) : native_positions(f, ds);
     place_positions(f, ds, margin, ds.cxi);
     find_probe(f, ds);
@@ -176,9 +245,21 @@ PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& fo
 std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, std::int64_t count) {
     const h5::File f = h5::File::open_read(ds.path);
     const std::int64_t n = static_cast<std::int64_t>(ds.h) * ds.w;
+    // The share as read and in FFT order (4 B each), and the worker's copy (4 B).
+    const double need = 12.0 * static_cast<double>(count) * static_cast<double>(n);
+    if (exceeds_memory(need))
+        throw data_error(ds.path + ": patterns " + std::to_string(first) + ".." + std::to_string(first + count - 1) +
+                         " (this rank's share) " +
+                         memory_refusal(need, "the patterns",
+                                        std::to_string(static_cast<long long>(largest_count(12.0 * n))) +
+                                            " patterns per rank; run on more ranks or nodes"));
     std::vector<float> raw(static_cast<size_t>(count * n));
-    recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(count),
-                                raw.data());
+    try {
+        recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(first),
+                                    static_cast<std::uint64_t>(count), raw.data());
+    } catch (const Error&) {
+        throw data_error(ds.path + ": '" + ds.data_name + "' cannot be read (a damaged or truncated file?)");
+    }
     std::vector<float> out(raw.size());
     const int hy = ds.h / 2, hx = ds.w / 2;
     for (std::int64_t j = 0; j < count; ++j) {

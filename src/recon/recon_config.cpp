@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -104,8 +103,8 @@ constexpr const char* kSectionList = "data, model, object, probe, positions, sol
 
 const KeyInfo* find_key(const std::string& key) { return ini::find_key(kKeys, key); }
 
-/// Line numbers of the file's keys, and its shape checked (Program_options keeps no lines).
-std::map<std::string, int> scan_ini(const std::string& path) {
+/// The file's keys with their lines, its shape checked (Program_options keeps no lines).
+std::vector<ini::ScannedKey> scan_ini(const std::string& path) {
     ini::Rules rules;
     rules.section = [](const std::string& section, const std::string& at) {
         if (!kSections.count(section))
@@ -114,9 +113,7 @@ std::map<std::string, int> scan_ini(const std::string& path) {
     rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
         if (!find_key(section + "." + name)) ini::unknown_key(at, name, section, ini::allowed_keys_of(kKeys, section));
     };
-    std::map<std::string, int> lines;
-    for (const auto& k : ini::scan(path, rules)) lines[k.key] = k.line;
-    return lines;
+    return ini::scan(path, rules);
 }
 
 }  // namespace
@@ -145,16 +142,11 @@ class ValueReader {
     double nonneg(const std::string& key) const {
         const double d = real(key);
         if (!(d >= 0) || !std::isfinite(d))
-            throw usage_error(cfg_.where(key) + ": must be finite and >= 0, got '" + get(key) + "'");
+            throw usage_error(cfg_.where(key) + ": must be finite and >= 0, got '" + excerpt(get(key)) + "'");
         return d;
     }
     long long integer(const std::string& key, long long lo, long long hi) const {
-        const std::string t = get(key);
-        const long long i = ini::to_integer(t, cfg_.where(key));
-        if (i < lo || i > hi)
-            throw usage_error(cfg_.where(key) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
-                              ", got " + t);
-        return i;
+        return ini::to_integer(get(key), cfg_.where(key), lo, hi);
     }
     int count(const std::string& key, int lo) const { return static_cast<int>(integer(key, lo, 1 << 30)); }
     bool boolean(const std::string& key) const { return ini::to_bool(get(key), cfg_.where(key)); }
@@ -165,7 +157,7 @@ class ValueReader {
             if (t == a) return t;
             list += (list.empty() ? "" : ", ") + std::string(a);
         }
-        throw usage_error(cfg_.where(key) + ": unknown value '" + t + "' (allowed: " + list + ")");
+        throw usage_error(cfg_.where(key) + ": unknown value '" + excerpt(t) + "' (allowed: " + list + ")");
     }
     TuningSwitch tuning_switch(const std::string& key) const {
         const std::string t = choice(key, {"auto", "on", "off"});
@@ -179,7 +171,7 @@ class ValueReader {
 
 /// The file and the overrides (later ones win) as one variables map; records each key's origin.
 po::variables_map parse_sources(const std::string& path, const std::vector<std::string>& overrides,
-                                const std::map<std::string, int>& lines, ReconConfig& cfg) {
+                                const std::vector<ini::ScannedKey>& scanned, ReconConfig& cfg) {
     po::options_description desc;
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
     po::variables_map vm;
@@ -187,25 +179,24 @@ po::variables_map parse_sources(const std::string& path, const std::vector<std::
         const po::parsed_options cli = ini::parse_overrides(overrides, desc);
         for (const auto& o : cli.options) {
             if (o.unregistered)
-                throw usage_error("unknown option '--" + o.string_key + "' (see ensemblefit reconstruct --help)");
+                throw usage_error("unknown option '--" + excerpt(o.string_key) + "' (see ensemblefit reconstruct --help)");
             cfg.origins[o.string_key] = "--" + o.string_key;
         }
         po::store(cli, vm);
-        std::ifstream in(path);
-        po::store(po::parse_config_file(in, desc, false), vm);
+        po::store(ini::as_parsed_options(scanned, desc), vm);
     } catch (const po::error& e) {
-        throw usage_error(path + ": " + e.what());
+        throw usage_error(path + ": " + excerpt(e.what(), 200));
     }
-    for (const auto& [key, line] : lines)
-        if (!cfg.origins.count(key)) cfg.origins[key] = path + ":" + std::to_string(line);
+    for (const auto& k : scanned)
+        if (!cfg.origins.count(k.key)) cfg.origins[k.key] = path + ":" + std::to_string(k.line);
     return vm;
 }
 
-void read_data_and_model(const ValueReader& r, const std::map<std::string, int>& lines, ReconConfig& cfg) {
+void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     const std::string& path = cfg.config_file;
     cfg.data_file = r.get("data.file");
     if (cfg.data_file.empty()) throw usage_error(path + ": missing required key 'data.file'");
-    if (cfg.data_file[0] != '/' && lines.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
+    if (cfg.data_file[0] != '/' && cfg.origins.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
         cfg.data_file = ini::folder_of(path) + cfg.data_file;
     cfg.data_format = r.choice("data.format", {"auto", "native", "cxi"});
     cfg.pixel_size = r.nonneg("data.pixel_size");
@@ -260,7 +251,7 @@ void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     while (std::getline(ss, item, ',')) {
         item = trim(item);
         if (item != "auto" && item != "cpu" && item != "gpu")
-            throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + item +
+            throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + excerpt(item) +
                               "' (allowed: auto, cpu, gpu, or a comma-separated list of them)");
         cfg.workers.push_back(item);
     }
@@ -300,9 +291,8 @@ void read_tuning(const ValueReader& r, ReconConfig& cfg) {
 ReconConfig load_recon_config(const std::string& path, const std::vector<std::string>& given) {
     ReconConfig cfg;
     cfg.config_file = path;
-    const std::map<std::string, int> lines = scan_ini(path);
-    const ValueReader r(cfg, parse_sources(path, ini::last_overrides_win(given), lines, cfg));
-    read_data_and_model(r, lines, cfg);
+    const ValueReader r(cfg, parse_sources(path, ini::last_overrides_win(given), scan_ini(path), cfg));
+    read_data_and_model(r, cfg);
     read_object_probe_positions(r, cfg);
     read_solver(r, cfg);
     read_run_and_output(r, cfg);

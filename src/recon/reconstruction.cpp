@@ -31,8 +31,8 @@ void Reconstruction::run() {
     set_up();  // input errors: thrown identically on every rank (or agreed by collective())
     print_plan();
     if (opt_.dry_run || resume_.complete) return;
+    load_share();  // collective(): a bad pattern is one error on every rank, printed once by main
     try {
-        load_share();
         initial_model();
         iterate();
         if (stopped_) report_stop();  // the checkpoint is written; no timing, the file is final as it is
@@ -249,8 +249,10 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     const size_t r = static_cast<size_t>(ctx_.rank());
     const std::int64_t p0 = schedule_->stratum_begin(bounds[r]), p1 = schedule_->stratum_begin(bounds[r + 1]);
     std::vector<float> share;
-    collective(ctx_, [&] { share = read_patterns(ds_, p0, p1 - p0); });
-    worker_->set_patterns(p1 - p0, share.data());
+    collective(ctx_, [&] {  // agreed: run() lets the first load's errors reach main, printed once
+        share = read_patterns(ds_, p0, p1 - p0);
+        worker_->set_patterns(p1 - p0, share.data());
+    });
     my_first_ = p0;
     my_count_ = p1 - p0;
     if (!have_mean_) read_mean_pattern(share);

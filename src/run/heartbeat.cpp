@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "src/run/heartbeat.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -18,12 +21,36 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// When this process last got SIGCONT (steady-clock ticks; 0: never). A process that was
+// stopped may be resumed by a launcher that is ending the job (Open MPI sends SIGCONT before
+// SIGTERM and SIGKILL): it must not then report the ranks it finds gone.
+std::atomic<std::chrono::steady_clock::rep> g_continued{0};
+static_assert(std::atomic<std::chrono::steady_clock::rep>::is_always_lock_free);
+
+extern "C" void on_sigcont(int) { g_continued = std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+void watch_sigcont() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigcont;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &sa, nullptr);
+}
+
+/// Whether this process was resumed from a stop after `t0`.
+bool continued_since(std::chrono::steady_clock::time_point t0) {
+    const auto c = g_continued.load();
+    return c != 0 && std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(c)) > t0;
+}
+
 }  // namespace
 
 Heartbeat::Heartbeat(const MpiContext& ctx, double timeout) : ctx_(ctx), timeout_(ctx.size() > 1 ? timeout : 0) {
     if (timeout_ <= 0) return;
     EF_MPI_CHECK(MPI_Comm_dup(ctx_.world(), &comm_));
     at_.assign(static_cast<size_t>(ctx_.size()), 0);
+    watch_sigcont();
+    created_ = std::chrono::steady_clock::now();
 }
 
 Heartbeat::~Heartbeat() {
@@ -55,12 +82,15 @@ void Heartbeat::wait(MPI_Request& req, const char* what) {
         if (done) return;
         if (seconds_since(last) > 1.0) t0 = std::chrono::steady_clock::now();  // this process was paused
         last = std::chrono::steady_clock::now();
+        // Resumed from a stop (here or in the work before this wait): the others may be gone
+        // because a launcher is ending the job; wait twice as long before naming anyone.
+        const double patience = continued_since(created_) ? 2.0 : 1.0;
         const double waited = seconds_since(t0);
-        if (waited < 0.5 * timeout_) continue;  // the usual wait: polled as MPI_Barrier polls
+        if (waited < 0.5 * patience * timeout_) continue;  // the usual wait: polled as MPI_Barrier polls
         if (!announced) announce();
         announced = true;
         drain();
-        check(waited, what);
+        check(waited, patience, what);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
 }
@@ -90,13 +120,13 @@ void Heartbeat::drain() {
 }
 
 /// rank_lost() for the rank the others wait for, once the waits above say which.
-void Heartbeat::check(double waited, const char* what) const {
+void Heartbeat::check(double waited, double patience, const char* what) const {
     const std::string doing = std::string("while the others wait for it in ") + what;
     if (ctx_.rank() != 0) {
-        if (waited > 1.5 * timeout_ + 1.0 && at_[0] < seq_) throw rank_lost(ctx_, 0, waited, timeout_, doing);
+        if (waited > patience * (1.5 * timeout_ + 1.0) && at_[0] < seq_) throw rank_lost(ctx_, 0, waited, timeout_, doing);
         return;
     }
-    if (waited <= 1.5 * timeout_) return;
+    if (waited <= patience * 1.5 * timeout_) return;
     for (int r = 1; r < ctx_.size(); ++r)
         if (at_[static_cast<size_t>(r)] < seq_) throw rank_lost(ctx_, r, waited, timeout_, doing);
 }

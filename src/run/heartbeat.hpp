@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <vector>
 
@@ -19,7 +20,8 @@ namespace ef {
  * it is in (rank 0 tells every rank), on a communicator of the watch's own; rank 0, after 1.5
  * timeouts, names the lowest rank that never said so: every rank that arrived within one
  * timeout of it has. The other ranks name rank 0 when it has not said so after 1.5 timeouts
- * and a second. Only the thread that calls MPI calls it (MPI_THREAD_SERIALIZED suffices).
+ * and a second. A process resumed from a stop (SIGCONT: Open MPI sends it before killing a job)
+ * waits twice as long before naming anyone. Only the thread that calls MPI calls it (MPI_THREAD_SERIALIZED suffices).
  */
 class Heartbeat {
    public:
@@ -38,7 +40,7 @@ class Heartbeat {
    private:
     void announce();
     void drain();
-    void check(double waited, const char* what) const;
+    void check(double waited, double patience, const char* what) const;
 
     const MpiContext& ctx_;
     double timeout_;
@@ -46,6 +48,7 @@ class Heartbeat {
     long long seq_ = 0;                  // barriers entered
     std::vector<long long> at_;          // the latest barrier each rank said it waits in
     std::deque<long long> sent_;         // buffers of announcements in flight
+    std::chrono::steady_clock::time_point created_;  // a SIGCONT after this: more patience
 };
 
 }  // namespace ef

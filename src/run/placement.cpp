@@ -181,6 +181,8 @@ ThreadPlan resolve_threads(int configured, int local_ranks) {
         plan.threads = std::max(1, cores / std::max(1, local_ranks));
         plan.source = "cores/ranks";
     }
+    if (plan.threads > 4096)  // the limit of [run] threads, for the environment's values too
+        throw usage_error(plan.source + " = " + std::to_string(plan.threads) + ": at most 4096 threads per rank");
     if (static_cast<long>(plan.threads) * local_ranks > cores) {
         plan.warning = "oversubscribed: " + std::to_string(local_ranks) + " rank(s) x " +
                        std::to_string(plan.threads) + " thread(s) on " + std::to_string(cores) +

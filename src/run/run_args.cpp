@@ -8,6 +8,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/core/text.hpp"
+
 namespace ef {
 
 namespace {
@@ -45,11 +47,11 @@ bool parse_run_args(const std::string& command, const std::vector<std::string>& 
             // --section.key VALUE or --section.key=VALUE: a config override.
             out.overrides.push_back(a.find('=') != std::string::npos ? a : a + "=" + value());
         } else if (starts_with(a, "-")) {
-            throw usage_error(command + ": unknown option '" + a + "' (see ensemblefit " + command + " --help)");
+            throw usage_error(command + ": unknown option '" + excerpt(a) + "' (see ensemblefit " + command + " --help)");
         } else if (out.config_path.empty()) {
             out.config_path = a;
         } else {
-            throw usage_error(command + ": unexpected argument '" + a + "' (one config file only)");
+            throw usage_error(command + ": unexpected argument '" + excerpt(a) + "' (one config file only)");
         }
     }
     if (out.config_path.empty())
@@ -67,7 +69,7 @@ bool parse_program_options(const std::string& command, const std::vector<std::st
         po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
         po::notify(vm);
     } catch (const po::error& e) {
-        throw usage_error(command + ": " + e.what());
+        throw usage_error(command + ": " + excerpt(e.what(), 200));
     }
     if (vm.count("help") == 0) return true;
     if (ctx.is_root()) std::cout << desc << "\n";
@@ -79,7 +81,7 @@ double parse_number_arg(const std::string& what, const std::string& text) {
     errno = 0;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
-        throw usage_error(what + ": expected a number, got '" + text.substr(0, 40) + "'");
+        throw usage_error(what + ": expected a number, got '" + excerpt(text) + "'");
     return v;
 }
 
