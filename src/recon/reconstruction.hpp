@@ -15,6 +15,7 @@
 #include <ensemblefit/sched/phase_timer.hpp>
 
 #include "kernels/recon/ptycho_math.hpp"
+#include "src/recon/loss_trend.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/run/placement.hpp"
@@ -151,6 +152,7 @@ class Reconstruction {
     size_t rebalance_points_ = 0;  // calls of rebalance(), moved or not
     std::int64_t t_object_ = 0, t_probe_ = 0, t_pos_ = 0;  // Adam step counts
     bool wrote_once_ = false;
+    LossWatch loss_watch_;  // the stall warning, once (loss_trend.hpp)
     std::vector<std::string> previews_;
     double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
                                               // gather, update(), update() and positions, batch assembly
