@@ -44,7 +44,7 @@ const TimingColumns kColumns{"positions", "batches", "allreduce_calls", "allredu
 /// extent (y min, y max, x min, x max, input frame) and the median step between consecutive
 /// positions (a raster's step; row jumps are the minority).
 void write_scan_geometry(h5::File& f, const PtychoDataset& ds) {
-    set_attr_int64s(f, "/positions", "count", {ds.count});
+    f.set_attr("/positions", "count", ds.count);
     set_attr_int64s(f, "/positions", "pattern_shape", {ds.h, ds.w});
     set_attr_int64s(f, "/positions", "object_shape", {ds.obj_h, ds.obj_w});
     std::vector<double> extent{1e300, -1e300, 1e300, -1e300}, steps;
@@ -148,7 +148,7 @@ void Reconstruction::write_output(bool final) {
     write_provenance(f, cfg_, ds_, opt_.config_path);
     f.set_attr("/", "iterations_done", static_cast<std::int64_t>(loss_.size()));
     f.set_attr("/", "complete", static_cast<std::int64_t>(final ? 1 : 0));
-    f.set_attr("/", "roi", std::vector<double>{double(roi_[0]), double(roi_[1]), double(roi_[2]), double(roi_[3])});
+    set_attr_int64s(f, "/", "roi", {roi_[0], roi_[1], roi_[2], roi_[3]});
     if (!truth_.empty() && nrmse_ >= 0) {
         f.set_attr("/", "phase_nrmse", nrmse_);
         f.set_attr("/", "phase_rmse", rmse_);
