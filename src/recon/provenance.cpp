@@ -191,6 +191,8 @@ int copy_attributes(const h5::File& src, const std::string& src_obj, h5::File& d
     int copied = 0;
     for (const std::string& name : attribute_names(src, from.get())) {
         H5Handle a(EF_H5_CHECK(H5Aopen(from.get(), name.c_str(), H5P_DEFAULT), src.path()), H5Aclose);
+        H5Handle type(EF_H5_CHECK(H5Aget_type(a.get()), src.path()), H5Tclose);
+        if (H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) continue;  // would point into the source file
         const AttributeBuffer buf(src, a.get());
         if (H5Aexists(to.get(), name.c_str()) > 0) EF_H5_CHECK(H5Adelete(to.get(), name.c_str()), dst.path());
         H5Handle b(EF_H5_CHECK(H5Acreate2(to.get(), name.c_str(), buf.file_type.get(), buf.space.get(), H5P_DEFAULT,

@@ -36,7 +36,8 @@ InputRecord record_input(const std::string& path);
 void write_input_record(h5::File& f, const std::string& obj, const std::string& prefix, const InputRecord& r);
 
 /// Copies every attribute of `src_obj` in `src` onto `dst_obj` in `dst` with its own type and
-/// shape (numbers stay numbers, strings stay strings); returns how many.
+/// shape (numbers stay numbers, strings stay strings); returns how many. References are left
+/// out: they would point into the source file.
 int copy_attributes(const h5::File& src, const std::string& src_obj, h5::File& dst, const std::string& dst_obj);
 
 /// Text of an attribute for a person: strings as they are, numbers formatted ("1e+07",

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
+#include <ensemblefit/report/progress_line.hpp>
 #include <ensemblefit/report/timing_report.hpp>
 
 #include "src/io/h5.hpp"
@@ -71,12 +73,17 @@ void write_provenance(h5::File& f, const ReconConfig& cfg, const PtychoDataset& 
     f.set_attr("/", "command", command_line());
     f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
     f.set_attr("/", "checksum", std::string("SHA-256"));
-    write_input_record(f, "/", "data", record_input(ds.path));
-    if (!config_path.empty()) write_input_record(f, "/", "config", record_input(config_path));
-    if (!f.exists("/data_metadata")) f.create_group("/data_metadata");
-    const h5::File in = h5::File::open_read(ds.path);
-    copy_attributes(in, "/", f, "/data_metadata");
     write_scan_geometry(f, ds);
+    // An input gone or unreadable since the start must not cost the result: warn and go on.
+    try {
+        write_input_record(f, "/", "data", record_input(ds.path));
+        if (!config_path.empty()) write_input_record(f, "/", "config", record_input(config_path));
+        if (!f.exists("/data_metadata")) f.create_group("/data_metadata");
+        const h5::File in = h5::File::open_read(ds.path);
+        copy_attributes(in, "/", f, "/data_metadata");
+    } catch (const Error& e) {
+        std::fprintf(stderr, "ensemblefit: warning: provenance of the inputs incomplete: %s\n", e.what());
+    }
 }
 
 }  // namespace
@@ -92,6 +99,9 @@ void Reconstruction::finish() {
         std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                     "removed)\n",
                     100.0 * nrmse_, rmse_, roi_[1] - roi_[0], roi_[3] - roi_[2]);
+    if (!loss_.empty())
+        std::printf("done: %zu iterations in %s, loss %.8g -> %.8g\n", loss_.size(),
+                    format_duration(std::accumulate(iteration_seconds_.begin(), iteration_seconds_.end(), 0.0)).c_str(), loss_.front(), loss_.back());
     for (const auto& p : previews_) std::printf("preview: %s\n", p.c_str());
     std::printf("output: %s\n", cfg_.output_file.c_str());
     std::fflush(stdout);

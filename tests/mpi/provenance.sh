@@ -119,8 +119,9 @@ grep -qE '^ +iter +loss +change/10 +s/iter +ETA +phase NRMSE$' recon.log || { ca
 grep -qE '^ +10 +[0-9.e+-]+ +-- ' recon.log || { cat recon.log; fail "no change column before 11 iterations"; }
 grep -qE '^ +11 +[0-9.e+-]+ +[+-][0-9]+\.[0-9]+% +[0-9.]+ +[0-9]+s' recon.log || { cat recon.log; fail "change and ETA at 11"; }
 grep -qE '^ +12 +[0-9.e+-]+ +[+-][0-9]+\.[0-9]+% +[0-9.]+ +0s ' recon.log || { cat recon.log; fail "ETA 0s at the end"; }
+grep -qE '^done: 12 iterations in [0-9]+s, loss [0-9.e+-]+ -> [0-9.e+-]+$' recon.log || { cat recon.log; fail "final line"; }
 ! grep -q "loss has" recon.err || { cat recon.err; fail "stall warning on a falling loss"; }
-ok "progress lines: loss change over 10 iterations and ETA"
+ok "progress lines: loss change over 10 iterations, ETA, the final line"
 
 # Stall: learning rates of zero leave the per-iteration loss constant: one warning after 21
 # iterations, the run goes on to the end.
