@@ -20,7 +20,8 @@ double loss_change(const std::vector<double>& loss, int k) {
 double eta_seconds(const std::vector<double>& iteration_seconds, int remaining, int window) {
     const size_t n = iteration_seconds.size();
     if (n == 0) return std::numeric_limits<double>::quiet_NaN();
-    const size_t first = std::max(n > 1 ? size_t{1} : size_t{0}, n > static_cast<size_t>(window) ? n - static_cast<size_t>(window) : 0);
+    const size_t w = static_cast<size_t>(std::max(window, 1));
+    const size_t first = std::max(n > 1 ? size_t{1} : size_t{0}, n > w ? n - w : size_t{0});
     double sum = 0;
     for (size_t i = first; i < n; ++i) sum += iteration_seconds[i];
     return sum / static_cast<double>(n - first) * std::max(remaining, 0);

@@ -53,7 +53,8 @@ void write_scan_geometry(h5::File& f, const PtychoDataset& ds) {
     for (size_t i = 0; i + 1 < ds.positions.size(); i += 2) {
         const double y = ds.positions[i] - ds.offset_y, x = ds.positions[i + 1] - ds.offset_x;
         extent = {std::min(extent[0], y), std::max(extent[1], y), std::min(extent[2], x), std::max(extent[3], x)};
-        if (i >= 2) steps.push_back(std::hypot(ds.positions[i] - ds.positions[i - 2], ds.positions[i + 1] - ds.positions[i - 1]));
+        if (i >= 2)
+            steps.push_back(std::hypot(ds.positions[i] - ds.positions[i - 2], ds.positions[i + 1] - ds.positions[i - 1]));
     }
     if (ds.positions.empty()) extent.assign(4, 0.0);
     f.set_attr("/positions", "extent_px", extent);
@@ -99,9 +100,11 @@ void Reconstruction::finish() {
         std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                     "removed)\n",
                     100.0 * nrmse_, rmse_, roi_[1] - roi_[0], roi_[3] - roi_[2]);
-    if (!loss_.empty())
-        std::printf("done: %zu iterations in %s, loss %.8g -> %.8g\n", loss_.size(),
-                    format_duration(std::accumulate(iteration_seconds_.begin(), iteration_seconds_.end(), 0.0)).c_str(), loss_.front(), loss_.back());
+    if (!loss_.empty()) {
+        const double total = std::accumulate(iteration_seconds_.begin(), iteration_seconds_.end(), 0.0);
+        std::printf("done: %zu iterations in %s, loss %.8g -> %.8g\n", loss_.size(), format_duration(total).c_str(),
+                    loss_.front(), loss_.back());
+    }
     for (const auto& p : previews_) std::printf("preview: %s\n", p.c_str());
     std::printf("output: %s\n", cfg_.output_file.c_str());
     std::fflush(stdout);
