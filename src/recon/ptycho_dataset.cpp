@@ -12,6 +12,7 @@
 #include "src/config/ini_scan.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/h5_numeric.hpp"
+#include "src/recon/provenance.hpp"
 #include "src/recon/ptycho_h5.hpp"
 
 namespace ef {
@@ -61,20 +62,13 @@ double cxi_scalar(const h5::File& f, const std::string& name) {
     return v[0];
 }
 
+/// The attribute as text with its type respected (reading a number as a string gave its raw bytes).
 std::string attr_text(const h5::File& f, const std::string& name) {
     try {
-        return f.attr_string("/", name);
+        return recon::attribute_text(f, "/", name);
     } catch (const Error&) {
+        return "?";
     }
-    try {
-        const std::vector<double> v = f.attr_doubles("/", name);
-        std::ostringstream os;
-        os.precision(10);
-        for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-        return os.str();
-    } catch (const Error&) {
-    }
-    return "?";
 }
 
 std::vector<std::string> root_attributes(const h5::File& f) {

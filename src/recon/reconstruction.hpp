@@ -16,6 +16,7 @@
 
 #include "kernels/recon/ptycho_math.hpp"
 #include "src/io/h5.hpp"
+#include "src/recon/loss_trend.hpp"
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/recon_checkpoint.hpp"
@@ -171,6 +172,7 @@ class Reconstruction {
     std::string positions_checksum_;  // of the positions as read: with the patterns' shape, the data's identity
     double last_checkpoint_ = 0;      // rank 0's clock at the last write of the output
     int stopped_ = 0;                 // the stop signal the ranks agreed on (0: ran to the end)
+    LossWatch loss_watch_;  // the stall warning, once (loss_trend.hpp)
     std::vector<std::string> previews_;
     double comm_trace_[5] = {0, 0, 0, 0, 0};  // EF_RECON_COMM_TRACE: seconds in the gradient sum, the loss-term
                                               // gather, update(), update() and positions, batch assembly

@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: MIT
 // The reconstruction's output: progress lines, the result file (and checkpoints), previews,
 // and the run's timing through the run layer (src/run/run_timing.hpp).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <optional>
+#include <numeric>
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
+#include <ensemblefit/report/progress_line.hpp>
 #include <ensemblefit/report/timing_report.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/recon/png_preview.hpp"
+#include "src/recon/provenance.hpp"
 #include "src/recon/ptycho_h5.hpp"
 #include "src/recon/reconstruction.hpp"
+#include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/run_timing.hpp"
 
@@ -37,6 +42,51 @@ std::vector<std::uint64_t> dims(std::initializer_list<std::int64_t> sizes) {
 const TimingColumns kColumns{"positions", "batches", "allreduce_calls", "allreduce_bytes",
                              {"gradient_seconds", "traffic_bytes"}};
 
+/// The scan's geometry as attributes of /positions: counts and shapes as integers, the scanned
+/// extent (y min, y max, x min, x max, input frame) and the median step between consecutive
+/// positions (a raster's step; row jumps are the minority).
+void write_scan_geometry(h5::File& f, const PtychoDataset& ds) {
+    f.set_attr("/positions", "count", ds.count);
+    set_attr_int64s(f, "/positions", "pattern_shape", {ds.h, ds.w});
+    set_attr_int64s(f, "/positions", "object_shape", {ds.obj_h, ds.obj_w});
+    std::vector<double> extent{1e300, -1e300, 1e300, -1e300}, steps;
+    for (size_t i = 0; i + 1 < ds.positions.size(); i += 2) {
+        const double y = ds.positions[i] - ds.offset_y, x = ds.positions[i + 1] - ds.offset_x;
+        extent = {std::min(extent[0], y), std::max(extent[1], y), std::min(extent[2], x), std::max(extent[3], x)};
+        if (i >= 2)
+            steps.push_back(std::hypot(ds.positions[i] - ds.positions[i - 2], ds.positions[i + 1] - ds.positions[i - 1]));
+    }
+    if (ds.positions.empty()) extent.assign(4, 0.0);
+    f.set_attr("/positions", "extent_px", extent);
+    double step = 0;
+    if (!steps.empty()) {
+        std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+        step = steps[steps.size() / 2];
+    }
+    f.set_attr("/positions", "median_step_px", step);
+}
+
+/// Where the result came from (docs/reconstruction.md "Provenance"): the resolved config, the
+/// command line, the version, the inputs with their sizes and SHA-256, the data file's own root
+/// attributes with their types under /data_metadata, and the scan geometry.
+void write_provenance(h5::File& f, const ReconConfig& cfg, const PtychoDataset& ds, const std::string& config_path) {
+    f.set_attr("/", "config", cfg.resolved_text());
+    f.set_attr("/", "command", command_line());
+    f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
+    f.set_attr("/", "checksum", std::string("SHA-256"));
+    write_scan_geometry(f, ds);
+    // An input gone or unreadable since the start must not cost the result: warn and go on.
+    try {
+        write_input_record(f, "/", "data", record_input(ds.path));
+        if (!config_path.empty()) write_input_record(f, "/", "config", record_input(config_path));
+        if (!f.exists("/data_metadata")) f.create_group("/data_metadata");
+        const h5::File in = h5::File::open_read(ds.path);
+        copy_attributes(in, "/", f, "/data_metadata");
+    } catch (const Error& e) {
+        std::fprintf(stderr, "ensemblefit: warning: provenance of the inputs incomplete: %s\n", e.what());
+    }
+}
+
 }  // namespace
 
 /// The end: the truth comparison, the result file with previews, the timing report.
@@ -50,6 +100,11 @@ void Reconstruction::finish() {
         std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                     "removed)\n",
                     100.0 * nrmse_, rmse_, roi_[1] - roi_[0], roi_[3] - roi_[2]);
+    if (!loss_.empty()) {
+        const double total = std::accumulate(iteration_seconds_.begin(), iteration_seconds_.end(), 0.0);
+        std::printf("done: %zu iterations in %s, loss %.8g -> %.8g\n", loss_.size(), format_duration(total).c_str(),
+                    loss_.front(), loss_.back());
+    }
     for (const auto& p : previews_) std::printf("preview: %s\n", p.c_str());
     std::printf("output: %s\n", cfg_.output_file.c_str());
     std::fflush(stdout);
@@ -57,10 +112,14 @@ void Reconstruction::finish() {
 
 void Reconstruction::report(int it) {
     if (!ctx_.is_root()) return;
-    std::printf("  %6d %14.8g %10.4f", it, loss_.back(), iteration_seconds_.back());
+    std::printf("%s", progress_row(it, cfg_.iterations, loss_, iteration_seconds_).c_str());
     if (!truth_.empty()) std::printf("   %10.3f%%", 100.0 * compare_truth().nrmse);
     std::printf("\n");
     std::fflush(stdout);
+    // The stall rule (loss_trend.hpp) is checked at each progress line, so it fires at most
+    // report_every iterations late; once per run, on stderr, without stopping the run.
+    const std::string stall = loss_watch_.check(loss_);
+    if (!stall.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", stall.c_str());
 }
 
 PhaseError Reconstruction::compare_truth() {
@@ -102,13 +161,10 @@ void Reconstruction::write_output(bool final) {
                       iteration_seconds_);
     if (!mode_powers_.empty())
         h5x::write_double(f, "/probe_mode_powers", dims({static_cast<std::int64_t>(mode_powers_.size())}), mode_powers_);
-    f.set_attr("/", "config", cfg_.resolved_text());
-    f.set_attr("/", "data_file", ds_.path);
-    if (!ds_.metadata.empty()) f.set_attr("/", "data_metadata", ds_.metadata);
+    write_provenance(f, cfg_, ds_, opt_.config_path);
     f.set_attr("/", "iterations_done", static_cast<std::int64_t>(loss_.size()));
     f.set_attr("/", "complete", static_cast<std::int64_t>(final ? 1 : 0));
-    f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
-    f.set_attr("/", "roi", std::vector<double>{double(roi_[0]), double(roi_[1]), double(roi_[2]), double(roi_[3])});
+    set_attr_int64s(f, "/", "roi", {roi_[0], roi_[1], roi_[2], roi_[3]});
     if (!truth_.empty() && nrmse_ >= 0) {
         f.set_attr("/", "phase_nrmse", nrmse_);
         f.set_attr("/", "phase_rmse", rmse_);

@@ -28,7 +28,7 @@ Error diverged(double loss, int it) {
 void Reconstruction::iterate() {
     timer_.enter(Phase::compute);  // loop bookkeeping counts as compute
     if (ctx_.is_root() && cfg_.iterations > 0) {
-        std::printf("\n  %6s %14s %10s%s\n", "iter", "loss", "s/iter", truth_.empty() ? "" : "   phase NRMSE");
+        std::printf("\n%s\n", progress_header(!truth_.empty()).c_str());
         std::fflush(stdout);
     }
     last_checkpoint_ = now_seconds();

@@ -9,12 +9,15 @@
 #include <random>
 #include <vector>
 
+#include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/recon/probe_modes.hpp"
+#include "src/recon/provenance.hpp"
 #include "src/recon/ptycho_h5.hpp"
+#include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/placement.hpp"
 
@@ -238,7 +241,7 @@ void write_positions(const PtychoSimulationOptions& o, const Scan& sc, h5::File&
         recon::h5x::write_double(f, "/cxi_version", {1}, {150});
     } else {
         recon::h5x::write_double(f, "/positions", {static_cast<std::uint64_t>(N), 2}, sc.stored);
-        f.set_attr("/", "object_shape", std::vector<double>{double(sc.oh), double(sc.ow)});
+        recon::set_attr_int64s(f, "/", "object_shape", {sc.oh, sc.ow});
     }
 }
 
@@ -253,9 +256,14 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     recon::h5x::write_double(f, "/truth/positions", {static_cast<std::uint64_t>(sc.count), 2}, sc.truth);
     const double R = o.aperture > 0 ? o.aperture : 0.1 * o.dp;
     f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
+    f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
+    f.set_attr("/", "command", command_line());
+    f.set_attr("/", "date", utc_timestamp());
+    f.set_attr("/", "dp", static_cast<std::int64_t>(o.dp));
+    f.set_attr("/", "aperture_px", R);
     f.set_attr("/", "dose", o.dose);
     f.set_attr("/", "seed", static_cast<std::int64_t>(o.seed));
-    f.set_attr("/", "scan", std::vector<double>{double(o.scan_y), double(o.scan_x)});
+    recon::set_attr_int64s(f, "/", "scan", {o.scan_y, o.scan_x});
     f.set_attr("/", "step_px", o.step);
     f.set_attr("/", "modes", static_cast<std::int64_t>(o.modes));
     f.set_attr("/", "mode_power", o.mode_power);

@@ -4,8 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace ef {
+
+/// A duration for a person: "42s", "3m05s", "2h10m"; "--" when not finite (no estimate yet).
+std::string format_duration(double seconds);
 
 /**
  * Rank 0's progress report on stderr: a live line rewritten in place on a terminal

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/io/h5.hpp"
+
+/**
+ * Where a result came from, written into the result file (internal): the input files with their
+ * sizes and SHA-256 checksums, the data file's own attributes copied with their HDF5 types, and
+ * integer vectors as integers. Used by `reconstruct` (reconstruction_output.cpp) and by
+ * `simulate ptycho`; docs/reconstruction.md "Provenance" lists what is written.
+ *
+ * SHA-256 rather than a fast 64-bit hash: anyone can check it with `sha256sum FILE` without
+ * ensemblefit, and it is the checksum data repositories (Zenodo, EMPIAR) publish. It costs one
+ * read of each input at about 0.3-0.5 GB/s on one core, once per run (memoised), on rank 0 only.
+ */
+namespace ef::recon {
+
+/// SHA-256 of `n` bytes as 64 lowercase hex digits.
+std::string sha256_hex(const void* data, std::size_t n);
+
+/// An input file as it was when first recorded: its path, size and SHA-256 (what `sha256sum`
+/// prints). Memoised by path, size and modification time, so checkpoints do not read it again.
+struct InputRecord {
+    std::string path;
+    std::int64_t bytes = 0;
+    std::string sha256;
+};
+InputRecord record_input(const std::string& path);
+
+/// Writes `<prefix>_file`, `<prefix>_bytes` (int64) and `<prefix>_sha256` as attributes of `obj`.
+void write_input_record(h5::File& f, const std::string& obj, const std::string& prefix, const InputRecord& r);
+
+/// Copies every attribute of `src_obj` in `src` onto `dst_obj` in `dst` with its own type and
+/// shape (numbers stay numbers, strings stay strings); returns how many. References are left
+/// out: they would point into the source file.
+int copy_attributes(const h5::File& src, const std::string& src_obj, h5::File& dst, const std::string& dst_obj);
+
+/// Text of an attribute for a person: strings as they are, numbers formatted ("1e+07",
+/// "32, 32"); never the raw bytes of a number.
+std::string attribute_text(const h5::File& f, const std::string& obj, const std::string& name);
+
+/// A 1-D int64 attribute (shapes, counts).
+void set_attr_int64s(h5::File& f, const std::string& obj, const std::string& name, const std::vector<std::int64_t>& v);
+
+}  // namespace ef::recon

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// Provenance in result files (checksums, attributes copied with their types) and the loss trend
+// of `reconstruct`'s progress lines (change, ETA, the stall rule).
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "src/io/h5.hpp"
+#include "src/recon/loss_trend.hpp"
+#include "src/recon/provenance.hpp"
+#include "temp_dir.hpp"
+
+using namespace ef::recon;
+using ef::h5::H5Handle;
+
+namespace {
+
+H5T_class_t attr_class(const ef::h5::File& f, const std::string& obj, const std::string& name) {
+    H5Handle o(H5Oopen(f.id(), obj.c_str(), H5P_DEFAULT), H5Oclose);
+    H5Handle a(H5Aopen(o.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+    H5Handle t(H5Aget_type(a.get()), H5Tclose);
+    return H5Tget_class(t.get());
+}
+
+}  // namespace
+
+TEST_CASE("sha256: the FIPS 180-4 test vectors", "[provenance]") {
+    const std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    const std::string million(1000000, 'a');
+
+    CHECK(sha256_hex("", 0) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(sha256_hex("abc", 3) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(sha256_hex(two_blocks.data(), two_blocks.size()) ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(sha256_hex(million.data(), million.size()) ==
+          "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("record_input: size and checksum of a file read in pieces", "[provenance]") {
+    ef_test::TempDir dir;
+    std::string text;
+    for (int i = 0; i < 300000; ++i) text += static_cast<char>('a' + i % 23);  // > one 1 MiB read
+    { std::ofstream(dir.file("in.bin"), std::ios::binary) << text; }
+
+    const InputRecord r = record_input(dir.file("in.bin"));
+
+    CHECK(r.path == dir.file("in.bin"));
+    CHECK(r.bytes == static_cast<std::int64_t>(text.size()));
+    CHECK(r.sha256 == sha256_hex(text.data(), text.size()));
+    CHECK_THROWS(record_input(dir.file("missing.bin")));
+}
+
+TEST_CASE("copy_attributes: every attribute keeps its type, shape and value", "[provenance]") {
+    ef_test::TempDir dir;
+    {
+        ef::h5::File src = ef::h5::File::create(dir.file("src.h5"));
+        src.set_attr("/", "dose", 1e7);
+        src.set_attr("/", "kv", 80.0);
+        src.set_attr("/", "seed", std::int64_t{3});
+        src.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
+        src.set_attr("/", "mode_power", std::vector<double>{0.9, 0.1});
+        src.set_attr("/", "notes", std::vector<std::string>{"first", "second"});
+        set_attr_int64s(src, "/", "scan", {32, 16});
+    }
+    const ef::h5::File src = ef::h5::File::open_read(dir.file("src.h5"));
+    ef::h5::File dst = ef::h5::File::create(dir.file("dst.h5"));
+    dst.create_group("/data_metadata");
+
+    const int copied = copy_attributes(src, "/", dst, "/data_metadata");
+
+    CHECK(copied == 7);
+    const std::string g = "/data_metadata";
+    CHECK(attr_class(dst, g, "dose") == H5T_FLOAT);
+    CHECK(dst.attr_double(g, "dose") == 1e7);
+    CHECK(dst.attr_double(g, "kv") == 80.0);
+    CHECK(attr_class(dst, g, "seed") == H5T_INTEGER);
+    CHECK(dst.attr_int64(g, "seed") == 3);
+    CHECK(attr_class(dst, g, "simulator") == H5T_STRING);
+    CHECK(dst.attr_string(g, "simulator") == "ensemblefit simulate ptycho");
+    CHECK(dst.attr_doubles(g, "mode_power") == std::vector<double>{0.9, 0.1});
+    CHECK(dst.attr_strings(g, "notes") == std::vector<std::string>{"first", "second"});
+    CHECK(attr_class(dst, g, "scan") == H5T_INTEGER);
+    CHECK(dst.attr_doubles(g, "scan") == std::vector<double>{32, 16});
+    // Copying again replaces rather than fails (a checkpoint rewrites the same file).
+    CHECK(copy_attributes(src, "/", dst, g) == 7);
+}
+
+TEST_CASE("attribute_text: numbers as numbers, never their raw bytes", "[provenance]") {
+    ef_test::TempDir dir;
+    ef::h5::File f = ef::h5::File::create(dir.file("a.h5"));
+    f.set_attr("/", "dose", 1e7);
+    f.set_attr("/", "step_px", 3.5);
+    f.set_attr("/", "name", std::string("x y"));
+    set_attr_int64s(f, "/", "scan", {32, 16});
+
+    CHECK(attribute_text(f, "/", "dose") == "10000000");
+    CHECK(attribute_text(f, "/", "step_px") == "3.5");
+    CHECK(attribute_text(f, "/", "name") == "x y");
+    CHECK(attribute_text(f, "/", "scan") == "32, 16");
+}
+
+TEST_CASE("loss trend: change over 10 iterations and ETA", "[provenance]") {
+    std::vector<double> loss;
+    for (int i = 0; i < 10; ++i) loss.push_back(100.0 - i);
+    CHECK(std::isnan(loss_change(loss)));  // needs 11 values
+    loss.push_back(80.0);
+
+    CHECK(loss_change(loss) == Approx((80.0 - 100.0) / 100.0));
+    // The first iteration (planning) is left out; then the mean of the last 10 times.
+    CHECK(std::isnan(eta_seconds({}, 5)));
+    CHECK(eta_seconds({9.0, 1.0, 3.0}, 10) == Approx(20.0));
+    std::vector<double> secs(30, 2.0);
+    secs.back() = 12.0;
+    CHECK(eta_seconds(secs, 4) == Approx(4 * (9 * 2.0 + 12.0) / 10));
+}
+
+TEST_CASE("loss trend: the stall rule and its single warning", "[provenance]") {
+    std::vector<double> falling;
+    for (int i = 0; i < 60; ++i) falling.push_back(std::exp(-0.05 * i));
+    std::vector<double> flat(falling.begin(), falling.begin() + 10);
+    for (int i = 0; i < kStallWindow; ++i) flat.push_back(flat[9] * (1 - 1e-5 * i));  // < 0.1% gain
+    std::vector<double> rising(falling.begin(), falling.begin() + 10);
+    for (int i = 0; i < kStallWindow; ++i) rising.push_back(rising[9] * (1.01 + 0.01 * i));
+
+    CHECK_FALSE(loss_stall(falling).stalled);
+    // One iteration less: the window still holds a new minimum (iteration 10).
+    CHECK_FALSE(loss_stall(std::vector<double>(flat.begin(), flat.end() - 1)).stalled);
+    const LossStall f = loss_stall(flat);
+    CHECK(f.stalled);
+    CHECK_FALSE(f.rising);
+    CHECK(f.best_iteration == 10);
+    const LossStall r = loss_stall(rising);
+    CHECK(r.stalled);
+    CHECK(r.rising);
+
+    LossWatch watch;
+    CHECK(watch.check(falling).empty());
+    const std::string w = watch.check(rising);
+    CHECK(w.find("risen") != std::string::npos);
+    CHECK(watch.check(rising).empty());  // once per run
+    CHECK(LossWatch().check(flat).find("stopped falling") != std::string::npos);
+}
