@@ -235,7 +235,11 @@ po::variables_map parse_values(const std::string& path, const std::vector<std::s
         for (const auto& o : cli.options)
             if (!o.unregistered) cfg.origins[o.string_key] = KeyOrigin{"", 0};
 
-        std::ifstream in(path);
+        // ';' lines are comments (the pre-scan skips them); Boost would read them as keys.
+        std::ifstream raw(path);
+        std::stringstream in;
+        for (std::string line; std::getline(raw, line);)
+            in << (trim(line).rfind(';', 0) == 0 ? "" : line) << '\n';
         const po::parsed_options file = po::parse_config_file(in, desc, true);
         for (const auto& o : file.options) {
             if (!o.unregistered) continue;

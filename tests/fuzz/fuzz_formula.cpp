@@ -36,9 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
     const std::vector<std::string> params{"a", "b", "c"};
     const std::vector<std::string> vars{"x", "y"};
     ef::fuzz::expect_only_user_errors([&] {
-        (void)ef::formula_names(text);
         ef::FormulaProgram prog;
         try {
+            (void)ef::formula_names(text);
             prog = ef::compile_formula(text, params, vars);
         } catch (const ef::FormulaError& e) {
             if (e.column() < 1 || static_cast<size_t>(e.column()) > text.size() + 1)
