@@ -71,7 +71,11 @@ say "built in $((SECONDS - t)) s"
 # MPI tests (every ensemblefit run calls MPI_Init) use it. halt_on_error: the first ASan or UBSan
 # report ends the process with a non-zero status, so the test fails.
 asan="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1:check_initialization_order=1"
-export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
+# use_tls=0: clang 14's LSan reads glibc 2.36's dynamic-TLS table wrongly and crashes
+# ("Tracer caught signal 11" on every `ensemblefit --version`: the DTLS range it logs is
+# bogus), so thread-local storage is not scanned: per-thread library state then looks leaked
+# (tools/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0:use_tls=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/tools/ubsan.supp"
 # OpenMPI's memory patcher hooks munmap/brk underneath ASan's interceptors; the TCP/shared-memory
 # transports do not need it.
@@ -87,7 +91,9 @@ run_ctest() {  # run_ctest ASAN_EXTRA CTEST_ARGS...
 }
 if [ ${#ctest_args[@]} -eq 0 ]; then
     run_ctest "" -L 'unit|fuzz'
-    run_ctest ":fast_unwind_on_malloc=0" -L mpi
+    # mpi.install builds an uninstrumented consumer against the installed library, which
+    # cannot link against an ASan-built ef_core: it runs in the normal suite only.
+    run_ctest ":fast_unwind_on_malloc=0" -L mpi -E mpi.install
 else
     run_ctest ":fast_unwind_on_malloc=0" "${ctest_args[@]}"
 fi
