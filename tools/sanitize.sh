@@ -9,9 +9,10 @@
 # Usage: tools/sanitize.sh [--no-fuzz] [--fuzz-seconds N] [--build-only] [-- CTEST_ARGS...]
 #   --no-fuzz         g++ instead of clang, no libFuzzer targets (the corpus is still replayed)
 #   --fuzz-seconds N  seconds per fuzz target (default 60)
-#   CTEST_ARGS        replace the default selection (-L 'unit|mpi|fuzz'), e.g. -- -R fuzz
-# Needs clang with libFuzzer (Debian: clang libclang-rt-14-dev libomp-dev; installed here when
-# missing and run as root, as tools/setup.sh does for the rest).
+#   CTEST_ARGS        replace the default selection (-L 'unit|fuzz', then -L mpi), e.g. -- -R fuzz
+# EF_SANITIZE_CMAKE_ARGS adds CMake options to this tree (tools/setup.sh's EF_CMAKE_ARGS does
+# not apply here: it may turn CUDA on). Needs clang with libFuzzer (Debian: clang
+# libclang-rt-14-dev libomp-dev), installed when missing, as tools/setup.sh does for the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz=1 seconds=60 build_only=0 ctest_args=()
@@ -52,7 +53,7 @@ mkdir -p build-asan
 say "configuring build-asan/ (log: build-asan/configure.log)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DENSEMBLEFIT_CUDA=OFF \
       -DEF_SANITIZE=address,undefined "${compilers[@]}" "${launcher[@]}" \
-      -DCMAKE_CXX_FLAGS="$debug" ${EF_CMAKE_ARGS:-} > build-asan/configure.log 2>&1 \
+      -DCMAKE_CXX_FLAGS="$debug" ${EF_SANITIZE_CMAKE_ARGS:-} > build-asan/configure.log 2>&1 \
     || { cat build-asan/configure.log; exit 1; }
 t=$SECONDS
 say "building ($(nproc) jobs; log: build-asan/build.log)"
