@@ -26,36 +26,7 @@ refused() {
         { cat err.txt >&2; fail "internal text reached the user: ${*:4}"; }
     [ "$(snapshot)" = "$before" ] || { diff <(echo "$before") <(snapshot) >&2; fail "the folder changed: ${*:4}"; }
 }
-cat > data.csv <<'CSV'
-x,y,s
-1,2.1,0.1
-2,3.9,0.1
-3,6.2,0.1
-4,7.8,0.1
-CSV
-cat > good.ini <<'INI'
-[data]
-file = data.csv
-x = x
-y = y
-sigma = s
-
-[model]
-name = formula
-formula = a + b*x
-
-[param.a]
-start = 0
-
-[param.b]
-start = 1
-
-[fit]
-replicas = 5
-
-[output]
-file = out.h5
-INI
+write_line_problem
 # A finished result that no failing run may damage.
 run_np 2 fit good.ini > good.log
 sum_before=$(md5sum out.h5)

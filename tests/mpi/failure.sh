@@ -17,31 +17,7 @@ per_rank() {
                         exec "$0" "$@" $x' "$EF" "$a" "$b" "$@"
 }
 
-cat > data.csv <<'CSV'
-x,y,s
-1,2.1,0.1
-2,3.9,0.1
-3,6.2,0.1
-4,7.8,0.1
-CSV
-cat > good.ini <<'INI'
-[data]
-file = data.csv
-x = x
-y = y
-sigma = s
-[model]
-name = formula
-formula = a + b*x
-[param.a]
-start = 0
-[param.b]
-start = 1
-[fit]
-replicas = 5
-[output]
-file = out.h5
-INI
+write_line_problem
 
 # --- a data file missing on rank 1 only: every rank ends, one line naming rank 1 ------------
 # The same file missing on every rank is a config error (one line, no rank: every rank saw it).

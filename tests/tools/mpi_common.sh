@@ -28,6 +28,41 @@ expect_error() {
     ok "exit $code, $(grep '^ensemblefit: error:' err.txt)"
 }
 
+# write_line_problem: data.csv (4 points on a line) and good.ini, a 5-replica straight-line fit
+# into out.h5: the smallest valid problem, for tests that break one thing at a time.
+write_line_problem() {
+    cat > data.csv <<'CSV'
+x,y,s
+1,2.1,0.1
+2,3.9,0.1
+3,6.2,0.1
+4,7.8,0.1
+CSV
+    cat > good.ini <<'INI'
+[data]
+file = data.csv
+x = x
+y = y
+sigma = s
+
+[model]
+name = formula
+formula = a + b*x
+
+[param.a]
+start = 0
+
+[param.b]
+start = 1
+
+[fit]
+replicas = 5
+
+[output]
+file = out.h5
+INI
+}
+
 # write_peaks_problem POINTS REPLICAS CHUNK OUTPUT: peaks.csv (three Gaussian peaks on a
 # constant, x in [0, 10), noise 0.2, seeded) and peaks.ini, a 10-parameter gaussian fit slow
 # enough (~10 ms per replica) to kill mid-run or to balance.
