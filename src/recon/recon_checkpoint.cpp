@@ -238,7 +238,9 @@ Boundary Reconstruction::at_boundary(int it) {
         flags[1] = 1;
     if (ctx_.size() > 1) {
         PhaseTimer::Scope s(timer_, Phase::sync);
-        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, ctx_.world()));
+        MPI_Request req = MPI_REQUEST_NULL;  // watched: a rank stopped before the boundary is named
+        EF_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, ctx_.world(), &req));
+        heartbeat_->wait(req, "the agreement at an iteration's end");
     }
     Boundary b;
     b.stop = flags[0];

@@ -274,9 +274,12 @@ void Reconstruction::batches_deferred(int it, std::int64_t nb, IterationSteps& s
  */
 void Reconstruction::account_device_time(const ReconDeferredResults& res, IterationSteps& st) {
     std::vector<double> shortest = res.sum;
-    if (ctx_.size() > 1 && !shortest.empty())
-        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, shortest.data(), static_cast<int>(shortest.size()), MPI_DOUBLE,
-                                   MPI_MIN, ctx_.world()));
+    if (ctx_.size() > 1 && !shortest.empty()) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        EF_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, shortest.data(), static_cast<int>(shortest.size()), MPI_DOUBLE,
+                                    MPI_MIN, ctx_.world(), &req));
+        heartbeat_->wait(req, "the device-time exchange");
+    }
     double grad = 0, sum = 0, comm = 0, update = 0, gap = 0;
     for (size_t t = 0; t < res.sum.size(); ++t) {
         grad += res.gradients[t];
@@ -353,9 +356,12 @@ void Reconstruction::sync_positions() {
         displs[r] = static_cast<int>(2 * a);
         counts[r] = static_cast<int>(2 * (b - a));
     }
-    for (std::vector<double>* v : {&ds_.positions, &pos_m_, &pos_v_})
-        EF_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v->data(), counts.data(), displs.data(),
-                                    MPI_DOUBLE, ctx_.world()));
+    for (std::vector<double>* v : {&ds_.positions, &pos_m_, &pos_v_}) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        EF_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v->data(), counts.data(), displs.data(),
+                                     MPI_DOUBLE, ctx_.world(), &req));
+        heartbeat_->wait(req, "the exchange of corrected positions");
+    }
 }
 
 /**
@@ -369,7 +375,9 @@ void Reconstruction::rebalance() {
     const double mine = secs > 0 ? static_cast<double>(positions_done_ - speed_mark_positions_) / secs : 0.0;
     {
         PhaseTimer::Scope c(timer_, Phase::sched);
-        EF_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, speed.data(), 1, MPI_DOUBLE, ctx_.world()));
+        MPI_Request req = MPI_REQUEST_NULL;
+        EF_MPI_CHECK(MPI_Iallgather(&mine, 1, MPI_DOUBLE, speed.data(), 1, MPI_DOUBLE, ctx_.world(), &req));
+        heartbeat_->wait(req, "the exchange of rank speeds");
     }
     if (!debug_speeds_.empty()) speed = debug_speeds_[std::min(rebalance_points_, debug_speeds_.size() - 1)];
     ++rebalance_points_;
