@@ -138,7 +138,7 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
         out.replica_index = &index;
         out.replica_values = &values;
     }
-    write_prediction(a.output, out);
+    write_prediction_file(a.output, out);
     std::fprintf(stderr, "pdf: %zu x, %zu Q2, %zu distributions, %zu converged replicas of %s -> %s\n", x.size(),
                  q2.size(), dis_pdf_names().size(), index.size(), a.source.c_str(), a.output.c_str());
     return 0;

@@ -135,7 +135,7 @@ int cmd_predict(const std::vector<std::string>& args, const MpiContext& ctx) {
         out.replica_index = &in.index;
         out.replica_values = &values;
     }
-    write_prediction(a.output, out);
+    write_prediction_file(a.output, out);
     std::string note = bands.nonfinite > 0 ? "; " + std::to_string(bands.nonfinite) + " non-finite values left out" : "";
     std::fprintf(stderr, "predict: %d points: %s%lld converged replicas of %s -> %s%s\n", in.pb->data.n,
                  in.central.empty() ? "no central fit in the file, " : "the central fit and ",

@@ -2,7 +2,9 @@
 #include "src/report/prediction_bands.hpp"
 
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include <ensemblefit/report/ensemble_summary.hpp>
 
 #include "src/io/h5.hpp"
+#include "src/run/output_guard.hpp"
 
 namespace ef {
 namespace {
@@ -111,18 +114,31 @@ PredictionBands prediction_bands(const std::vector<double>& central, const std::
     return b;
 }
 
-void write_prediction(const std::string& path, const PredictionOutput& o) {
+void write_prediction(const std::string& path, const PredictionOutput& o, const std::string& named) {
     if (path == "-") {
         write_csv(std::cout, o);
         std::cout.flush();
-    } else if (ends_with(path, ".csv")) {
+    } else if (ends_with(named.empty() ? path : named, ".csv")) {
         std::ofstream os(path);
         if (!os) throw usage_error("predict: cannot write '" + path + "'");
         write_csv(os, o);
-        if (!os) throw runtime_error("predict: writing '" + path + "' failed");
+        os.close();  // the last buffer is written here: a full disk shows now, not never
+        if (os.fail())
+            throw data_error("predict: writing '" + path + "' failed (" + std::strerror(errno) +
+                             "); nothing was replaced");
     } else {
         write_h5(path, o);
     }
+}
+
+void write_prediction_file(const std::string& path, const PredictionOutput& out) {
+    if (path == "-") {
+        write_prediction(path, out);
+        return;
+    }
+    PendingOutput pending(path);
+    write_prediction(pending.temp_path(), out, path);
+    pending.commit();
 }
 
 }  // namespace ef

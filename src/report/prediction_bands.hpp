@@ -44,8 +44,13 @@ struct PredictionOutput {
  * q2.5, q16, q50, q84, q97.5, then r<k> per replica; empty cells where a value does not exist),
  * anything else HDF5 (the x columns as 1-D datasets at the root, as `--at` reads them, and
  * /prediction/central, mean, std, quantiles (5 x n, attribute levels_percent), replicas and
- * replica_index). "-" writes the CSV to standard output.
+ * replica_index). "-" writes the CSV to standard output. The format follows `named` (the path
+ * the user gave) when `path` is a temporary file that will be renamed to it.
  */
-void write_prediction(const std::string& path, const PredictionOutput& out);
+void write_prediction(const std::string& path, const PredictionOutput& out, const std::string& named = "");
+
+/// write_prediction to `path` through a temporary file renamed over it once complete, so that a
+/// failure (a full disk) leaves any earlier file of that name as it was ("-": standard output).
+void write_prediction_file(const std::string& path, const PredictionOutput& out);
 
 }  // namespace ef

@@ -195,7 +195,20 @@ if mkdir -p disk && mount -t tmpfs -o size=2M tmpfs disk 2>/dev/null; then
     pid=$!
     wait_done disk/sum.h5 5
     kill_run $pid
+    echo "an earlier prediction" > disk/pred.csv
+    "$EF" predict ref.h5 --at peaks.csv -o disk/pred.h5 2> /dev/null || fail "predict on a disk with room"
+    cp disk/pred.csv pred.csv.orig && cp disk/pred.h5 pred.h5.orig
+    head -c 16384 /dev/zero > disk/room   # freed below: room for the lock files, not a prediction
     dd if=/dev/zero of=disk/filler bs=64k 2>/dev/null || true
+    rm disk/room
+    # predict on a full disk: exit 3, the earlier files of those names as they were, no temporary.
+    for f in pred.csv pred.h5; do
+        expect_error 3 "disk/$f" -- "$EF" predict ref.h5 --at peaks.csv -o "disk/$f" --overwrite --replicas
+        cmp -s "disk/$f" "$f.orig" || fail "predict on a full disk changed disk/$f"
+        [ ! -e "disk/$f.creating" ] || fail "predict on a full disk left disk/$f.creating"
+    done
+    rm disk/pred.csv disk/pred.h5
+    dd if=/dev/zero of=disk/filler2 bs=4k 2>/dev/null || true
     # A failure mid-run ends the job from rank 0 (abort_run names the rank and host).
     rc=0
     run_np 2 fit peaks.ini --output.file disk/sum.h5 --resume > full.out 2> full.err || rc=$?
@@ -203,7 +216,7 @@ if mkdir -p disk && mount -t tmpfs -o size=2M tmpfs disk 2>/dev/null; then
     [ "$(grep -c '^ensemblefit: error' full.err)" = 1 ] &&
         grep -q "^ensemblefit: error: rank 0 ([^)]*): disk/sum.h5: no room to write the summary and the timing .*No space left on device); disk/sum.h5 keeps every finished replica: run again with --resume to finish it" full.err ||
         { cat full.err; fail "disk full before the summary: not one line saying the file is resumable"; }
-    rm disk/filler
+    rm disk/filler disk/filler2
     run_np 2 fit peaks.ini --output.file disk/sum.h5 --resume > sum2.log 2>&1 || { cat sum2.log; fail "resume after disk full"; }
     $H5CHECK equal ref.h5 disk/sum.h5 /central /replicas /summary || fail "resumed file differs"
     umount disk
