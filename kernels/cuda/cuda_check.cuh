@@ -13,10 +13,39 @@
 namespace ef::cuda {
 
 /// Throws for a failed CUDA (or CUDA library) call: the call, what the library said and the
-/// source location. EF_CUDA_CHECK and EF_CUFFT_CHECK end here.
-[[noreturn]] inline void fail(const char* call, const std::string& what, const char* file, int line) {
-    throw ::ef::runtime_error(std::string("CUDA call failed: ") + call + ": " + what + " (" + file + ":" +
-                              std::to_string(line) + ")");
+/// source location. EF_CUDA_CHECK and EF_CUFFT_CHECK end here. `code` says whose failure it is
+/// (docs/architecture.md, "Errors and exit codes"): 1 (a bug) unless the caller knows better.
+[[noreturn]] inline void fail(const char* call, const std::string& what, const char* file, int line,
+                              ::ef::ExitCode code = ::ef::ExitCode::runtime) {
+    throw ::ef::Error(code, std::string("CUDA call failed: ") + call + ": " + what + " (" + file + ":" +
+                                std::to_string(line) + ")");
+}
+
+/// Whose failure a CUDA error is: the device's memory ran out (3, like host memory), the device
+/// or its driver failed or went away (4: the rank lost its device, like a rank lost), the
+/// program was not built for this device or driver (2: a set-up error, rebuild or reconfigure);
+/// anything else (an illegal address, a launch failure) is a bug (1).
+inline ::ef::ExitCode exit_code_of(cudaError_t rc) {
+    switch (rc) {
+        case cudaErrorMemoryAllocation:
+            return ::ef::ExitCode::data;
+        case cudaErrorECCUncorrectable:
+        case cudaErrorNvlinkUncorrectable:
+        case cudaErrorHardwareStackError:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorDevicesUnavailable:
+        case cudaErrorNoDevice:
+        case cudaErrorDeviceUninitialized:
+        case cudaErrorSystemNotReady:
+            return ::ef::ExitCode::lost;
+        case cudaErrorNoKernelImageForDevice:
+        case cudaErrorUnsupportedPtxVersion:
+        case cudaErrorInsufficientDriver:
+        case cudaErrorSystemDriverMismatch:
+            return ::ef::ExitCode::usage;
+        default:
+            return ::ef::ExitCode::runtime;
+    }
 }
 
 }  // namespace ef::cuda
@@ -27,7 +56,8 @@ namespace ef::cuda {
     do {                                                                                           \
         const cudaError_t ef_cuda_rc = (call);                                                     \
         if (ef_cuda_rc != cudaSuccess)                                                             \
-            ::ef::cuda::fail(#call, cudaGetErrorString(ef_cuda_rc), __FILE__, __LINE__);           \
+            ::ef::cuda::fail(#call, cudaGetErrorString(ef_cuda_rc), __FILE__, __LINE__,            \
+                             ::ef::cuda::exit_code_of(ef_cuda_rc));                                \
     } while (0)
 
 /// The same for cuFFT calls (the file that uses it includes cufft.h).
