@@ -59,6 +59,7 @@ void fit_help() {
         "                  scalability and global efficiency to the timing report\n"
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
+        "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write\n"
         "  -h, --help      this text\n\n%s",
         fit_config_help().c_str());
 }
@@ -84,6 +85,12 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
         {"--policy", true, config_key("sched.policy")},
         {"--baseline", true, [&](const std::string& v) { opt.baseline = v; }},
         {"--debug.slowdown", true, [&](const std::string& v) { opt.slowdown = v; }},
+        {"--debug.slow-writes", true,
+         [&](const std::string& v) {
+             opt.slow_writes = parse_number_arg("--debug.slow-writes", v);
+             if (!(opt.slow_writes >= 0 && opt.slow_writes <= 3600))
+                 throw usage_error("--debug.slow-writes: expected seconds in 0..3600");
+         }},
         {"--progress-interval", true,
          [&](const std::string& v) {
              opt.progress_interval = parse_number_arg("--progress-interval", v);

@@ -45,8 +45,9 @@ const KeyInfo kKeys[] = {
     {"fit.gtol", "1e-12", "stop when the gradient's cosine with every column is below"},
     {"fit.precision", "double", "double | float (float: the normal-equations solver in single precision, "
                                 "for many small fits; results are stored as double)"},
-    {"fit.solver", "auto", "auto | qr | normal (auto: qr in double, normal in float; normal "
-                           "accumulates J^T J point by point, needs at most 16 parameters and "
+    {"fit.solver", "auto", "auto | qr | normal (auto: qr in double, normal in float, and normal (the Gram "
+                           "path) for dis-mellin with smeared replicas and at most 16 free parameters; "
+                           "normal accumulates J^T J point by point, needs at most 16 parameters and "
                            "squares the condition number)"},
     {"fit.error_scale", "none", "none | chi2: the central fit's covariance and errors as (J^T W J)^-1 from the "
                                 "sigmas (none), or scaled by chi2/ndf, ndf = points - free parameters (chi2: "
@@ -363,7 +364,13 @@ void read_solver(FitConfig& cfg, const Values& v) {
         throw usage_error(cfg.where("fit.precision") + ": unknown precision '" + excerpt(prec) +
                           "' (allowed: double, float)");
     const std::string solver = trim(v.get("fit.solver"));
-    if (solver == "normal" || (solver == "auto" && cfg.precision == FitPrecision::float32))
+    // dis-mellin: the Gram path where it applies (double, smeared replicas, <= 16 free
+    // parameters): 3.2x the QR path's fits per CPU-second on stats2, parameters within 1.3e-5
+    // of the fit errors (perf/dis/bench_solver.sh, perf/RESULTS.md); solver = qr keeps QR.
+    const auto free = std::count_if(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return !p.fixed; });
+    const bool gram = cfg.model_name == "dis-mellin" && cfg.precision == FitPrecision::float64 &&
+                      cfg.resample == ResampleMethod::smear && free <= 16;
+    if (solver == "normal" || (solver == "auto" && (cfg.precision == FitPrecision::float32 || gram)))
         cfg.solver = FitSolver::normal;
     else if (solver == "qr" && cfg.precision == FitPrecision::float32)
         throw usage_error(cfg.where("fit.solver") + ": the QR solver runs in double only; precision = float "

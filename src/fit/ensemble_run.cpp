@@ -21,6 +21,7 @@
 #include <ensemblefit/sched/work_queue.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "src/io/replica_writer.hpp"
 #include "src/io/results_file.hpp"
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
@@ -64,9 +65,10 @@ std::uint64_t tail_bytes(std::size_t P, int ranks) {
     return (1u << 20) + 16 * (2 * P * P + 7 * P) + 16384 * static_cast<std::uint64_t>(ranks);
 }
 
-/// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
-void write_dispatch_timing(h5::File& f, const std::string& group, const DispatchStats& ds, SchedPolicy policy,
-                           const std::string& baseline) {
+/// The dispatcher's and the results writer's account and the policy, as attributes of /timing
+/// and fields of the JSON.
+void write_dispatch_timing(h5::File& f, const std::string& group, const DispatchStats& ds,
+                           const ReplicaWriter::Stats& ws, SchedPolicy policy, const std::string& baseline) {
     f.set_attr(group, "policy", std::string(to_string(policy)));
     if (!baseline.empty()) f.set_attr(group, "baseline", baseline);
     f.set_attr(group, "dispatcher_io_seconds", ds.io);
@@ -74,14 +76,19 @@ void write_dispatch_timing(h5::File& f, const std::string& group, const Dispatch
     f.set_attr(group, "dispatcher_sched_seconds", ds.sched);
     f.set_attr(group, "dispatch_requests", ds.requests);
     f.set_attr(group, "dispatch_microseconds_per_request", ds.microseconds_per_request());
+    f.set_attr(group, "writer_seconds", ws.write_seconds);  // its own thread, beside the fit
+    f.set_attr(group, "writer_wait_seconds", ws.wait_seconds);  // the run waiting for it
+    f.set_attr(group, "writer_blocks", ws.writes);
 }
 
-std::string dispatch_json(const DispatchStats& ds, SchedPolicy policy) {
-    char extra[512];
+std::string dispatch_json(const DispatchStats& ds, const ReplicaWriter::Stats& ws, SchedPolicy policy) {
+    char extra[768];
     std::snprintf(extra, sizeof extra,
                   "  \"policy\": \"%s\",\n  \"dispatcher\": {\"io_seconds\": %.9g, \"comm_seconds\": %.9g, "
-                  "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g}",
-                  to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), ds.microseconds_per_request());
+                  "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g},\n"
+                  "  \"writer\": {\"seconds\": %.9g, \"wait_seconds\": %.9g, \"blocks\": %lld}",
+                  to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), ds.microseconds_per_request(),
+                  ws.write_seconds, ws.wait_seconds, static_cast<long long>(ws.writes));
     return extra;
 }
 
@@ -122,6 +129,7 @@ class FitRun {
     /// file can be finished with --resume).
     [[noreturn]] void abort(const std::exception& e) {
         if (!out_) abort_run(ctx_, e);
+        if (writer_) writer_->finish_quietly();  // the finished units it holds, unless a write failed
         out_->close();
         const Error* ee = dynamic_cast<const Error*>(&e);
         abort_run(ctx_, Error(ee ? ee->code() : ExitCode::runtime,
@@ -133,6 +141,7 @@ class FitRun {
     void read_problem(FitConfig&& cfg);
     void make_worker_for_rank();
     std::int64_t unit_size() const;
+    ReplicaWriter::Options writer_options() const;
 
     const FitRunOptions& opt_;
     const MpiContext& ctx_;
@@ -147,6 +156,7 @@ class FitRun {
     std::unique_ptr<Worker> worker_;
     std::vector<std::string> placement_;
     std::unique_ptr<ResultsFile> out_;
+    std::unique_ptr<ReplicaWriter> writer_;  // rank 0: writes out_ from a thread of its own
     std::vector<std::int64_t> pending_;
     RankTiming mine_;
     DispatchStats dispatch_;
@@ -287,6 +297,15 @@ std::int64_t FitRun::unit_size() const {
                                               : std::clamp<std::int64_t>(M / (8 * ranks), 1, 4 * threads_.threads);
 }
 
+/// Rows per write: about 4 MiB, whole chunks; a unit waits at most half a second in the buffer.
+ReplicaWriter::Options FitRun::writer_options() const {
+    ReplicaWriter::Options o;
+    const std::size_t P = id_.param_names.size();
+    o.buffer_rows = ReplicaWriter::buffer_rows_for(replica_chunk_rows(static_cast<std::uint64_t>(id_.span.size()), P), P);
+    o.debug_pause = opt_.slow_writes;
+    return o;
+}
+
 void FitRun::fit_pending() {
     const std::int64_t M = static_cast<std::int64_t>(pending_.size());
     std::int64_t my_chunk = unit_size();
@@ -308,8 +327,9 @@ void FitRun::fit_pending() {
         const double c = timer_.seconds(Phase::compute);
         return c > 0 ? static_cast<double>(mine_.replicas) / c : 0.0;
     };
+    if (ctx_.is_root()) writer_ = std::make_unique<ReplicaWriter>(*out_, writer_options());
     h.store = [&](const ReplicaBlock& b) {
-        out_->write(b);
+        writer_->add(ReplicaBlock(b));
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
     h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
@@ -319,6 +339,10 @@ void FitRun::fit_pending() {
     dispatch_ = dispatch.run(queue.get(), M);
     stopped_ = stored < M ? dispatch.stopped() : 0;
     stored_ = stored;
+    if (writer_) {
+        PhaseTimer::Scope io(timer_, Phase::io);  // what is still buffered, written now
+        writer_->finish();
+    }
     if (ctx_.is_root() && !stopped_) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
     Heartbeat(ctx_, pb_->config.heartbeat_timeout).barrier("the barrier after the last unit");
@@ -352,12 +376,14 @@ void FitRun::report_timing() {
     if (!ctx_.is_root()) return;
     if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
+    const ReplicaWriter::Stats writer_stats = writer_ ? writer_->stats() : ReplicaWriter::Stats{};
     const std::string record = write_timing(out_->file(), t, placement_);
     for (const std::string& group : {std::string("/timing"), record})
-        write_dispatch_timing(out_->file(), group, dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+        write_dispatch_timing(out_->file(), group, dispatch_, writer_stats, policy,
+                              t.metrics.speedup > 0 ? opt_.baseline : "");
     out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
-    write_timing_json(json, t, placement_, dispatch_json(dispatch_, policy));
+    write_timing_json(json, t, placement_, dispatch_json(dispatch_, writer_stats, policy));
     print_dispatch_timing(t, dispatch_, policy);
     std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
 }

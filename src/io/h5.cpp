@@ -78,43 +78,52 @@ H5Handle object(const File& f, const std::string& name) {
     return H5Handle(id, H5Oclose);
 }
 
-void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t rows,
-                    std::uint64_t cols, const void* fill, bool extensible = false) {
+/// `chunk_rows` = 0: allocated at creation (extensible: in chunks of about 64 KiB), so later
+/// row writes never change the file's metadata. > 0: extensible, in chunks of `chunk_rows`
+/// rows allocated as they are first written (rows never written read as the fill value).
+void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t rows, std::uint64_t cols,
+                    const void* fill, bool extensible, std::uint64_t chunk_rows = 0) {
     hsize_t dims[2] = {rows, cols};
     hsize_t max_dims[2] = {H5S_UNLIMITED, cols};
     H5Handle space(EF_H5_CHECK(H5Screate_simple(cols ? 2 : 1, dims, extensible ? max_dims : nullptr), f.path()),
                    H5Sclose);
     H5Handle dcpl(EF_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), f.path()), H5Pclose);
     if (extensible) {
-        // Rows in chunks of about 64 KiB: large enough that a block of rows is a few chunks.
         const std::uint64_t row_bytes = 8 * (cols ? cols : 1);
-        hsize_t chunk[2] = {std::max<hsize_t>(1, std::min<hsize_t>(std::max<std::uint64_t>(rows, 1), 65536 / row_bytes)),
-                            cols};
+        const std::uint64_t c =
+            chunk_rows > 0 ? chunk_rows : std::min<std::uint64_t>(std::max<std::uint64_t>(rows, 1), 65536 / row_bytes);
+        hsize_t chunk[2] = {std::max<hsize_t>(1, c), cols};
         EF_H5_CHECK(H5Pset_chunk(dcpl.get(), cols ? 2 : 1, chunk), f.path());
     }
     EF_H5_CHECK(H5Pset_fill_value(dcpl.get(), type, fill), f.path());
-    // Allocate early so later row writes never change the file's metadata.
-    EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
+    if (chunk_rows == 0) EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
+    else EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), f.path());
     H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), f.path()), H5Pclose);
     EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), f.path());
     H5Handle ds(EF_H5_CHECK(H5Dcreate2(f.id(), name.c_str(), type, space.get(), lcpl.get(),
                                        dcpl.get(), H5P_DEFAULT), f.path() + ": creating " + name), H5Dclose);
 }
 
-void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row,
-                 std::uint64_t count, const void* data) {
+/// Rows [row, row + count) of the open dataset `ds` (`name` in `path`) from row-major data.
+void write_hyperslab(hid_t ds, const std::string& path, const std::string& name, hid_t type, std::uint64_t row,
+                     std::uint64_t count, const void* data) {
     if (count == 0) return;
-    H5Handle ds = dataset(f, name);
-    H5Handle fspace(EF_H5_CHECK(H5Dget_space(ds.get()), f.path()), H5Sclose);
+    H5Handle fspace(EF_H5_CHECK(H5Dget_space(ds), path), H5Sclose);
     const int rank = H5Sget_simple_extent_ndims(fspace.get());
     hsize_t dims[2] = {0, 0};
     H5Sget_simple_extent_dims(fspace.get(), dims, nullptr);
     hsize_t start[2] = {row, 0};
     hsize_t cnt[2] = {count, rank == 2 ? dims[1] : 1};
-    EF_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), f.path());
-    H5Handle mspace(EF_H5_CHECK(H5Screate_simple(rank, cnt, nullptr), f.path()), H5Sclose);
-    EF_H5_CHECK(H5Dwrite(ds.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, data),
-                f.path() + ": writing " + name);
+    EF_H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr), path);
+    H5Handle mspace(EF_H5_CHECK(H5Screate_simple(rank, cnt, nullptr), path), H5Sclose);
+    EF_H5_CHECK(H5Dwrite(ds, type, mspace.get(), fspace.get(), H5P_DEFAULT, data), path + ": writing " + name);
+}
+
+void write_block(File& f, const std::string& name, hid_t type, std::uint64_t row,
+                 std::uint64_t count, const void* data) {
+    if (count == 0) return;
+    H5Handle ds = dataset(f, name);
+    write_hyperslab(ds.get(), f.path(), name, type, row, count, data);
 }
 
 template <class T>
@@ -217,6 +226,28 @@ void File::create_double(const std::string& name, std::uint64_t rows, std::uint6
 void File::create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
                         bool extensible) {
     create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, extensible);
+}
+void File::create_rows_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
+                              std::uint64_t chunk_rows) {
+    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1));
+}
+void File::create_rows_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
+                             std::uint64_t chunk_rows) {
+    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1));
+}
+Dataset File::open_dataset(const std::string& name, std::size_t cache_bytes) const {
+    H5Handle dapl(EF_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS), path_), H5Pclose);
+    // 12421 slots (a prime, as HDF5 asks): enough that chunks rarely share one.
+    EF_H5_CHECK(H5Pset_chunk_cache(dapl.get(), 12421, cache_bytes, 1.0), path_);
+    const hid_t id = H5Dopen2(h_.get(), name.c_str(), dapl.get());
+    if (id < 0) throw data_error(path_ + ": no dataset '" + name + "'");
+    return Dataset(H5Handle(id, H5Dclose), path_, name);
+}
+void Dataset::write_rows(std::uint64_t row, std::uint64_t count, const double* data) {
+    write_hyperslab(h_.get(), path_, name_, H5T_NATIVE_DOUBLE, row, count, data);
+}
+void Dataset::write_rows(std::uint64_t row, std::uint64_t count, const std::int64_t* data) {
+    write_hyperslab(h_.get(), path_, name_, H5T_NATIVE_INT64, row, count, data);
 }
 bool File::extensible(const std::string& name) const {
     H5Handle ds = dataset(*this, name);

@@ -69,6 +69,30 @@ void quiet_errors();
 /// True if `path` is an HDF5 file (by its signature).
 bool is_hdf5(const std::string& path);
 
+class File;
+
+/**
+ * A dataset kept open for many row writes (the results writer): one open, and a chunk cache
+ * of its own large enough that a chunk written in several pieces is read back from memory,
+ * not from the disk, and is written out whole by the next flush.
+ */
+class Dataset {
+   public:
+    Dataset() = default;
+    /// Writes rows [row, row + count) from row-major data.
+    void write_rows(std::uint64_t row, std::uint64_t count, const double* data);
+    void write_rows(std::uint64_t row, std::uint64_t count, const std::int64_t* data);
+    explicit operator bool() const { return static_cast<bool>(h_); }
+
+   private:
+    friend class File;
+    Dataset(H5Handle h, std::string path, std::string name)
+        : h_(std::move(h)), path_(std::move(path)), name_(std::move(name)) {}
+    H5Handle h_;
+    std::string path_;
+    std::string name_;
+};
+
 class File {
    public:
     /// Creates (truncating) `path` for writing.
@@ -90,6 +114,15 @@ class File {
                        bool extensible = false);
     void create_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
                       bool extensible = false);
+    /// Creates a rows x cols dataset (cols = 0 for 1-D) that can grow, in chunks of
+    /// `chunk_rows` rows, its storage allocated chunk by chunk as rows are written (rows never
+    /// written read as `fill`), so creating a large one writes nothing yet.
+    void create_rows_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
+                            std::uint64_t chunk_rows);
+    void create_rows_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
+                           std::uint64_t chunk_rows);
+    /// Opens a dataset for repeated row writes with a chunk cache of `cache_bytes`.
+    Dataset open_dataset(const std::string& name, std::size_t cache_bytes) const;
     bool extensible(const std::string& name) const;
     /// Grows an extensible dataset to `rows` rows (new rows hold the fill value).
     void extend_rows(const std::string& name, std::uint64_t rows);

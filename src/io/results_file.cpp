@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "src/io/results_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -62,6 +63,16 @@ RunIdentity read_identity(const h5::File& f) {
 
 }  // namespace
 
+std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P) {
+    // About 1 MiB of /replicas/params per chunk (fewer chunks to index, whole-chunk writes), but
+    // at least 32 chunks over the run, so a kill leaves little of a chunk half-written and a
+    // small run's file stays small; never below 256 rows (the chunk index's size), nor more
+    // rows than the run has.
+    const std::uint64_t by_bytes = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / (8 * std::max<std::uint64_t>(P, 1)));
+    const std::uint64_t by_count = std::max<std::uint64_t>(256, (replicas + 31) / 32);
+    return std::max<std::uint64_t>(1, std::min({by_bytes, by_count, replicas}));
+}
+
 ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::create(path);
     const std::uint64_t P = id.param_names.size();
@@ -76,18 +87,21 @@ ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) 
         prepare_central_errors(f, id.errors, static_cast<int>(P));
         f.set_attr("/central/params", "param_names", id.param_names);
     }
-    // /replicas rows can be added later: --resume with more replicas grows the ensemble.
-    f.create_int64("/replicas/index", M, 0, 0, true);
+    // /replicas: the full shape from the start (every reader sees R rows; rows not yet written
+    // read as the fill value, status -1), storage allocated chunk by chunk as results arrive,
+    // and rows can be added later (--resume with more replicas grows the ensemble).
+    const std::uint64_t chunk = replica_chunk_rows(M, P);
+    f.create_rows_int64("/replicas/index", M, 0, 0, chunk);
     std::vector<std::int64_t> index(M);
     for (std::uint64_t i = 0; i < M; ++i) index[i] = id.span.begin + static_cast<std::int64_t>(i);
     if (M > 0) f.write_rows("/replicas/index", 0, M, index.data());
-    f.create_double("/replicas/params", M, P, kNaN, true);
+    f.create_rows_double("/replicas/params", M, P, kNaN, chunk);
     f.set_attr("/replicas/params", "param_names", id.param_names);
-    f.create_double("/replicas/chi2", M, 0, kNaN, true);
-    f.create_int64("/replicas/status", M, 0, -1, true);
+    f.create_rows_double("/replicas/chi2", M, 0, kNaN, chunk);
+    f.create_rows_int64("/replicas/status", M, 0, -1, chunk);
     f.set_attr("/replicas/status", "meaning",
                std::string("-1 not done, 0 converged, 1 max_iterations, 2 failed"));
-    f.create_int64("/replicas/iterations", M, 0, 0, true);
+    f.create_rows_int64("/replicas/iterations", M, 0, 0, chunk);
     f.flush();
     return ResultsFile(std::move(f), id);
 }
@@ -274,33 +288,98 @@ std::vector<std::int64_t> ResultsFile::pending() const {
     return out;
 }
 
-void ResultsFile::write(const ReplicaBlock& b) {
-    const size_t P = static_cast<size_t>(b.P);
-    // Rows are contiguous runs of replica numbers; write each run with one hyperslab per
-    // dataset, and status last so that a row only counts as done once its values are on disk.
-    size_t i = 0;
-    while (i < b.size()) {
+/// The /replicas datasets, open for the run's row writes (ResultsFile::write).
+struct ResultsFile::Rows {
+    h5::Dataset params, chi2, status, iterations;
+};
+
+ResultsFile::ResultsFile(h5::File f, RunIdentity id) : file_(std::move(f)), id_(std::move(id)) {}
+ResultsFile::ResultsFile(ResultsFile&&) noexcept = default;
+ResultsFile& ResultsFile::operator=(ResultsFile&&) noexcept = default;
+ResultsFile::~ResultsFile() = default;
+
+void ResultsFile::close() {
+    rows_.reset();  // datasets first: the file closes only once nothing in it is open
+    file_.close();
+}
+
+ResultsFile::Rows& ResultsFile::rows() {
+    if (!rows_) {
+        // A chunk cache per dataset of a few chunks of the widest row, so a chunk written in
+        // pieces (a block boundary inside it) stays in memory until it is whole.
+        const auto dims = file_.shape("/replicas/params");
+        const std::size_t P = dims.size() == 2 ? static_cast<std::size_t>(dims[1]) : 1;
+        const std::size_t cache = std::max<std::size_t>(std::size_t{4} << 20, 4 * 8 * P * replica_chunk_rows(
+                                                                                   static_cast<std::uint64_t>(id_.span.size()), P));
+        rows_ = std::make_unique<Rows>(Rows{file_.open_dataset("/replicas/params", cache),
+                                            file_.open_dataset("/replicas/chi2", cache),
+                                            file_.open_dataset("/replicas/status", cache),
+                                            file_.open_dataset("/replicas/iterations", cache)});
+    }
+    return *rows_;
+}
+
+void ResultsFile::write_central(const ReplicaBlock& b, std::size_t i) {
+    const std::uint64_t P = static_cast<std::uint64_t>(b.P);
+    file_.write_rows("/central/params", 0, P, &b.params[i * P]);
+    file_.write_rows("/central/chi2", 0, 1, &b.chi2[i]);
+    file_.write_rows("/central/iterations", 0, 1, &b.iterations[i]);
+    write_central_errors(file_, id_.errors, b.chi2[i], b.covariance, b.P);
+}
+
+namespace {
+
+/// A block's rows as contiguous runs [i, j) of replica numbers >= 1, and the row of replica 0
+/// (b.size() when it holds none).
+struct RowRuns {
+    std::vector<std::pair<size_t, size_t>> runs;
+    size_t central = 0;
+};
+
+RowRuns row_runs(const ReplicaBlock& b) {
+    RowRuns rr;
+    rr.central = b.size();
+    for (size_t i = 0; i < b.size();) {
         if (b.index[i] == 0) {
-            file_.write_rows("/central/params", 0, P, &b.params[i * P]);
-            file_.write_rows("/central/chi2", 0, 1, &b.chi2[i]);
-            file_.write_rows("/central/iterations", 0, 1, &b.iterations[i]);
-            write_central_errors(file_, id_.errors, b.chi2[i], b.covariance, b.P);
-            file_.flush();
-            file_.write_rows("/central/status", 0, 1, &b.status[i]);
-            ++i;
+            rr.central = i++;
             continue;
         }
         size_t j = i + 1;
         while (j < b.size() && b.index[j] == b.index[j - 1] + 1) ++j;
-        const std::uint64_t row = static_cast<std::uint64_t>(b.index[i] - id_.span.begin);
-        const std::uint64_t cnt = j - i;
-        file_.write_rows("/replicas/params", row, cnt, &b.params[i * P]);
-        file_.write_rows("/replicas/chi2", row, cnt, &b.chi2[i]);
-        file_.write_rows("/replicas/iterations", row, cnt, &b.iterations[i]);
-        file_.flush();
-        file_.write_rows("/replicas/status", row, cnt, &b.status[i]);
+        rr.runs.emplace_back(i, j);
         i = j;
     }
+    return rr;
+}
+
+}  // namespace
+
+void ResultsFile::write(const ReplicaBlock& b) {
+    write_values(b);
+    write_status(b);
+}
+
+// Each contiguous run of rows is one hyperslab per dataset. Status last: every value of the
+// block is flushed to disk before any of its status rows, so a row only counts as done once its
+// values are on disk (a kill in between leaves those rows at -1, fitted again by --resume).
+void ResultsFile::write_values(const ReplicaBlock& b) {
+    const size_t P = static_cast<size_t>(b.P);
+    const RowRuns rr = row_runs(b);
+    if (rr.central < b.size()) write_central(b, rr.central);
+    for (const auto& [i, j] : rr.runs) {
+        const auto row = static_cast<std::uint64_t>(b.index[i] - id_.span.begin);
+        rows().params.write_rows(row, j - i, &b.params[i * P]);
+        rows().chi2.write_rows(row, j - i, &b.chi2[i]);
+        rows().iterations.write_rows(row, j - i, &b.iterations[i]);
+    }
+    file_.flush();
+}
+
+void ResultsFile::write_status(const ReplicaBlock& b) {
+    const RowRuns rr = row_runs(b);
+    if (rr.central < b.size()) file_.write_rows("/central/status", 0, 1, &b.status[rr.central]);
+    for (const auto& [i, j] : rr.runs)
+        rows().status.write_rows(static_cast<std::uint64_t>(b.index[i] - id_.span.begin), j - i, &b.status[i]);
     file_.flush();
 }
 

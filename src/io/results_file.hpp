@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,16 @@ struct RunIdentity {
     CentralErrors errors;  ///< how /central/covariance is stored ([fit] error_scale)
 };
 
+/// Rows per chunk of the /replicas datasets of a file of `replicas` rows of `P` parameters.
+std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P);
+
 /**
- * The HDF5 result file of a fit (layout in docs/architecture.md): datasets are created at full size when
- * the run starts, filled with status -1, and written row block by row block as work units
- * finish, with a flush after each, so a killed run keeps every finished block and --resume
- * fits only the rows whose status is still -1. Only rank 0 opens it.
+ * The HDF5 result file of a fit (layout in docs/architecture.md): the /replicas datasets have
+ * their full shape from the start (rows not yet written read as status -1), are chunked with
+ * storage allocated as rows arrive, and are written block by block (ReplicaWriter gathers
+ * finished units into large blocks), values first, a flush, then the block's status and a
+ * flush, so a killed run keeps every block written and --resume fits only the rows whose
+ * status is still -1. Only rank 0 opens it.
  */
 class ResultsFile {
    public:
@@ -63,18 +69,32 @@ class ResultsFile {
 
     /// Replica numbers not yet done (0 first when the central fit is missing).
     std::vector<std::int64_t> pending() const;
+    /// Writes a block's rows (any replica numbers of this file; contiguous runs as one
+    /// hyperslab each): write_values(), then write_status().
     void write(const ReplicaBlock& block);
+    /// Every value but the status, then a flush.
+    void write_values(const ReplicaBlock& block);
+    /// The status rows (after write_values() of the same block), then a flush.
+    void write_status(const ReplicaBlock& block);
     /// /replicas arrays as stored now (rows in replica order).
     ReplicaBlock read_replicas() const;
     void write_summary(const EnsembleSummary& s);
     h5::File& file() { return file_; }
     const RunIdentity& identity() const { return id_; }
-    void close() { file_.close(); }
+    void close();
+
+    ResultsFile(ResultsFile&&) noexcept;
+    ResultsFile& operator=(ResultsFile&&) noexcept;
+    ~ResultsFile();
 
    private:
-    ResultsFile(h5::File f, RunIdentity id) : file_(std::move(f)), id_(std::move(id)) {}
+    struct Rows;
+    ResultsFile(h5::File f, RunIdentity id);
+    Rows& rows();
+    void write_central(const ReplicaBlock& b, std::size_t i);
     h5::File file_;
     RunIdentity id_;
+    std::unique_ptr<Rows> rows_;  // the /replicas datasets, opened by the first write
 };
 
 /// A complete result file read back (for merge and tests).

@@ -158,7 +158,7 @@ TEST_CASE("GPU = CPU on linear, formula and iteration-limited replicas", "[gpu]"
 }
 
 TEST_CASE("GPU = CPU on dis-mellin replicas, and the timing of both", "[gpu][dis-mellin]") {
-    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256"});
+    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=qr"});
     const Comparison c = compare(pb, 0, 256, 16);
     std::printf("  dis-mellin 257 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff %.2e, bitwise equal "
                 "%d/257, status/iteration mismatches %d/%d\n", c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal,
@@ -213,8 +213,8 @@ TEST_CASE("GPU = CPU on dis-mellin replicas with the Gram (normal-equations) pat
 // The batched LM's steps by a warp per replica (the default) and by a thread per replica
 // ([tuning] gpu_lm_steps = thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
 TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {
-    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64"});
-    const auto pb_thread = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--tuning.gpu_lm_steps=thread"});
+    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr"});
+    const auto pb_thread = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr", "--tuning.gpu_lm_steps=thread"});
     ef::WorkUnit unit;
     for (std::int64_t r = 0; r <= 64; ++r) unit.replicas.push_back(r);
     ef::WorkerOptions o;

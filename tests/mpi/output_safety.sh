@@ -98,10 +98,11 @@ sum=$(digest keep.h5)
 expect_error 2 "fit.replicas" -- run_np 2 fit peaks.ini --output.file keep.h5 --overwrite --fit.replicas -5
 [ "$(digest keep.h5)" = "$sum" ] || fail "a refused --overwrite changed the previous file"
 # The file size limit (ulimit -f 16 MiB, in the ranks only; MPI_Init needs a few MiB) stands in for a full disk: the
-# writer ignores SIGXFSZ, so the write fails with EFBIG.
+# writer ignores SIGXFSZ, so the write fails with EFBIG. /replicas takes room only as rows arrive, and a new file
+# holds the replica numbers alone: 4e6 replicas (32 MB of them) overflow the limit while the file is created.
 expect_error 3 "keep.h5.creating: .*File too large.*the previous 'keep.h5' is unchanged" -- \
     "$MPIEXEC" --oversubscribe -np 2 bash -c 'ulimit -f 16384; exec "$0" "$@"' "$EF" fit peaks.ini \
-    --output.file keep.h5 --overwrite --fit.replicas 400000
+    --output.file keep.h5 --overwrite --fit.replicas 4000000
 [ "$(digest keep.h5)" = "$sum" ] || fail "a failed --overwrite (file size limit) changed the previous file"
 [ ! -e keep.h5.creating ] || fail "a failed run left its partial new file"
 ok "a failing --overwrite (config error, file size limit) keeps the previous file byte for byte, no partial file"
@@ -188,7 +189,7 @@ ok "merge: tampered shards (resized, retyped, index, status, missing, range) exi
 if mkdir -p disk && mount -t tmpfs -o size=2M tmpfs disk 2>/dev/null; then
     trap 'umount "$WORK/disk" 2>/dev/null || true; rm -rf "$WORK"' EXIT
     expect_error 3 "disk/full.h5.creating: .*No space left on device.*nothing was written" -- \
-        run_np 2 fit peaks.ini --output.file disk/full.h5 --fit.replicas 20000
+        run_np 2 fit peaks.ini --output.file disk/full.h5 --fit.replicas 400000  # 3.2 MB of replica numbers
     [ -z "$(ls disk)" ] || fail "a run on a full disk left $(ls disk)"
     setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file disk/sum.h5 $SLOW" \
         > sum.log 2>&1 &

@@ -75,7 +75,8 @@ TEST_CASE("dis-mellin: the central fit of the bundled pseudo-data recovers the t
 // ascending order vs separate multiply and add), so fits land in the same place to the
 // convergence tolerance, with the same statuses.
 TEST_CASE("dis-mellin: batched table path and per-replica path agree", "[dis-mellin][fit][batched]") {
-    const ef::FitConfig cfg = ef::load_fit_config(std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini", {});
+    const ef::FitConfig cfg =
+        ef::load_fit_config(std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini", {"--fit.solver", "qr"});
     const ef::FitProblem pb = ef::make_fit_problem(cfg, ef::load_data(cfg));
     const ef::FitPlan batched = ef::make_fit_plan(pb);
     REQUIRE(batched.path == ef::FitPath::table);
@@ -119,7 +120,7 @@ TEST_CASE("dis-mellin: batched table path and per-replica path agree", "[dis-mel
 // replicas), the covariance to 1e-4.
 TEST_CASE("dis-mellin: Gram (normal-equations) path agrees with the QR table path", "[dis-mellin][fit][gram]") {
     const std::string ini = std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini";
-    const ef::FitConfig cq = ef::load_fit_config(ini, {});
+    const ef::FitConfig cq = ef::load_fit_config(ini, {"--fit.solver", "qr"});
     const ef::FitConfig cn = ef::load_fit_config(ini, {"--fit.solver", "normal"});
     const ef::FitProblem qr = ef::make_fit_problem(cq, ef::load_data(cq));
     const ef::FitProblem gram = ef::make_fit_problem(cn, ef::load_data(cn));
@@ -161,4 +162,22 @@ TEST_CASE("dis-mellin: Gram (normal-equations) path agrees with the QR table pat
     const auto single = ef::load_fit_config(ini, {"--fit.precision", "float"});
     REQUIRE_THROWS_WITH(ef::make_fit_problem(single, ef::load_data(single)),
                         Contains("fit.precision") && Contains("double only"));
+}
+
+// dis-mellin's default solver (issue #27, perf/dis/bench_solver.sh): the Gram path where it
+// applies, the QR table path where it does not (bootstrap replicas) or when asked for.
+TEST_CASE("dis-mellin: auto is the Gram path with smeared replicas, QR otherwise", "[dis-mellin][fit][gram]") {
+    const std::string ini = std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini";
+
+    const ef::FitConfig by_default = ef::load_fit_config(ini, {});
+    const ef::FitConfig bootstrap = ef::load_fit_config(ini, {"--fit.resample", "bootstrap"});
+    const ef::FitConfig qr = ef::load_fit_config(ini, {"--fit.solver", "qr"});
+    const ef::FitConfig other = ef::load_fit_config(std::string(EF_SOURCE_DIR) + "/inputs/example.ini", {});
+
+    CHECK(by_default.solver == ef::FitSolver::normal);
+    CHECK(bootstrap.solver == ef::FitSolver::qr);
+    CHECK(qr.solver == ef::FitSolver::qr);
+    CHECK(other.solver == ef::FitSolver::qr);
+    const ef::FitProblem pb = ef::make_fit_problem(by_default, ef::load_data(by_default));
+    CHECK(ef::make_fit_plan(pb).path == ef::FitPath::gram);
 }

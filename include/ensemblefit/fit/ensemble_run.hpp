@@ -16,6 +16,9 @@ struct FitRunOptions : RunArgs {
     /// "RANK:FACTOR[,RANK:FACTOR]": those ranks' workers wait (FACTOR - 1) times their real
     /// compute time after each unit, to test load balancing and kills on any machine.
     std::string slowdown;
+    /// `--debug.slow-writes S`: rank 0's results writer waits S seconds between a block's
+    /// values and its status, so a test can kill a run in the middle of a write.
+    double slow_writes = 0.0;
     /// A result file of the same problem on fewer ranks: adds computation scalability, global
     /// efficiency and speedup to the timing report.
     std::string baseline;

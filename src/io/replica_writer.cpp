@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+#include "src/io/replica_writer.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace ef {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+ReplicaBlock gather_sorted(std::vector<ReplicaBlock>& blocks) {
+    ReplicaBlock out;
+    if (blocks.empty()) return out;
+    struct Row {
+        std::int64_t index;
+        std::size_t block, row;
+    };
+    std::vector<Row> rows;
+    for (std::size_t k = 0; k < blocks.size(); ++k)
+        for (std::size_t i = 0; i < blocks[k].size(); ++i) rows.push_back({blocks[k].index[i], k, i});
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
+    const int P = blocks.front().P;
+    const std::size_t p = static_cast<std::size_t>(P);
+    out.resize(rows.size(), P);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const ReplicaBlock& b = blocks[rows[i].block];
+        const std::size_t r = rows[i].row;
+        out.index[i] = b.index[r];
+        std::copy_n(&b.params[r * p], p, &out.params[i * p]);
+        out.chi2[i] = b.chi2[r];
+        out.status[i] = b.status[r];
+        out.iterations[i] = b.iterations[r];
+        if (b.index[r] == 0) out.covariance = b.covariance;
+    }
+    return out;
+}
+
+std::size_t ReplicaWriter::buffer_rows_for(std::size_t chunk_rows, std::size_t P) {
+    const std::size_t c = std::max<std::size_t>(chunk_rows, 1);
+    const std::size_t rows = (std::size_t{4} << 20) / (8 * (P + 3));  // params, chi2, status, iterations
+    return std::max<std::size_t>(1, (rows + c - 1) / c) * c;
+}
+
+ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options) : file_(file), opt_(options) {
+    opt_.buffer_rows = std::max<std::size_t>(opt_.buffer_rows, 1);
+    thread_ = std::thread([this] { loop(); });
+}
+
+ReplicaWriter::~ReplicaWriter() { finish_quietly(); }
+
+bool ReplicaWriter::due(Clock::time_point now) const {
+    return closing_ || filling_rows_ >= opt_.buffer_rows ||
+           std::chrono::duration<double>(now - oldest_).count() >= opt_.max_delay;
+}
+
+void ReplicaWriter::add(ReplicaBlock&& block) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
+    if (filling_rows_ >= 2 * opt_.buffer_rows) {  // the writer is two buffers behind: wait for it
+        const auto t0 = Clock::now();
+        done_.wait(lock, [&] { return filling_rows_ < 2 * opt_.buffer_rows || error_; });
+        stats_.wait_seconds += seconds_since(t0);
+        if (error_) std::rethrow_exception(error_);
+    }
+    const bool first = filling_.empty();
+    if (first) oldest_ = Clock::now();
+    filling_rows_ += block.size();
+    filling_.push_back(std::move(block));
+    if (first || filling_rows_ >= opt_.buffer_rows) wake_.notify_one();
+}
+
+void ReplicaWriter::loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        if (filling_.empty()) {
+            if (closing_) return;
+            wake_.wait(lock);
+            continue;
+        }
+        if (!due(Clock::now())) {
+            wake_.wait_until(lock, oldest_ + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(opt_.max_delay)));
+            continue;
+        }
+        std::vector<ReplicaBlock> buffer;
+        buffer.swap(filling_);
+        writing_rows_ = std::exchange(filling_rows_, 0);
+        done_.notify_all();
+        if (!error_) {  // after a failed write nothing more is written (the run is ending)
+            lock.unlock();
+            std::exception_ptr failed;
+            try {
+                write_buffer(buffer);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            lock.lock();
+            if (failed) error_ = failed;
+        }
+        writing_rows_ = 0;
+        done_.notify_all();
+    }
+}
+
+void ReplicaWriter::write_buffer(std::vector<ReplicaBlock>& buffer) {
+    const ReplicaBlock block = gather_sorted(buffer);
+    buffer.clear();
+    auto t0 = Clock::now();
+    file_.write_values(block);
+    double busy = seconds_since(t0);
+    if (opt_.debug_pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.debug_pause));
+    t0 = Clock::now();
+    file_.write_status(block);
+    busy += seconds_since(t0);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.write_seconds += busy;
+    stats_.writes += 1;
+    stats_.rows += static_cast<std::int64_t>(block.size());
+}
+
+void ReplicaWriter::finish() {
+    if (finished_) return;
+    const auto t0 = Clock::now();
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        closing_ = true;
+        wake_.notify_one();
+    }
+    thread_.join();
+    finished_ = true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.wait_seconds += seconds_since(t0);
+    if (error_) std::rethrow_exception(error_);
+}
+
+void ReplicaWriter::finish_quietly() noexcept {
+    if (finished_) return;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        closing_ = true;
+        wake_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    finished_ = true;
+}
+
+ReplicaWriter::Stats ReplicaWriter::stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+}  // namespace ef

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <ensemblefit/fit/replica_block.hpp>
+
+#include "src/io/results_file.hpp"
+
+namespace ef {
+
+/**
+ * Rank 0's results writer: gathers finished work units into large blocks and writes them to
+ * the ResultsFile from a thread of its own, so neither the fit nor the dispatcher thread (which
+ * answers the other ranks' requests) waits for the disk.
+ *
+ * Double buffering: add() appends to the filling buffer; the writer thread takes it whole when
+ * it holds `buffer_rows` rows, when its oldest unit has waited `max_delay` seconds, or at
+ * finish(), sorts its rows by replica number (units from several ranks arrive out of order) and
+ * writes each contiguous run as one hyperslab: values, a flush, status, a flush
+ * (ResultsFile::write_values, write_status). So a kill loses at most the units in the two
+ * buffers (at most `max_delay` seconds of results plus the one being written), and --resume
+ * needs no journal. add() waits only when the writer is more than two buffers behind.
+ *
+ * Threads: while it runs, only this writer's thread calls HDF5 on the file; it never calls MPI
+ * (the process stays at MPI_THREAD_SERIALIZED, MPI on the dispatcher thread).
+ */
+class ReplicaWriter {
+   public:
+    struct Options {
+        std::size_t buffer_rows = 65536;  ///< rows gathered before a write
+        double max_delay = 0.5;           ///< seconds a finished unit may wait in the buffer
+        /// `--debug.slow-writes`: seconds the writer waits between a block's values and its
+        /// status, so a test can kill the run in the middle of a write.
+        double debug_pause = 0.0;
+    };
+    struct Stats {
+        double write_seconds = 0.0;  ///< the writer thread in HDF5 calls (beside the fit)
+        double wait_seconds = 0.0;   ///< add() and finish() waiting for the writer
+        std::int64_t writes = 0;     ///< blocks written
+        std::int64_t rows = 0;       ///< replica rows written
+    };
+
+    ReplicaWriter(ResultsFile& file, const Options& options);
+    ReplicaWriter(const ReplicaWriter&) = delete;
+    ReplicaWriter& operator=(const ReplicaWriter&) = delete;
+    /// Stops the thread after writing what is buffered (errors are dropped: finish() reports them).
+    ~ReplicaWriter();
+
+    /// Hands a finished unit to the writer (any thread, one at a time); rethrows a failed write.
+    void add(ReplicaBlock&& block);
+    /// Writes everything buffered and stops the thread; rethrows a failed write. Once only.
+    void finish();
+    /// For the abort path: writes what is buffered unless a write already failed; never throws.
+    void finish_quietly() noexcept;
+    Stats stats() const;
+
+    /// Rows per write for rows of `P` parameters: about 4 MiB, a whole number of chunks.
+    static std::size_t buffer_rows_for(std::size_t chunk_rows, std::size_t P);
+
+   private:
+    void loop();
+    void write_buffer(std::vector<ReplicaBlock>& buffer);
+    bool due(std::chrono::steady_clock::time_point now) const;
+
+    ResultsFile& file_;
+    Options opt_;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;  // the writer: work is due, or closing
+    std::condition_variable done_;  // add()/finish(): the writer took or wrote a buffer
+    std::vector<ReplicaBlock> filling_;
+    std::size_t filling_rows_ = 0;
+    std::size_t writing_rows_ = 0;  // rows the writer thread holds now
+    std::chrono::steady_clock::time_point oldest_;
+    bool closing_ = false;
+    bool finished_ = false;
+    std::exception_ptr error_;
+    Stats stats_;
+    std::thread thread_;  // last: started once everything above exists
+};
+
+/// The rows of `blocks` as one block sorted by replica number (the central fit's covariance
+/// kept).
+ReplicaBlock gather_sorted(std::vector<ReplicaBlock>& blocks);
+
+}  // namespace ef

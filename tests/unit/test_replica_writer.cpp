@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The results writer (src/io/replica_writer.*): /replicas storage allocated as rows arrive,
+// units from several ranks gathered, sorted and written in large blocks, status last.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "src/io/replica_writer.hpp"
+#include "src/io/results_file.hpp"
+#include "temp_dir.hpp"
+
+using ef_test::TempDir;
+
+namespace {
+
+ef::RunIdentity identity(std::int64_t replicas, int P) {
+    ef::RunIdentity id;
+    id.canonical_config = "[fit]\nreplicas = " + std::to_string(replicas) + "\n";
+    id.resolved_config = id.canonical_config;
+    id.data_checksum = "0";
+    id.model = "test";
+    for (int q = 0; q < P; ++q) id.param_names.push_back("p" + std::to_string(q));
+    id.replicas_total = replicas;
+    id.span = ef::shard_span(replicas, ef::ShardSpec{});
+    return id;
+}
+
+/// Replicas [first, first + count) with values derived from the replica number.
+ef::ReplicaBlock unit(std::int64_t first, std::int64_t count, int P) {
+    ef::ReplicaBlock b;
+    b.resize(static_cast<size_t>(count), P);
+    for (std::int64_t i = 0; i < count; ++i) {
+        const auto r = static_cast<size_t>(i);
+        b.index[r] = first + i;
+        for (int q = 0; q < P; ++q) b.params[r * static_cast<size_t>(P) + static_cast<size_t>(q)] = 0.5 * static_cast<double>(first + i) + q;
+        b.chi2[r] = static_cast<double>(first + i) / 7.0;
+        b.status[r] = (first + i) % 3;
+        b.iterations[r] = 10 + (first + i) % 5;
+    }
+    if (first == 0) b.covariance.assign(static_cast<size_t>(P * P), 1.0);
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("chunk rows follow the replica count", "[writer]") {
+    CHECK(ef::replica_chunk_rows(90, 2) == 90);         // a small run: one chunk
+    CHECK(ef::replica_chunk_rows(2560, 18) == 256);     // never below 256 rows
+    CHECK(ef::replica_chunk_rows(1000000, 5) == 26214); // about 1 MiB of parameters
+    CHECK(ef::replica_chunk_rows(100000, 5) == 3125);   // at least 32 chunks
+    CHECK(ef::replica_chunk_rows(0, 5) == 1);
+}
+
+TEST_CASE("a million-replica file is not filled at creation; rows appear as they are written", "[writer]") {
+    TempDir dir;
+    const std::string path = dir.file("big.h5");
+    const int P = 5;
+    ef::ResultsFile f = ef::ResultsFile::create(path, identity(1000000, P));
+    f.close();
+    // Before: every /replicas dataset allocated and filled, 1e6 x (5 + 4) x 8 bytes = 72 MB.
+    // Now only /replicas/index (8 MB) is written.
+    CHECK(std::filesystem::file_size(path) < 9'000'000);
+
+    ef::ResultsFile g = ef::ResultsFile::resume(path, identity(1000000, P));
+    {
+        ef::ReplicaWriter::Options o;
+        o.buffer_rows = 1500;
+        ef::ReplicaWriter w(g, o);
+        // Units of three ranks, out of order; replica 0 among them.
+        w.add(unit(2001, 1000, P));
+        w.add(unit(1, 1000, P));
+        w.add(unit(0, 1, P));
+        w.add(unit(1001, 1000, P));
+        w.finish();
+        CHECK(w.stats().rows == 3001);
+        CHECK(w.stats().writes >= 1);
+    }
+    const ef::ReplicaBlock rows = g.read_replicas();
+    g.close();
+
+    CHECK(std::filesystem::file_size(path) < 12'000'000);
+    REQUIRE(rows.size() == 1000000);
+    const ef::ReplicaBlock want = unit(1, 3000, P);
+    for (size_t i = 0; i < 3000; ++i) {
+        CHECK(rows.index[i] == static_cast<std::int64_t>(i) + 1);
+        CHECK(rows.status[i] == want.status[i]);
+        CHECK(rows.chi2[i] == want.chi2[i]);
+        CHECK(rows.iterations[i] == want.iterations[i]);
+        CHECK(rows.params[i * P + 4] == want.params[i * P + 4]);
+    }
+    // Rows never written read as not done (status -1, NaN values), with their replica numbers.
+    CHECK(rows.status[3000] == -1);
+    CHECK(rows.status[999999] == -1);
+    CHECK(std::isnan(rows.params[3000 * P]));
+    CHECK(rows.index[999999] == 1000000);
+    const ef::ResultsContent c = ef::read_results(path);
+    CHECK(c.central.status[0] == 0);  // replica 0's own values
+    CHECK(c.central.chi2[0] == 0.0);
+}
+
+TEST_CASE("gather_sorted merges units in replica order and keeps the central covariance", "[writer]") {
+    std::vector<ef::ReplicaBlock> blocks;
+    blocks.push_back(unit(5, 3, 2));
+    blocks.push_back(unit(0, 2, 2));
+    blocks.push_back(unit(2, 3, 2));
+
+    const ef::ReplicaBlock b = ef::gather_sorted(blocks);
+
+    REQUIRE(b.size() == 8);
+    for (size_t i = 0; i < b.size(); ++i) CHECK(b.index[i] == static_cast<std::int64_t>(i));
+    CHECK(b.params[2 * 7 + 1] == 0.5 * 7 + 1);
+    CHECK(b.covariance.size() == 4);
+}
