@@ -60,6 +60,17 @@ std::FILE* open_csv(const std::string& path) {
     return out;
 }
 
+/// Under a run's row: what `advise` predicted for it (--predicted) against what it measured.
+void print_predicted(const RunTiming& r) {
+    if (r.predicted_wall <= 0) return;
+    const double err = r.metrics.runtime > 0 ? (r.predicted_runtime - r.metrics.runtime) / r.metrics.runtime : 0.0;
+    std::printf("    predicted %.3f s (parallel efficiency %.3f) for %s%s; measured %.3f s (%.3f): error %+.1f %%; "
+                "the whole command with start-up and exit: predicted %.3f s\n",
+                r.predicted_runtime, r.predicted_efficiency, r.predicted_placement.c_str(),
+                r.predicted_matches ? "" : " (not this run's placement)", r.metrics.runtime,
+                r.metrics.parallel_efficiency, 100 * err, r.predicted_wall);
+}
+
 /// The table over `runs` (each file's totals over its run records; with `per_run`, every record
 /// on its own row below its file's).
 void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, bool per_run, std::FILE* csv) {
@@ -68,9 +79,11 @@ void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, boo
                 "phase shares: setup compute comm sync sched idle io");
     for (const RunTiming& r : runs) {
         print_row(r.file + (r.runs.size() > 1 ? " (" + std::to_string(r.runs.size()) + " runs)" : ""), r, base, csv);
+        if (r.runs.size() == 1) print_predicted(r);
         if (!per_run) continue;
         for (size_t k = 0; k < r.runs.size(); ++k) {
             print_row("  run " + std::to_string(k), r.runs[k], base, csv);
+            print_predicted(r.runs[k]);
             std::printf("    %s  %s\n", r.runs[k].date.c_str(), r.runs[k].command.c_str());
         }
     }

@@ -28,10 +28,12 @@
 #include "src/run/heartbeat.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/placement.hpp"
+#include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
 #include "src/run/run_timing.hpp"
 #include "src/run/setup_trace.hpp"
 #include "src/run/stop_request.hpp"
+#include "src/run/trace.hpp"
 #include "src/sched/unit_dispatch.hpp"
 
 namespace ef {
@@ -102,7 +104,9 @@ void print_dispatch_timing(const GatheredTiming& t, const DispatchStats& ds, Sch
  */
 class FitRun {
    public:
-    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {}
+    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {
+        if (!opt.trace.empty()) timer_.record_to(&timeline_);
+    }
 
     void set_up();
     void print_placement_and_warnings() const;
@@ -138,6 +142,7 @@ class FitRun {
     const MpiContext& ctx_;
     SetupTrace trace_;
     PhaseTimer timer_;
+    PhaseTrace timeline_;  // --trace
     std::unique_ptr<FitProblem> pb_;
     RunIdentity id_;
     double slowdown_ = 1.0;
@@ -181,6 +186,8 @@ void FitRun::read_problem(FitConfig&& cfg) {
                      shard.count, static_cast<long long>(pb_->config.replicas));
     slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
+    if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);
+    if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
     threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
 }
 
@@ -349,12 +356,14 @@ void FitRun::report_timing() {
     mine_.mpi_calls += ctx_.is_root() ? dispatch_.mpi_calls : 0;
     mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
     GatheredTiming t = gather_timing(ctx_, timer_, mine_, TimingColumns{});
+    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit fit " + opt_.config_path);
     if (!ctx_.is_root()) return;
     if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
     const std::string record = write_timing(out_->file(), t, placement_);
     for (const std::string& group : {std::string("/timing"), record})
         write_dispatch_timing(out_->file(), group, dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+    if (!opt_.predicted.empty()) store_prediction(out_->file(), {"/timing", record}, opt_.predicted, placement_);
     out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
     write_timing_json(json, t, placement_, dispatch_json(dispatch_, policy));

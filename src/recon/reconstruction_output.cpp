@@ -19,7 +19,9 @@
 #include "src/recon/reconstruction.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
+#include "src/run/predicted_timing.hpp"
 #include "src/run/run_timing.hpp"
+#include "src/run/trace.hpp"
 
 namespace ef::recon {
 
@@ -223,12 +225,14 @@ void Reconstruction::report_timing() {
     mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
     mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_)};
     const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
+    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit reconstruct " + opt_.config_path);
     if (!ctx_.is_root()) return;
     const double per_it = seconds_per_iteration();
     const double traffic_iter = traffic_per_position * static_cast<double>(ds_.count);  // all ranks, one iteration
     {
         h5::File f = h5::File::open_write(cfg_.output_file);
-        write_timing(f, t, placement_);
+        const std::string record = write_timing(f, t, placement_);
+        if (!opt_.predicted.empty()) store_prediction(f, {"/timing", record}, opt_.predicted, placement_);
         f.set_attr("/timing", "seconds_per_iteration", per_it);
         f.set_attr("/timing", "traffic_bytes_per_iteration", traffic_iter);
         f.set_attr("/timing", "rebalances", static_cast<std::int64_t>(rebalances_));
