@@ -21,6 +21,7 @@
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/reconstruction.hpp>
 
+#include "src/io/h5.hpp"
 #include "src/report/timing_file.hpp"
 
 namespace ef::advise {
@@ -91,6 +92,20 @@ bool set_by_calibration(const std::string& token) {
     return false;
 }
 
+/// Mean LM iterations per replica fit of a calibration output (the central fit included).
+double mean_iterations(const std::string& path) {
+    const h5::File f = h5::File::open_read(path);
+    double sum = 0, n = 0;
+    for (const char* name : {"/central/iterations", "/replicas/iterations"}) {
+        if (!f.exists(name)) continue;
+        for (std::int64_t v : f.read_int64(name)) {
+            sum += static_cast<double>(v);
+            n += 1;
+        }
+    }
+    return n > 0 ? sum / n : 0.0;
+}
+
 class Runner {
    public:
     Runner(const AdviseRequest& req, const MpiContext& self) : req_(req), self_(self) {
@@ -143,6 +158,7 @@ CalibrationPoint Runner::run(const std::string& workers, int threads, const std:
     p.io = r.phase[static_cast<size_t>(Phase::io)];
     p.outside = std::max(0.0, outer - p.compute - p.io);
     p.allreduce_bytes = r.mpi_calls > 0 ? static_cast<double>(r.mpi_bytes) / static_cast<double>(r.mpi_calls) : 0.0;
+    if (!req_.recon) p.iterations = mean_iterations(out);
     return p;
 }
 

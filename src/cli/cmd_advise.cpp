@@ -10,6 +10,8 @@
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/io/data_table.hpp>
 #include <ensemblefit/worker/device_probe.hpp>
 
 #include "src/cli/advise_calibration.hpp"
@@ -149,6 +151,45 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
                 m.launch, m.launch_per_rank, m.io.a, m.io.b);
 }
 
+/// Counted FLOPs per LM iteration (as --dry-run prints them) times the mean iterations per fit.
+double flops_per_fit(const AdviseRequest& req, const std::vector<advise::CalibrationPoint>& pts) {
+    FitConfig c = load_fit_config(req.config, req.overrides);
+    DataTable d = load_data(c);
+    const FitProblem pb = make_fit_problem(std::move(c), std::move(d));
+    double iterations = 0;
+    for (const auto& p : pts) iterations = std::max(iterations, p.iterations);  // the largest unit's mean
+    return pb.flops_per_iteration() * iterations;
+}
+
+/**
+ * The achieved rate of each worker kind (counted FLOPs of a fit over its measured time per fit)
+ * against the ceiling the `devices` probe measured, and what bounds it: a GPU near its FP64
+ * ceiling is compute-bound; one far below it whose units are mostly fixed cost is bound by
+ * launches and LM rounds, not by a ceiling. No CPU ceiling is probed.
+ */
+void print_work(const AdviseRequest& req, const std::vector<advise::CalibrationPoint>& pts,
+                const advise::ProblemModel& m) {
+    if (req.recon) return;
+    const double flops = flops_per_fit(req, pts);
+    if (flops <= 0) return std::printf("work: the model's FLOPs are not counted (no roofline position)\n"), void();
+    std::printf("work: %.3g FLOP per replica fit (counted FLOP per LM iteration, as --dry-run, x mean iterations)\n",
+                flops);
+    if (m.cpu.measured && m.cpu.unit.b > 0)
+        std::printf("  cpu: %.3g GFLOP/s per thread (no CPU ceiling is probed)\n", flops / m.cpu.unit.b / 1e9);
+    if (!m.gpu.measured || m.gpu.unit.b <= 0) return;
+    const std::vector<DeviceInfo> devs = probe_devices(true);
+    const double rate = flops / m.gpu.unit.b;
+    const double peak = devs.empty() ? 0.0 : devs.front().fp64_tflops * 1e12;
+    const double unit = std::max(1.0, m.items / 2);  // one GPU rank's unit
+    const double fixed_share = m.gpu.unit.a / m.gpu.unit.at(unit);
+    std::printf("  gpu: %.3g GFLOP/s on the device's share of a unit = %.1f %% of the probed FP64 peak (%.1f TFLOP/s); "
+                "fixed cost is %.0f %% of a one-rank unit: %s\n",
+                rate / 1e9, peak > 0 ? 100 * rate / peak : 0.0, peak / 1e12, 100 * fixed_share,
+                peak > 0 && rate > 0.5 * peak ? "bound by the FP64 ceiling"
+                : fixed_share > 0.5            ? "bound by launches and LM rounds, not a ceiling (more ranks per GPU)"
+                                               : "below both ceilings (latency of dependent steps)");
+}
+
 /// The command line and Slurm options that give placement `p`.
 void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     const std::string cmd = a.req.recon ? "reconstruct" : "fit";
@@ -215,6 +256,7 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
                 a.req.recon ? (" x " + std::to_string(static_cast<int>(m.iterations)) + " iterations, mini-batches of " +
                                std::to_string(static_cast<int>(m.batch))).c_str() : "", machine.c_str());
     print_calibration(pts, m);
+    print_work(a.req, pts, m);
     std::vector<advise::Prediction> rows;
     for (const advise::Placement& p : advise::candidate_placements(a.req.cores, gpus, a.ranks_per_gpu, a.req.cpu, a.req.gpu))
         rows.push_back(advise::predict(m, p));

@@ -24,6 +24,7 @@ start=$(date +%s)
 "$EF" advise example.ini --fit.replicas 200 --budget 6 -o fit.tsv > fit_advice.log
 check_advice fit_advice.log 6 $(( $(date +%s) - start ))
 grep -q "(fit: 201 replica fits)" fit_advice.log || { cat fit_advice.log; fail "fit size not read from the config"; }
+grep -q "^work: .* FLOP per replica fit" fit_advice.log || { cat fit_advice.log; fail "no counted work per fit"; }
 grep -q "^  cpu  *1 " fit_advice.log || { cat fit_advice.log; fail "no one-thread calibration run listed"; }
 ok "fit: CPU table, recommendation, command line in $(( $(date +%s) - start )) s"
 
