@@ -11,6 +11,7 @@
 
 #include "src/cli/commands.hpp"
 #include "src/run/run_args.hpp"
+#include "src/report/kernel_roofline.hpp"
 #include "src/report/timing_file.hpp"
 
 namespace po = boost::program_options;
@@ -94,7 +95,7 @@ void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, boo
 
 int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(
-        "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--runs]\n\n"
+        "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--runs] [--roofline]\n\n"
         "One row per file: ranks, workers, runtime, speedup and scaling efficiency against the\n"
         "baseline (the given one, else the file with the fewest ranks), the POP efficiencies\n"
         "(parallel = load balance x communication; computation scalability and global efficiency\n"
@@ -105,6 +106,7 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     desc.add_options()("help,h", "this text")("csv", po::value<std::string>(&csv), "also write the table as CSV")(
         "baseline", po::value<std::string>(&baseline), "run to compare against (default: fewest ranks)")(
         "runs", "also one row per run record of each file, with its date and command line")(
+        "roofline", "also each file's model work (/timing/kernels): FLOPs, bytes, time, rates, fraction of ceiling")(
         "files", po::value<std::vector<std::string>>(&files), "result files");
     po::positional_options_description pos;
     pos.add("files", -1);
@@ -120,6 +122,12 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::FILE* out = open_csv(csv);
     print_report(runs, base, vm.count("runs") > 0, out);
     if (out) std::fclose(out);
+    if (vm.count("roofline") == 0) return 0;
+    for (const RunTiming& r : runs) {
+        const std::vector<KernelRecord> k = read_kernels(h5::File::open_read(r.file), "/timing");
+        std::printf("\nroofline: %s\n%s", r.file.c_str(), k.empty() ? "  (no /timing/kernels: a run from before them)\n"
+                                                                   : format_kernels(k).c_str());
+    }
     return 0;
 }
 

@@ -22,6 +22,8 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/results_file.hpp"
+#include "kernels/fit/fit_plan.hpp"
+#include "src/report/kernel_roofline.hpp"
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
@@ -64,6 +66,26 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 /// (h5::File::reserve): 5 datasets of at most P x P doubles, per-rank timing rows and placement.
 std::uint64_t tail_bytes(std::size_t P, int ranks) {
     return (1u << 20) + 16 * (2 * P * P + 7 * P) + 16384 * static_cast<std::uint64_t>(ranks);
+}
+
+/**
+ * The fit's model work on the roofline: counted FLOPs per LM iteration (as --dry-run prints
+ * them) times the iterations of the fits stored; bytes: the data (x, y, sigma) read once per
+ * model pass (the Jacobian's dual passes and the trial), an estimate; the time: every rank's
+ * compute. No ceiling: the CPU's is not probed, and a GPU's costs a probe per run.
+ */
+KernelRecord lm_kernel(const FitProblem& pb, double iterations, const std::vector<RankTiming>& ranks) {
+    int nfree = 0;
+    for (const auto& p : pb.config.params) nfree += p.fixed ? 0 : 1;
+    const int K = qr_dual_width(nfree);
+    const double passes = 1.0 + static_cast<double>((nfree + K - 1) / K);
+    KernelRecord k;
+    k.name = "lm";
+    k.what = "FLOP counted per LM iteration x iterations; bytes: the data per model pass (estimated)";
+    k.flops = pb.flops_per_iteration() * iterations;
+    k.bytes = iterations * passes * pb.data.n * (pb.data.nx + 2) * 8.0;
+    for (const RankTiming& r : ranks) k.seconds += r.phase[static_cast<size_t>(Phase::compute)];
+    return k;
 }
 
 /// The dispatcher's account and the policy, as attributes of /timing and fields of the JSON.
@@ -157,6 +179,7 @@ class FitRun {
     DispatchStats dispatch_;
     int stopped_ = 0;               // the signal that stopped the run early
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
+    double iterations_ = 0;         // LM iterations of the replica fits stored (rank 0)
 };
 
 /// Every step that can fail on one rank only (a config or data file missing on one node, the
@@ -317,6 +340,7 @@ void FitRun::fit_pending() {
     };
     h.store = [&](const ReplicaBlock& b) {
         out_->write(b);
+        for (std::int64_t it : b.iterations) iterations_ += static_cast<double>(it);
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
     h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
@@ -364,6 +388,7 @@ void FitRun::report_timing() {
     for (const std::string& group : {std::string("/timing"), record})
         write_dispatch_timing(out_->file(), group, dispatch_, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
     if (!opt_.predicted.empty()) store_prediction(out_->file(), {"/timing", record}, opt_.predicted, placement_);
+    write_kernels(out_->file(), {"/timing", record}, {lm_kernel(*pb_, iterations_, t.ranks)});
     out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
     write_timing_json(json, t, placement_, dispatch_json(dispatch_, policy));

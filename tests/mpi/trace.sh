@@ -40,6 +40,21 @@ run_np 2 reconstruct ptycho.ini --solver.iterations 3 --output.previews false --
 check_trace recon.json recon.h5 2 || fail "reconstruction trace"
 ok "reconstruction on 2 ranks: one track per rank, phases add up to each rank's wall time"
 
+# The roofline rows of each problem's model work: /timing/kernels and report --roofline.
+/usr/bin/python3 - <<'PY' || fail "roofline rows"
+import h5py
+for path, name in (("fit.h5", "lm"), ("recon.h5", "gradient")):
+    for g in ("/timing/kernels/" + name, "/timing/runs/0/kernels/" + name):
+        a = h5py.File(path, "r")[g].attrs
+        assert a["seconds"] > 0 and a["bytes"] > 0, (path, dict(a))
+        assert abs(a["achieved_bytes_per_second"] - a["bytes"] / a["seconds"]) <= 1e-9 * a["bytes"] / a["seconds"]
+    print(path, name, dict(h5py.File(path, "r")["/timing/kernels/" + name].attrs))
+assert h5py.File("fit.h5", "r")["/timing/kernels/lm"].attrs["flops"] > 0
+PY
+"$EF" report fit.h5 recon.h5 --roofline > roof.log
+grep -q "^  lm  " roof.log && grep -q "^  gradient  " roof.log || { cat roof.log; fail "report --roofline rows"; }
+ok "roofline rows: lm (fit) and gradient (reconstruction) in /timing/kernels and report --roofline"
+
 # Bounded: thousands of short units (one replica each) stay under the per-rank event cap.
 run_np 2 fit example.ini --fit.replicas 3000 --fit.chunk 1 --trace many.json --output.file many.h5 > many.log
 check_trace many.json many.h5 2 || fail "trace of many units"
