@@ -218,7 +218,7 @@ void print_table(const std::vector<advise::Prediction>& rows, size_t pick) {
                     rows[i].wall, rows[i].efficiency, rows[i].bound.c_str(), i == pick ? "   <- recommended" : "");
 }
 
-/// Why `pick`: the fastest, or as fast within the model's resolution with fewer ranks.
+/// Why `pick`: the fastest, or as fast within the model's resolution with less hardware.
 std::string reason(const std::vector<advise::Prediction>& rows, size_t pick) {
     size_t other = pick == 0 && rows.size() > 1 ? 1 : 0;
     for (size_t i = 0; i < rows.size(); ++i)
@@ -226,8 +226,8 @@ std::string reason(const std::vector<advise::Prediction>& rows, size_t pick) {
     char b[300];
     if (rows.size() < 2) return "the only placement";
     if (rows[other].wall < rows[pick].wall)
-        std::snprintf(b, sizeof b, "within 3 %% of the fastest (%s, %.2f s) with fewer ranks", rows[other].placement.label().c_str(),
-                      rows[other].wall);
+        std::snprintf(b, sizeof b, "within 3 %% of the fastest (%s, %.2f s) with fewer GPUs, cores or threads per rank",
+                      rows[other].placement.label().c_str(), rows[other].wall);
     else
         std::snprintf(b, sizeof b, "the fastest predicted, %.0f %% faster than the next (%s, %.2f s)",
                       100 * (rows[other].wall / rows[pick].wall - 1), rows[other].placement.label().c_str(), rows[other].wall);

@@ -4,6 +4,7 @@
 #include "src/run/advise_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -209,10 +210,14 @@ size_t recommend(const std::vector<Prediction>& rows) {
     size_t best = 0;
     for (size_t i = 1; i < rows.size(); ++i)
         if (rows[i].wall < rows[best].wall) best = i;
+    // Within the model's resolution: fewer GPUs, then fewer cores, then fewer threads per rank
+    // (one rank per core, the project's default: no OpenMP barriers inside a unit).
+    auto cost = [](const Placement& p) {
+        return std::array<int, 3>{p.gpus, p.cpu_ranks * p.threads + p.gpu_ranks(), p.threads};
+    };
     size_t pick = best;
     for (size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].wall <= 1.03 * rows[best].wall && rows[i].placement.ranks() < rows[pick].placement.ranks())
-            pick = i;
+        if (rows[i].wall <= 1.03 * rows[best].wall && cost(rows[i].placement) < cost(rows[pick].placement)) pick = i;
     return pick;
 }
 

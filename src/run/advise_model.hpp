@@ -78,8 +78,8 @@ std::vector<Placement> candidate_placements(int cores, int gpus, const std::vect
 
 Prediction predict(const ProblemModel& m, const Placement& p);
 
-/// The index of the fastest prediction; one within 3 % of it that uses fewer ranks wins
-/// (the difference is within what the model can tell, and fewer ranks cost less).
+/// The index of the fastest prediction; one within 3 % of it (what the model can tell apart)
+/// wins when it uses fewer GPUs, then fewer cores, then fewer threads per rank.
 size_t recommend(const std::vector<Prediction>& rows);
 
 }  // namespace ef::advise

@@ -120,19 +120,23 @@ TEST_CASE("a reconstruction's batches split by speed and pay the gradient sum be
 TEST_CASE("the placements compared and the recommendation", "[advise]") {
     const std::vector<Placement> cpu_only = candidate_placements(2, 0, {1, 2, 4}, true, false);
     const std::vector<Placement> all = candidate_placements(16, 1, {1, 2, 4}, true, true);
-    std::vector<Prediction> rows(3);
-    rows[0].placement = Placement{4, 1, 0, 0};
+    std::vector<Prediction> rows(4);
+    rows[0].placement = Placement{0, 1, 1, 1};
     rows[0].wall = 10.0;
     rows[1].placement = Placement{2, 2, 0, 0};
-    rows[1].wall = 10.2;  // within 3 %, fewer ranks
-    rows[2].placement = Placement{1, 4, 0, 0};
-    rows[2].wall = 11.0;
+    rows[1].wall = 10.25;  // within 3 %, no GPU
+    rows[2].placement = Placement{4, 1, 0, 0};
+    rows[2].wall = 10.2;  // within 3 %, no GPU, the same cores, one thread per rank: the pick
+    rows[3].placement = Placement{1, 2, 0, 0};
+    rows[3].wall = 11.0;  // fewer cores, but 10 % slower
 
     REQUIRE(cpu_only.size() == 2);
     CHECK(cpu_only[0].label() == "1 cpu x 2 threads");
     CHECK(cpu_only[1].label() == "2 cpu x 1 thread");
     CHECK(all.size() == 5 + 3 + 3);  // 1..16 CPU ranks; 1 GPU x 1, 2, 4; each beside CPU ranks
     CHECK(all.back().label() == "1 gpu x 4 ranks + 12 cpu x 1 thread");
+    CHECK(recommend(rows) == 2);
+    rows[2].wall = 10.4;  // no longer within 3 %
     CHECK(recommend(rows) == 1);
 }
 
