@@ -34,14 +34,19 @@ BUDGET=${EF_ADVISE_BUDGET:-20}
 run_row() {
     local problem=$1 cmd=$2 config=$3 args=$4 pred=$5 row=$6 rec=$7
     IFS=$'\t' read -r label ranks cpu_ranks threads gpus rpg wall runtime eff flag <<< "$row"
-    local workers=cpu
-    [ "$gpus" -gt 0 ] && workers=$([ "$cpu_ranks" -gt 0 ] && echo auto || echo gpu)
-    local t0 t1
+    local common="$config $args --predicted $pred --output.file run.h5 --overwrite"
+    local t0 t1 rc=0
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    mpirun --bind-to none --oversubscribe -np "$ranks" "$EF" "$cmd" "$config" $args --run.workers "$workers" \
-        --run.threads "$threads" --predicted "$pred" --output.file "run.h5" --overwrite > run.log 2>&1 ||
-        { cat run.log; echo "run failed: $label"; exit 1; }
+    if [ "$gpus" -gt 0 ] && [ "$cpu_ranks" -gt 0 ]; then  # CPU ranks must not see the GPU (advise prints the same)
+        mpirun --bind-to none --oversubscribe -np $((ranks - cpu_ranks)) "$EF" "$cmd" $common --run.workers gpu \
+            --run.threads 1 : -np "$cpu_ranks" -x CUDA_VISIBLE_DEVICES= "$EF" "$cmd" $common --run.workers cpu \
+            --run.threads "$threads" > run.log 2>&1 || rc=$?
+    else
+        mpirun --bind-to none --oversubscribe -np "$ranks" "$EF" "$cmd" $common \
+            --run.workers "$([ "$gpus" -gt 0 ] && echo gpu || echo cpu)" --run.threads "$threads" > run.log 2>&1 || rc=$?
+    fi
+    [ "$rc" = 0 ] || { cat run.log; echo "run failed: $label"; exit 1; }
     t1=$(date +%s.%N)
     local measured err
     measured=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')

@@ -195,10 +195,15 @@ void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     const std::string cmd = a.req.recon ? "reconstruct" : "fit";
     std::string overrides;
     for (const std::string& o : a.req.overrides) overrides += " " + o;
-    const char* workers = p.gpus == 0 ? "cpu" : (p.cpu_ranks == 0 ? "gpu" : "auto");
-    std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers %s --run.threads %d%s%s\n", p.ranks(), cmd.c_str(),
-                a.req.config.c_str(), workers, p.threads, overrides.c_str(),
-                a.output.empty() ? "" : (" --predicted " + a.output).c_str());
+    const std::string tail = overrides + (a.output.empty() ? "" : " --predicted " + a.output);
+    if (p.gpus > 0 && p.cpu_ranks > 0)  // the CPU ranks must not see the GPU, or auto makes them GPU ranks
+        std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers gpu --run.threads 1%s : -np %d -x "
+                    "CUDA_VISIBLE_DEVICES= ensemblefit %s %s --run.workers cpu --run.threads %d%s\n",
+                    p.gpu_ranks(), cmd.c_str(), a.req.config.c_str(), tail.c_str(), p.cpu_ranks, cmd.c_str(),
+                    a.req.config.c_str(), p.threads, tail.c_str());
+    else
+        std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers %s --run.threads %d%s\n", p.ranks(),
+                    cmd.c_str(), a.req.config.c_str(), p.gpus == 0 ? "cpu" : "gpu", p.threads, tail.c_str());
     if (p.gpus == 0)
         std::printf("  Slurm: --nodes=1 --ntasks=%d --cpus-per-task=%d (jobs/rank-per-core.sbatch or hybrid.sbatch)\n",
                     p.ranks(), p.threads);
