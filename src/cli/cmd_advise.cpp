@@ -112,6 +112,18 @@ bool parse_advise_args(const std::vector<std::string>& args, AdviseArgs& a) {
     return true;
 }
 
+/// A warning when the machine is busy with others' work: the calibration then measures a share
+/// of the cores, and the runs it predicts will see another share.
+std::string load_note(int cores) {
+    std::ifstream in("/proc/loadavg");
+    double load = 0;
+    if (!(in >> load) || load <= 0.5 * cores + 1) return "";
+    char b[200];
+    std::snprintf(b, sizeof b, "; load average %.1f on %d cores: calibration and runs share the cores with others, "
+                  "predictions are unreliable", load, cores);
+    return b;
+}
+
 /// Worker kinds, cores and GPUs: the allocation's inside Slurm, else this process's.
 std::string decide_machine(AdviseArgs& a, int& gpus) {
     const LauncherEnvironment& env = launcher_environment();
@@ -128,6 +140,7 @@ std::string decide_machine(AdviseArgs& a, int& gpus) {
                  std::to_string(env.slurm_ntasks) + " task(s)); the table is per node";
     else
         where += " on this machine";
+    where += load_note(a.req.cores);
     if (gpus > 0) return where + ", " + std::to_string(gpus) + " GPU(s)";
     if (w.find("gpu") != std::string::npos && !a.req.cpu)
         throw usage_error("advise: --workers gpu, but no GPU is visible" + std::string(EF_HAVE_CUDA ? "" : " (built without CUDA)"));
