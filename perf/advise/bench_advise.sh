@@ -6,7 +6,8 @@
 # as users time it (the whole `mpirun ... ensemblefit` command) with --predicted. Prints and
 # writes a TSV: problem, placement, recommended, predicted and measured seconds, error.
 # Goals (issue #26): |error| <= 25 %; the recommended measured <= 1.10 x the other.
-#   perf/advise/bench_advise.sh [BUILD_DIR]   (EF_BENCH_SIZE=small|full; default small)
+#   perf/advise/bench_advise.sh [BUILD_DIR]   (EF_BENCH_SIZE=small|full; default small;
+#                                             EF_BENCH_ROWS=all: every placement of the table)
 # small sizes keep the whole script to a few minutes on 2 cores; full uses the issue's sizes.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,7 +67,15 @@ bench() {
     # The other: the best-predicted row that is not the pick.
     other=$(awk -F'\t' '!/^#/ && $10 == 0 && $1 != "placement"' "$problem.tsv" | sort -t$'\t' -k7,7g | head -1)
     run_row "$problem" "$cmd" "$config" "$args" "$problem.tsv" "$rec" yes
-    run_row "$problem" "$cmd" "$config" "$args" "$problem.tsv" "$other" no
+    if [ "${EF_BENCH_ROWS:-two}" != all ]; then
+        run_row "$problem" "$cmd" "$config" "$args" "$problem.tsv" "$other" no
+        return
+    fi
+    local row
+    awk -F'\t' '!/^#/ && $10 == 0 && $1 != "placement"' "$problem.tsv" > "$problem.others"
+    while IFS= read -r row; do
+        run_row "$problem" "$cmd" "$config" "$args" "$problem.tsv" "$row" no < /dev/null
+    done < "$problem.others"
 }
 
 printf 'problem\tplacement\trecommended\tpredicted_s\tmeasured_s\terror_pct\tload\n' | tee "$TSV"
