@@ -24,6 +24,8 @@ void reconstruct_help() {
                 "                  uninterrupted run\n"
                 "  --overwrite     replace an existing output file (refused otherwise)\n"
                 "  --dry-run       read and check everything, print the plan, reconstruct nothing\n"
+                "  --predicted F   a prediction of `ensemblefit advise -o F`: stored beside /timing\n"
+                "  --trace F.json  every rank's phases as a Chrome trace (Perfetto, chrome://tracing)\n"
                 "  --debug.speeds W0,W1,...[/W0,W1,.../...]\n"
                 "                  per-rank speeds used instead of the measured ones at successive\n"
                 "                  rebalance points (the last list repeats): forces unequal shares\n"

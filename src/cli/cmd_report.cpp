@@ -11,6 +11,7 @@
 
 #include "src/cli/commands.hpp"
 #include "src/run/run_args.hpp"
+#include "src/report/kernel_roofline.hpp"
 #include "src/report/timing_file.hpp"
 
 namespace po = boost::program_options;
@@ -60,6 +61,17 @@ std::FILE* open_csv(const std::string& path) {
     return out;
 }
 
+/// Under a run's row: what `advise` predicted for it (--predicted) against what it measured.
+void print_predicted(const RunTiming& r) {
+    if (r.predicted_wall <= 0) return;
+    const double err = r.metrics.runtime > 0 ? (r.predicted_runtime - r.metrics.runtime) / r.metrics.runtime : 0.0;
+    std::printf("    predicted %.3f s (parallel efficiency %.3f) for %s%s; measured %.3f s (%.3f): error %+.1f %%; "
+                "the whole command with start-up and exit: predicted %.3f s\n",
+                r.predicted_runtime, r.predicted_efficiency, r.predicted_placement.c_str(),
+                r.predicted_matches ? "" : " (not this run's placement)", r.metrics.runtime,
+                r.metrics.parallel_efficiency, 100 * err, r.predicted_wall);
+}
+
 /// The table over `runs` (each file's totals over its run records; with `per_run`, every record
 /// on its own row below its file's).
 void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, bool per_run, std::FILE* csv) {
@@ -68,9 +80,11 @@ void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, boo
                 "phase shares: setup compute comm sync sched idle io");
     for (const RunTiming& r : runs) {
         print_row(r.file + (r.runs.size() > 1 ? " (" + std::to_string(r.runs.size()) + " runs)" : ""), r, base, csv);
+        if (r.runs.size() == 1) print_predicted(r);
         if (!per_run) continue;
         for (size_t k = 0; k < r.runs.size(); ++k) {
             print_row("  run " + std::to_string(k), r.runs[k], base, csv);
+            print_predicted(r.runs[k]);
             std::printf("    %s  %s\n", r.runs[k].date.c_str(), r.runs[k].command.c_str());
         }
     }
@@ -81,7 +95,7 @@ void print_report(const std::vector<RunTiming>& runs, const RunTiming& base, boo
 
 int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(
-        "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--runs]\n\n"
+        "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--runs] [--roofline]\n\n"
         "One row per file: ranks, workers, runtime, speedup and scaling efficiency against the\n"
         "baseline (the given one, else the file with the fewest ranks), the POP efficiencies\n"
         "(parallel = load balance x communication; computation scalability and global efficiency\n"
@@ -92,6 +106,7 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     desc.add_options()("help,h", "this text")("csv", po::value<std::string>(&csv), "also write the table as CSV")(
         "baseline", po::value<std::string>(&baseline), "run to compare against (default: fewest ranks)")(
         "runs", "also one row per run record of each file, with its date and command line")(
+        "roofline", "also each file's model work (/timing/kernels): FLOPs, bytes, time, rates, fraction of ceiling")(
         "files", po::value<std::vector<std::string>>(&files), "result files");
     po::positional_options_description pos;
     pos.add("files", -1);
@@ -107,6 +122,12 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::FILE* out = open_csv(csv);
     print_report(runs, base, vm.count("runs") > 0, out);
     if (out) std::fclose(out);
+    if (vm.count("roofline") == 0) return 0;
+    for (const RunTiming& r : runs) {
+        const std::vector<KernelRecord> k = read_kernels(h5::File::open_read(r.file), "/timing");
+        std::printf("\nroofline: %s\n%s", r.file.c_str(), k.empty() ? "  (no /timing/kernels: a run from before them)\n"
+                                                                   : format_kernels(k).c_str());
+    }
     return 0;
 }
 

@@ -57,6 +57,8 @@ void fit_help() {
         "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
         "  --baseline F.h5 a run of the same problem on fewer ranks: adds speedup, computation\n"
         "                  scalability and global efficiency to the timing report\n"
+        "  --predicted F   a prediction of `ensemblefit advise -o F`: stored beside /timing\n"
+        "  --trace F.json  every rank's phases as a Chrome trace (Perfetto, chrome://tracing)\n"
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
         "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write\n"

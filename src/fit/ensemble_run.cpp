@@ -23,16 +23,20 @@
 
 #include "src/io/replica_writer.hpp"
 #include "src/io/results_file.hpp"
+#include "kernels/fit/fit_plan.hpp"
+#include "src/report/kernel_roofline.hpp"
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/heartbeat.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/placement.hpp"
+#include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
 #include "src/run/run_timing.hpp"
 #include "src/run/setup_trace.hpp"
 #include "src/run/stop_request.hpp"
+#include "src/run/trace.hpp"
 #include "src/sched/unit_dispatch.hpp"
 
 namespace ef {
@@ -63,6 +67,26 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 /// (h5::File::reserve): 5 datasets of at most P x P doubles, per-rank timing rows and placement.
 std::uint64_t tail_bytes(std::size_t P, int ranks) {
     return (1u << 20) + 16 * (2 * P * P + 7 * P) + 16384 * static_cast<std::uint64_t>(ranks);
+}
+
+/**
+ * The fit's model work on the roofline: counted FLOPs per LM iteration (as --dry-run prints
+ * them) times the iterations of the fits stored; bytes: the data (x, y, sigma) read once per
+ * model pass (the Jacobian's dual passes and the trial), an estimate; the time: every rank's
+ * compute. No ceiling: the CPU's is not probed, and a GPU's costs a probe per run.
+ */
+KernelRecord lm_kernel(const FitProblem& pb, double iterations, const std::vector<RankTiming>& ranks) {
+    int nfree = 0;
+    for (const auto& p : pb.config.params) nfree += p.fixed ? 0 : 1;
+    const int K = qr_dual_width(nfree);
+    const double passes = 1.0 + static_cast<double>((nfree + K - 1) / K);
+    KernelRecord k;
+    k.name = "lm";
+    k.what = "FLOP counted per LM iteration x iterations; bytes: the data per model pass (estimated)";
+    k.flops = pb.flops_per_iteration() * iterations;
+    k.bytes = iterations * passes * pb.data.n * (pb.data.nx + 2) * 8.0;
+    for (const RankTiming& r : ranks) k.seconds += r.phase[static_cast<size_t>(Phase::compute)];
+    return k;
 }
 
 /// The dispatcher's and the results writer's account and the policy, as attributes of /timing
@@ -109,7 +133,9 @@ void print_dispatch_timing(const GatheredTiming& t, const DispatchStats& ds, Sch
  */
 class FitRun {
    public:
-    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {}
+    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {
+        if (!opt.trace.empty()) timer_.record_to(&timeline_);
+    }
 
     void set_up();
     void print_placement_and_warnings() const;
@@ -147,6 +173,7 @@ class FitRun {
     const MpiContext& ctx_;
     SetupTrace trace_;
     PhaseTimer timer_;
+    PhaseTrace timeline_;  // --trace
     std::unique_ptr<FitProblem> pb_;
     RunIdentity id_;
     double slowdown_ = 1.0;
@@ -162,6 +189,7 @@ class FitRun {
     DispatchStats dispatch_;
     int stopped_ = 0;               // the signal that stopped the run early
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
+    double iterations_ = 0;         // LM iterations of the replica fits stored (rank 0)
 };
 
 /// Every step that can fail on one rank only (a config or data file missing on one node, the
@@ -191,6 +219,8 @@ void FitRun::read_problem(FitConfig&& cfg) {
                      shard.count, static_cast<long long>(pb_->config.replicas));
     slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
+    if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);
+    if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
     threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
 }
 
@@ -329,6 +359,7 @@ void FitRun::fit_pending() {
     };
     if (ctx_.is_root()) writer_ = std::make_unique<ReplicaWriter>(*out_, writer_options());
     h.store = [&](const ReplicaBlock& b) {
+        for (std::int64_t it : b.iterations) iterations_ += static_cast<double>(it);
         writer_->add(ReplicaBlock(b));
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
@@ -373,6 +404,7 @@ void FitRun::report_timing() {
     mine_.mpi_calls += ctx_.is_root() ? dispatch_.mpi_calls : 0;
     mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
     GatheredTiming t = gather_timing(ctx_, timer_, mine_, TimingColumns{});
+    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit fit " + opt_.config_path);
     if (!ctx_.is_root()) return;
     if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
@@ -381,6 +413,8 @@ void FitRun::report_timing() {
     for (const std::string& group : {std::string("/timing"), record})
         write_dispatch_timing(out_->file(), group, dispatch_, writer_stats, policy,
                               t.metrics.speedup > 0 ? opt_.baseline : "");
+    if (!opt_.predicted.empty()) store_prediction(out_->file(), {"/timing", record}, opt_.predicted, placement_);
+    write_kernels(out_->file(), {"/timing", record}, {lm_kernel(*pb_, iterations_, t.ranks)});
     out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
     write_timing_json(json, t, placement_, dispatch_json(dispatch_, writer_stats, policy));

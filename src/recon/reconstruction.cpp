@@ -15,8 +15,10 @@
 
 #include "src/recon/reconstruction.hpp"
 #include "src/run/output_guard.hpp"
+#include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
 #include "src/run/stop_request.hpp"
+#include "src/run/trace.hpp"
 
 namespace ef {
 
@@ -114,6 +116,8 @@ void Reconstruction::read_input() {
         throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
     schedule_ = std::make_unique<BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
     debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
+    if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);  // fail now, not after the run
+    if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
     if (!debug_speeds_.empty() && cfg_.balance != "throughput")
         throw usage_error("--debug.speeds: needs run.balance = throughput");
     if (schedule_->strata() < ctx_.size() && ctx_.is_root())

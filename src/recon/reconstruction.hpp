@@ -22,6 +22,7 @@
 #include "src/recon/recon_checkpoint.hpp"
 #include "src/run/heartbeat.hpp"
 #include "src/run/placement.hpp"
+#include "src/run/trace.hpp"
 #include "src/sched/batch_schedule.hpp"
 
 namespace ef::recon {
@@ -63,7 +64,9 @@ struct LossSums {
  */
 class Reconstruction {
    public:
-    Reconstruction(const ReconRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx) {}
+    Reconstruction(const ReconRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx) {
+        if (!opt.trace.empty()) timer_.record_to(&timeline_);
+    }
 
     void run();
 
@@ -131,6 +134,7 @@ class Reconstruction {
     const ReconRunOptions& opt_;
     const MpiContext& ctx_;
     PhaseTimer timer_;
+    PhaseTrace timeline_;  // --trace
     ReconConfig cfg_;
     PtychoDataset ds_;
     std::int64_t n_ = 0;  // pixels per pattern

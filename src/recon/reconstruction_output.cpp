@@ -18,8 +18,11 @@
 #include "src/recon/ptycho_h5.hpp"
 #include "src/recon/reconstruction.hpp"
 #include "src/run/environment.hpp"
+#include "src/report/kernel_roofline.hpp"
 #include "src/run/output_guard.hpp"
+#include "src/run/predicted_timing.hpp"
 #include "src/run/run_timing.hpp"
+#include "src/run/trace.hpp"
 
 namespace ef::recon {
 
@@ -210,6 +213,23 @@ double Reconstruction::seconds_per_iteration() const {
     return per_it / static_cast<double>(its.size() - skip);
 }
 
+namespace {
+
+/// The reconstruction's model work on the roofline: its gradient steps' traffic (the worker's
+/// count of bytes per position) over their measured time; FLOPs are not counted (yet).
+KernelRecord gradient_kernel(const std::vector<RankTiming>& ranks) {
+    KernelRecord k;
+    k.name = "gradient";
+    k.what = "bytes: the worker's traffic per position (counted); FLOPs not counted";
+    for (const RankTiming& r : ranks) {
+        k.seconds += r.extra.size() > 0 ? r.extra[0] : 0.0;
+        k.bytes += r.extra.size() > 1 ? r.extra[1] : 0.0;
+    }
+    return k;
+}
+
+}  // namespace
+
 /// Per-rank phases, counts and the reconstruction's columns under /timing (gather_timing,
 /// write_timing), then its own attributes: seconds and model traffic per iteration, rebalances.
 void Reconstruction::report_timing() {
@@ -223,12 +243,15 @@ void Reconstruction::report_timing() {
     mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
     mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_)};
     const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
+    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit reconstruct " + opt_.config_path);
     if (!ctx_.is_root()) return;
     const double per_it = seconds_per_iteration();
     const double traffic_iter = traffic_per_position * static_cast<double>(ds_.count);  // all ranks, one iteration
     {
         h5::File f = h5::File::open_write(cfg_.output_file);
-        write_timing(f, t, placement_);
+        const std::string record = write_timing(f, t, placement_);
+        if (!opt_.predicted.empty()) store_prediction(f, {"/timing", record}, opt_.predicted, placement_);
+        write_kernels(f, {"/timing", record}, {gradient_kernel(t.ranks)});
         f.set_attr("/timing", "seconds_per_iteration", per_it);
         f.set_attr("/timing", "traffic_bytes_per_iteration", traffic_iter);
         f.set_attr("/timing", "rebalances", static_cast<std::int64_t>(rebalances_));

@@ -50,6 +50,13 @@ RunTiming read_timing_at(const h5::File& f, const std::string& group) {
     if (f.has_attr(group, "policy")) t.policy = f.attr_string(group, "policy");
     if (f.has_attr(group, "command")) t.command = f.attr_string(group, "command");
     if (f.has_attr(group, "date")) t.date = f.attr_string(group, "date");
+    if (f.has_attr(group, "predicted_wall_seconds")) {
+        t.predicted_wall = f.attr_double(group, "predicted_wall_seconds");
+        t.predicted_runtime = f.attr_double(group, "predicted_runtime_seconds");
+        t.predicted_efficiency = f.attr_double(group, "predicted_parallel_efficiency");
+        t.predicted_placement = f.attr_string(group, "predicted_placement");
+        t.predicted_matches = f.attr_int64(group, "predicted_placement_matches") != 0;
+    }
     t.metrics = pop_metrics(t.ranks);
     return t;
 }

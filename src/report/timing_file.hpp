@@ -19,6 +19,12 @@ struct RunTiming {
     PopMetrics metrics;
     TimingColumns columns;
     std::string command, date;  ///< of a run record (empty for a file from before records)
+    /// What `ensemblefit advise` predicted for the run (--predicted): 0 and empty when nothing.
+    double predicted_wall = 0.0;     ///< the whole command
+    double predicted_runtime = 0.0;  ///< what /timing measures: compare with metrics.runtime
+    double predicted_efficiency = 0.0;
+    std::string predicted_placement;
+    bool predicted_matches = true;  ///< false: the file held no row for the run's placement
     /// The file's run records (/timing/runs/<k>) in order; the fields above are their sum
     /// when there are several (a resumed or merged file).
     std::vector<RunTiming> runs;

@@ -45,6 +45,10 @@ const LauncherEnvironment& launcher_environment() {
         e.array_task_id = env_long("SLURM_ARRAY_TASK_ID");
         e.array_task_count = env_long("SLURM_ARRAY_TASK_COUNT");
         e.array_task_min = env_long("SLURM_ARRAY_TASK_MIN");
+        e.slurm_nodes = env_positive_int("SLURM_JOB_NUM_NODES");
+        e.slurm_ntasks = env_positive_int("SLURM_NTASKS");
+        e.slurm_cpus_on_node = env_positive_int("SLURM_CPUS_ON_NODE");
+        e.slurm_gpus_on_node = env_positive_int("SLURM_GPUS_ON_NODE");
         return e;
     }();
     return env;

@@ -20,6 +20,9 @@ struct LauncherEnvironment {
     int omp_num_threads = 0;      ///< OMP_NUM_THREADS (0: unset or not a positive integer)
     /// SLURM_ARRAY_TASK_ID, _COUNT and _MIN, when this process is a Slurm array task.
     std::optional<long> array_task_id, array_task_count, array_task_min;
+    /// The Slurm allocation this process runs in (advise plans for it; 0: unset or not Slurm):
+    /// SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_CPUS_ON_NODE, SLURM_GPUS_ON_NODE.
+    int slurm_nodes = 0, slurm_ntasks = 0, slurm_cpus_on_node = 0, slurm_gpus_on_node = 0;
 };
 
 /// The launcher's variables of this process, read on first call.

@@ -40,6 +40,10 @@ bool parse_run_args(const std::string& command, const std::vector<std::string>& 
             out.dry_run = true;
         } else if (a == "--resume" && resumable) {
             out.resume = true;
+        } else if (a == "--trace" || starts_with(a, "--trace=")) {
+            out.trace = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : value();
+        } else if (a == "--predicted" || starts_with(a, "--predicted=")) {
+            out.predicted = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : value();
         } else if (const ArgOption* o = find_option(options, a)) {
             const auto eq = a.find('=');
             o->apply(!o->takes_value ? std::string() : eq != std::string::npos ? a.substr(eq + 1) : value());

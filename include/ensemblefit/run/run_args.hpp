@@ -13,6 +13,8 @@ struct RunArgs {
     bool overwrite = false;              ///< replace an existing output
     bool resume = false;                 ///< finish an existing output
     bool dry_run = false;                ///< check everything, compute and write nothing
+    std::string predicted;               ///< `ensemblefit advise -o` file: stored beside /timing
+    std::string trace;                   ///< --trace FILE.json: every rank's timeline (src/run/trace.hpp)
 };
 
 }  // namespace ef

@@ -14,6 +14,16 @@ inline constexpr int kPhaseCount = static_cast<int>(Phase::count_);
 const char* to_string(Phase p);
 
 /**
+ * Receives every closed phase interval of a PhaseTimer (the `--trace` timeline, src/run/trace.hpp).
+ * Called on the thread that switches phases, after the totals are updated.
+ */
+class PhaseRecorder {
+   public:
+    virtual ~PhaseRecorder() = default;
+    virtual void add(Phase p, std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end) = 0;
+};
+
+/**
  * Splits one rank's wall time into phases. Exactly one phase is current at any time (switch()
  * moves the clock from one to the next), so the phases add up to the wall time by
  * construction. Cheap enough (one steady_clock read per switch) to run in every run.
@@ -27,6 +37,7 @@ class PhaseTimer {
     Phase enter(Phase p) {
         const auto now = Clock::now();
         seconds_[static_cast<size_t>(current_)] += std::chrono::duration<double>(now - last_).count();
+        if (recorder_) recorder_->add(current_, last_, now);
         last_ = now;
         const Phase prev = current_;
         current_ = p;
@@ -48,6 +59,8 @@ class PhaseTimer {
         seconds_[static_cast<size_t>(to)] += s;
     }
     double wall() const { return std::chrono::duration<double>(last_ - start_).count(); }
+    /// Every interval from now on also goes to `r` (nullptr: none); `r` must outlive the timer's use.
+    void record_to(PhaseRecorder* r) { recorder_ = r; }
     const std::array<double, kPhaseCount>& all() const { return seconds_; }
 
     /// RAII: a phase for the lifetime of the object, then back to the previous one.
@@ -67,6 +80,7 @@ class PhaseTimer {
     Clock::time_point start_, last_;
     Phase current_ = Phase::setup;
     std::array<double, kPhaseCount> seconds_{};
+    PhaseRecorder* recorder_ = nullptr;
 };
 
 }  // namespace ef

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+// The calibration behind `ensemblefit advise`: short runs of the real command, in this process.
+#include "src/cli/advise_calibration.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <ensemblefit/config/fit_config.hpp>
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/ensemble_run.hpp>
+#include <ensemblefit/recon/recon_config.hpp>
+#include <ensemblefit/recon/reconstruction.hpp>
+
+#include "src/io/h5.hpp"
+#include "src/report/timing_file.hpp"
+
+namespace ef::advise {
+
+namespace {
+
+/// stdout and stderr go to /dev/null while it lives: a calibration run prints its plan,
+/// progress and tables, which are not the user's.
+class Silence {
+   public:
+    Silence() {
+        std::cout.flush();
+        std::fflush(stdout);
+        std::fflush(stderr);
+        out_ = dup(1);
+        err_ = dup(2);
+        const int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+            close(null);
+        }
+    }
+    ~Silence() {
+        std::cout.flush();
+        std::fflush(stdout);
+        std::fflush(stderr);
+        dup2(out_, 1);
+        dup2(err_, 2);
+        close(out_);
+        close(err_);
+    }
+    Silence(const Silence&) = delete;
+    Silence& operator=(const Silence&) = delete;
+
+   private:
+    int out_ = -1, err_ = -1;
+};
+
+/// A folder of its own for the calibration outputs, removed with everything in it.
+class TempFolder {
+   public:
+    TempFolder() {
+        std::string t = (std::filesystem::temp_directory_path() / "ef-advise-XXXXXX").string();
+        if (!mkdtemp(t.data())) throw data_error("advise: cannot create a temporary folder under " + t);
+        path_ = t;
+    }
+    ~TempFolder() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempFolder(const TempFolder&) = delete;
+    TempFolder& operator=(const TempFolder&) = delete;
+    const std::string& path() const { return path_; }
+
+   private:
+    std::string path_;
+};
+
+/// The keys a calibration run sets itself, so the user's own values of them are left out.
+bool set_by_calibration(const std::string& token) {
+    static const char* const keys[] = {"--run.workers",       "--run.threads",     "--output.file",
+                                       "--fit.replicas",      "--fit.chunk",       "--solver.iterations",
+                                       "--solver.batch_size", "--output.previews", "--output.checkpoint_minutes",
+                                       "--output.checkpoint_every"};
+    for (const char* k : keys)
+        if (token.rfind(std::string(k) + "=", 0) == 0) return true;
+    return false;
+}
+
+/// Mean LM iterations per replica fit of a calibration output (the central fit included).
+double mean_iterations(const std::string& path) {
+    const h5::File f = h5::File::open_read(path);
+    double sum = 0, n = 0;
+    for (const char* name : {"/central/iterations", "/replicas/iterations"}) {
+        if (!f.exists(name)) continue;
+        for (std::int64_t v : f.read_int64(name)) {
+            sum += static_cast<double>(v);
+            n += 1;
+        }
+    }
+    return n > 0 ? sum / n : 0.0;
+}
+
+class Runner {
+   public:
+    Runner(const AdviseRequest& req, const MpiContext& self) : req_(req), self_(self) {
+        for (const std::string& o : req.overrides)
+            if (!set_by_calibration(o)) base_.push_back(o);
+    }
+    /// One run with `workers` and `threads` and the overrides `extra`.
+    CalibrationPoint run(const std::string& workers, int threads, const std::vector<std::string>& extra);
+    double spent() const { return spent_; }
+
+   private:
+    const AdviseRequest& req_;
+    const MpiContext& self_;
+    std::vector<std::string> base_;
+    TempFolder dir_;
+    int count_ = 0;
+    double spent_ = 0;
+};
+
+CalibrationPoint Runner::run(const std::string& workers, int threads, const std::vector<std::string>& extra) {
+    const std::string out = dir_.path() + "/calibration" + std::to_string(count_++) + ".h5";
+    std::vector<std::string> ov = base_;
+    ov.insert(ov.end(), {"--run.workers=" + workers, "--run.threads=" + std::to_string(threads), "--output.file=" + out});
+    ov.insert(ov.end(), extra.begin(), extra.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+        Silence quiet;
+        if (req_.recon) {
+            ReconRunOptions o;
+            o.config_path = req_.config;
+            o.overrides = ov;
+            run_reconstruct(o, self_);
+        } else {
+            FitRunOptions o;
+            o.config_path = req_.config;
+            o.overrides = ov;
+            o.progress_interval = 1e9;
+            run_fit(o, self_);
+        }
+    }
+    const double outer = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    spent_ += outer;
+    const RankTiming r = read_run_timing(out).ranks.at(0);
+    CalibrationPoint p;
+    p.workers = workers;
+    p.threads = threads;
+    p.units = std::max<double>(1.0, static_cast<double>(r.units));
+    p.items = static_cast<double>(r.replicas) / p.units;
+    p.compute = r.phase[static_cast<size_t>(Phase::compute)];
+    p.io = r.phase[static_cast<size_t>(Phase::io)];
+    p.outside = std::max(0.0, outer - p.compute - p.io);
+    p.allreduce_bytes = r.mpi_calls > 0 ? static_cast<double>(r.mpi_bytes) / static_cast<double>(r.mpi_calls) : 0.0;
+    if (!req_.recon) p.iterations = mean_iterations(out);
+    return p;
+}
+
+std::string fit_items(double items) {
+    const long long n = static_cast<long long>(items);
+    return "--fit.replicas=" + std::to_string(n - 1);  // replica 0 is fitted too
+}
+
+/// Fit units of 1, 2, 4, ... replica fits on one thread (a GPU: 256, 1024, ...), each one unit,
+/// while the next (about twice the last's compute) fits in the budget; at least two.
+std::vector<CalibrationPoint> calibrate_fit(Runner& run, const AdviseRequest& req, const std::string& kind,
+                                            double budget) {
+    std::vector<CalibrationPoint> pts;
+    const bool gpu = kind == "gpu";
+    const double growth = gpu ? 4 : 2;
+    // Long enough units that timing noise is small against them: up to an eighth of the budget.
+    const double most = std::max(2.0, std::min(req.items, gpu ? 1e6 : 1e5));  // never more than the problem
+    for (double items = gpu ? std::min(256.0, most) : 1; pts.size() < 14 && items <= most; items *= growth) {
+        if (pts.size() >= 2) {
+            const CalibrationPoint& last = pts.back();
+            if (last.compute > budget / 8 || run.spent() + last.outside + last.io + growth * last.compute > budget) break;
+        }
+        pts.push_back(run.run(kind, 1, {fit_items(items), "--fit.chunk=" + std::to_string(static_cast<long>(items))}));
+    }
+    if (gpu || req.cores <= 1) return pts;
+    const CalibrationPoint& last = pts.back();
+    // As many fits per thread as the longest one-thread unit had (at least two), every core.
+    const double per_thread = std::max(2.0, std::floor(last.items / req.cores));
+    const double items = per_thread * req.cores;
+    const double guess = last.outside + last.io + last.compute / last.items * per_thread;
+    if (run.spent() + guess <= budget)
+        pts.push_back(run.run(kind, req.cores, {fit_items(items), "--fit.chunk=" + std::to_string(static_cast<long>(items))}));
+    return pts;
+}
+
+/// Reconstruction: one iteration at the configured mini-batch and at half of it on one thread
+/// (the per-batch cost against its positions), then one on every core.
+std::vector<CalibrationPoint> calibrate_recon(Runner& run, const AdviseRequest& req, const std::string& kind,
+                                              int batch, double budget) {
+    const std::vector<std::string> quiet = {"--solver.iterations=1", "--output.previews=false",
+                                            "--output.checkpoint_minutes=100000", "--output.checkpoint_every=0"};
+    auto with = [&](int b) {
+        std::vector<std::string> v = quiet;
+        v.push_back("--solver.batch_size=" + std::to_string(std::max(1, b)));
+        return v;
+    };
+    std::vector<CalibrationPoint> pts;
+    pts.push_back(run.run(kind, 1, with(batch)));
+    if (batch > 1) pts.push_back(run.run(kind, 1, with(batch / 2)));
+    const double guess = pts.front().outside + pts.front().io + pts.front().compute;
+    if (kind == "cpu" && req.cores > 1 && run.spent() + guess <= budget)
+        pts.push_back(run.run(kind, req.cores, with(batch)));
+    return pts;
+}
+
+/// The speed of one worker kind from its points: the unit fit on one thread, the thread
+/// efficiency from the run on every core, the median of what lies outside compute and output.
+WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
+    WorkerSpeed s;
+    std::vector<double> x, y, outside;
+    for (const CalibrationPoint& p : pts) {
+        outside.push_back(p.outside);
+        if (p.threads != 1) continue;
+        x.push_back(p.items);
+        y.push_back(p.compute / p.units);
+    }
+    s.unit = fit_linear(x, y);
+    std::sort(outside.begin(), outside.end());
+    s.fixed = outside.empty() ? 0.0 : outside[outside.size() / 2];
+    s.measured = !x.empty();
+    for (const CalibrationPoint& p : pts) {
+        if (p.threads <= 1) continue;
+        const double ideal = s.unit.b * std::ceil(p.items / cores);
+        const double got = p.compute / p.units - s.unit.a;
+        s.thread_efficiency = got > 0 ? std::clamp(ideal / got, 0.05, 1.0) : 1.0;
+    }
+    return s;
+}
+
+}  // namespace
+
+double process_age_seconds() {
+    std::ifstream stat("/proc/self/stat"), up("/proc/uptime");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    double uptime = 0;
+    up >> uptime;
+    if (close == std::string::npos || uptime <= 0) return 0.0;
+    std::istringstream fields(text.substr(close + 2));  // from field 3 (state) on
+    std::string f;
+    for (int k = 3; k < 22 && fields >> f; ++k) {
+    }
+    double start_ticks = 0;
+    fields >> start_ticks;  // field 22: start time in clock ticks after boot
+    const double age = uptime - start_ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    return age > 0 && age < 3600 ? age : 0.0;
+}
+
+ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<CalibrationPoint>& points) {
+    ProblemModel m;
+    m.recon = req.recon;
+    m.cores = req.cores;
+    int batch = 1;
+    if (req.recon) {
+        const ReconConfig c = load_recon_config(req.config, req.overrides);
+        m.iterations = c.iterations;
+        batch = c.batch_size;
+    } else {
+        m.items = static_cast<double>(load_fit_config(req.config, req.overrides).replicas) + 1;
+        req.items = m.items;
+    }
+    Runner run(req, self);
+    std::vector<std::string> kinds;
+    if (req.cpu) kinds.push_back("cpu");
+    if (req.gpu) kinds.push_back("gpu");
+    for (const std::string& kind : kinds) {
+        // Each kind gets its share of what is left of the budget.
+        const double budget = run.spent() + (req.budget - run.spent()) / static_cast<double>(kinds.size() - (&kind - kinds.data()));
+        const std::vector<CalibrationPoint> pts =
+            req.recon ? calibrate_recon(run, req, kind, batch, budget) : calibrate_fit(run, req, kind, budget);
+        (kind == "cpu" ? m.cpu : m.gpu) = speed_of(pts, req.cores);
+        points.insert(points.end(), pts.begin(), pts.end());
+    }
+    std::vector<double> x, y;
+    for (const CalibrationPoint& p : points) {
+        x.push_back(req.recon ? 1.0 : p.items * p.units);
+        y.push_back(p.io);
+        if (p.allreduce_bytes > 0) m.allreduce_bytes = p.allreduce_bytes;
+    }
+    m.io = fit_linear(x, y);
+    if (req.recon) {  // the output of a reconstruction does not grow with the calibration's size
+        double sum = 0;
+        for (double v : y) sum += v;
+        m.io = Linear{y.empty() ? 0.0 : sum / static_cast<double>(y.size()), 0.0};
+        m.batch = batch;
+        m.items = points.front().items * points.front().units;  // positions of one pass
+    }
+    return m;
+}
+
+}  // namespace ef::advise

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+// `ensemblefit advise CONFIG`: calibrate on the real problem, predict every placement, pick one.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <ensemblefit/core/config.hpp>
+#include <ensemblefit/core/error.hpp>
+#include <ensemblefit/fit/fit_problem.hpp>
+#include <ensemblefit/io/data_table.hpp>
+#include <ensemblefit/worker/device_probe.hpp>
+
+#include "src/cli/advise_calibration.hpp"
+#include "src/cli/commands.hpp"
+#include "src/core/text.hpp"
+#include "src/run/environment.hpp"
+#include "src/run/predicted_timing.hpp"
+#include "src/run/run_args.hpp"
+
+namespace ef {
+namespace {
+
+using advise::AdviseRequest;
+
+/// mpirun's own start and the ranks' exit, beyond a singleton process's start-up.
+constexpr double kLauncherSeconds = 0.25;
+
+void advise_help() {
+    std::printf(
+        "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS]\n"
+        "                          [-o PREDICTION.tsv] [--section.key VALUE ...]\n\n"
+        "Runs short calibration units of the configured fit or reconstruction in this process\n"
+        "(a few replica fits or mini-batches on each worker kind, within --budget seconds, 15 by\n"
+        "default), fits each worker's time per unit against the unit's size, and predicts the\n"
+        "whole command's wall time (start-up, compute and output) and parallel efficiency for\n"
+        "CPU ranks at several counts, each GPU with 1, 2 or 4 ranks, and both together. Prints\n"
+        "the recommended placement, why, and the mpirun command and Slurm options for it.\n"
+        "Inside a Slurm allocation it plans for the allocation's cores and GPUs.\n\n"
+        "options:\n"
+        "  --workers LIST        cpu, gpu or cpu,gpu (default: cpu, and gpu when one is visible)\n"
+        "  --ranks-per-gpu LIST  ranks sharing one GPU to compare (default 1,2,4)\n"
+        "  --budget SECONDS      time for all calibration runs (default 15)\n"
+        "  -o FILE               write the predictions (TSV) for `fit/reconstruct --predicted FILE`,\n"
+        "                        which stores the prediction beside the run's measured /timing\n"
+        "  -h, --help            this text\n");
+}
+
+std::vector<int> parse_int_list(const std::string& what, const std::string& text) {
+    std::vector<int> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const double v = parse_number_arg(what, item);
+        if (v < 1 || v > 64 || v != static_cast<int>(v))
+            throw usage_error(what + ": expected whole numbers 1..64 separated by commas, got '" + excerpt(text) + "'");
+        out.push_back(static_cast<int>(v));
+    }
+    if (out.empty()) throw usage_error(what + ": empty list");
+    return out;
+}
+
+/// A reconstruction config has [solver], [object], [probe] or [positions]; anything else is a fit.
+bool is_recon_config(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw usage_error("advise: " + path + ": no such file");
+    std::string line;
+    while (std::getline(in, line)) {
+        const size_t a = line.find_first_not_of(" \t");
+        if (a == std::string::npos || line[a] != '[') continue;
+        for (const char* s : {"[solver]", "[object]", "[probe]", "[positions]"})
+            if (line.compare(a, std::string(s).size(), s) == 0) return true;
+    }
+    return false;
+}
+
+int cores_of_this_process() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+struct AdviseArgs {
+    AdviseRequest req;
+    std::vector<int> ranks_per_gpu{1, 2, 4};
+    std::string output, workers;
+};
+
+/// false for --help.
+bool parse_advise_args(const std::vector<std::string>& args, AdviseArgs& a) {
+    RunArgs run;
+    const std::vector<ArgOption> options = {
+        {"--workers", true, [&](const std::string& v) { a.workers = v; }},
+        {"--ranks-per-gpu", true, [&](const std::string& v) { a.ranks_per_gpu = parse_int_list("--ranks-per-gpu", v); }},
+        {"--budget", true,
+         [&](const std::string& v) {
+             a.req.budget = parse_number_arg("--budget", v);
+             if (!(a.req.budget > 0 && a.req.budget <= 86400)) throw usage_error("--budget: expected seconds in (0, 86400]");
+         }},
+        {"-o", true, [&](const std::string& v) { a.output = v; }},
+        {"--output", true, [&](const std::string& v) { a.output = v; }},
+    };
+    if (!parse_run_args("advise", args, false, options, run)) return false;
+    if (run.overwrite || run.dry_run || !run.predicted.empty())
+        throw usage_error("advise: --overwrite, --dry-run and --predicted belong to fit and reconstruct");
+    a.req.config = run.config_path;
+    a.req.overrides = run.overrides;
+    return true;
+}
+
+/// A warning when the machine is busy with others' work: the calibration then measures a share
+/// of the cores, and the runs it predicts will see another share.
+std::string load_note(int cores) {
+    std::ifstream in("/proc/loadavg");
+    double load = 0;
+    if (!(in >> load) || load <= 0.5 * cores + 1) return "";
+    char b[200];
+    std::snprintf(b, sizeof b, "; load average %.1f on %d cores: calibration and runs share the cores with others, "
+                  "predictions are unreliable", load, cores);
+    return b;
+}
+
+/// Worker kinds, cores and GPUs: the allocation's inside Slurm, else this process's.
+std::string decide_machine(AdviseArgs& a, int& gpus) {
+    const LauncherEnvironment& env = launcher_environment();
+    a.req.cores = env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node : cores_of_this_process();
+    const int visible = static_cast<int>(probe_devices(false).size());
+    gpus = env.slurm_gpus_on_node > 0 ? std::min(env.slurm_gpus_on_node, std::max(visible, 0)) : visible;
+    const std::string w = a.workers.empty() ? (gpus > 0 ? "cpu,gpu" : "cpu") : a.workers;
+    a.req.cpu = w == "cpu" || w == "cpu,gpu" || w == "gpu,cpu";
+    a.req.gpu = (w == "gpu" || w == "cpu,gpu" || w == "gpu,cpu") && gpus > 0;
+    if (!a.req.cpu && w != "gpu") throw usage_error("--workers: expected cpu, gpu or cpu,gpu, got '" + excerpt(w) + "'");
+    std::string where = std::to_string(a.req.cores) + " cores";
+    if (env.slurm_ntasks > 0)
+        where += " of this node of the Slurm allocation (" + std::to_string(env.slurm_nodes) + " node(s), " +
+                 std::to_string(env.slurm_ntasks) + " task(s)); the table is per node";
+    else
+        where += " on this machine";
+    where += load_note(a.req.cores);
+    if (gpus > 0) return where + ", " + std::to_string(gpus) + " GPU(s)";
+    if (w.find("gpu") != std::string::npos && !a.req.cpu)
+        throw usage_error("advise: --workers gpu, but no GPU is visible" + std::string(EF_HAVE_CUDA ? "" : " (built without CUDA)"));
+    return where + "; no GPU " + (EF_HAVE_CUDA ? "visible" : "(built without CUDA)") + ": CPU rows only";
+}
+
+void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const advise::ProblemModel& m) {
+    std::printf("calibration runs (this process, one rank):\n  workers threads items/unit units  compute_s     io_s  other_s\n");
+    for (const auto& p : pts)
+        std::printf("  %-7s %7d %10.0f %5.0f %10.3f %8.3f %8.3f\n", p.workers.c_str(), p.threads, p.items, p.units,
+                    p.compute, p.io, p.outside);
+    const char* item = m.recon ? "position" : "replica fit";
+    for (const auto* s : {&m.cpu, &m.gpu}) {
+        if (!s->measured) continue;
+        std::printf("  %s unit: %.4g s + %.4g s per %s%s; set-up and other %.3f s", s == &m.cpu ? "cpu" : "gpu",
+                    s->unit.a, s->unit.b, item, s == &m.cpu ? " on one thread" : "", s->fixed);
+        if (s == &m.cpu && m.cores > 1) std::printf("; thread efficiency at %d threads %.2f", m.cores, s->thread_efficiency);
+        std::printf("\n");
+    }
+    std::printf("  start-up of a process and MPI %.3f s (+%.3f s per further rank); output %.4g s + %.4g s per item\n",
+                m.launch, m.launch_per_rank, m.io.a, m.io.b);
+}
+
+/// Counted FLOPs per LM iteration (as --dry-run prints them) times the mean iterations per fit.
+double flops_per_fit(const AdviseRequest& req, const std::vector<advise::CalibrationPoint>& pts) {
+    FitConfig c = load_fit_config(req.config, req.overrides);
+    DataTable d = load_data(c);
+    const FitProblem pb = make_fit_problem(std::move(c), std::move(d));
+    double iterations = 0;
+    for (const auto& p : pts) iterations = std::max(iterations, p.iterations);  // the largest unit's mean
+    return pb.flops_per_iteration() * iterations;
+}
+
+/**
+ * The achieved rate of each worker kind (counted FLOPs of a fit over its measured time per fit)
+ * against the ceiling the `devices` probe measured, and what bounds it: a GPU near its FP64
+ * ceiling is compute-bound; one far below it whose units are mostly fixed cost is bound by
+ * launches and LM rounds, not by a ceiling. No CPU ceiling is probed.
+ */
+void print_work(const AdviseRequest& req, const std::vector<advise::CalibrationPoint>& pts,
+                const advise::ProblemModel& m) {
+    if (req.recon) return;
+    const double flops = flops_per_fit(req, pts);
+    if (flops <= 0) return std::printf("work: the model's FLOPs are not counted (no roofline position)\n"), void();
+    std::printf("work: %.3g FLOP per replica fit (counted FLOP per LM iteration, as --dry-run, x mean iterations)\n",
+                flops);
+    if (m.cpu.measured && m.cpu.unit.b > 0)
+        std::printf("  cpu: %.3g GFLOP/s per thread (no CPU ceiling is probed)\n", flops / m.cpu.unit.b / 1e9);
+    if (!m.gpu.measured || m.gpu.unit.b <= 0) return;
+    const std::vector<DeviceInfo> devs = probe_devices(true);
+    const double rate = flops / m.gpu.unit.b;
+    const double peak = devs.empty() ? 0.0 : devs.front().fp64_tflops * 1e12;
+    const double unit = std::max(1.0, m.items / 2);  // one GPU rank's unit
+    const double fixed_share = m.gpu.unit.a / m.gpu.unit.at(unit);
+    std::printf("  gpu: %.3g GFLOP/s on the device's share of a unit = %.1f %% of the probed FP64 peak (%.1f TFLOP/s); "
+                "fixed cost is %.0f %% of a one-rank unit: %s\n",
+                rate / 1e9, peak > 0 ? 100 * rate / peak : 0.0, peak / 1e12, 100 * fixed_share,
+                peak > 0 && rate > 0.5 * peak ? "bound by the FP64 ceiling"
+                : fixed_share > 0.5            ? "bound by launches and LM rounds, not a ceiling (more ranks per GPU)"
+                                               : "below both ceilings (latency of dependent steps)");
+}
+
+/// The command line and Slurm options that give placement `p`.
+void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
+    const std::string cmd = a.req.recon ? "reconstruct" : "fit";
+    std::string overrides;
+    for (const std::string& o : a.req.overrides) overrides += " " + o;
+    const std::string tail = overrides + (a.output.empty() ? "" : " --predicted " + a.output);
+    if (p.gpus > 0 && p.cpu_ranks > 0)  // the CPU ranks must not see the GPU, or auto makes them GPU ranks
+        std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers gpu --run.threads 1%s : -np %d -x "
+                    "CUDA_VISIBLE_DEVICES= ensemblefit %s %s --run.workers cpu --run.threads %d%s\n",
+                    p.gpu_ranks(), cmd.c_str(), a.req.config.c_str(), tail.c_str(), p.cpu_ranks, cmd.c_str(),
+                    a.req.config.c_str(), p.threads, tail.c_str());
+    else
+        std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers %s --run.threads %d%s\n", p.ranks(),
+                    cmd.c_str(), a.req.config.c_str(), p.gpus == 0 ? "cpu" : "gpu", p.threads, tail.c_str());
+    if (p.gpus == 0)
+        std::printf("  Slurm: --nodes=1 --ntasks=%d --cpus-per-task=%d (jobs/rank-per-core.sbatch or hybrid.sbatch)\n",
+                    p.ranks(), p.threads);
+    else if (p.cpu_ranks == 0)
+        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=%d (ranks sharing GPUs: "
+                    "--gpus-per-task does not apply)\n",
+                    p.ranks(), p.gpus, std::max(1, a.req.cores / p.ranks()));
+    else
+        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=1 (jobs/hybrid.sbatch)\n",
+                    p.ranks(), p.gpus);
+}
+
+void print_table(const std::vector<advise::Prediction>& rows, size_t pick) {
+    std::printf("\n%-36s %5s %11s %10s  %s\n", "placement", "ranks", "predicted_s", "efficiency", "bounded by");
+    for (size_t i = 0; i < rows.size(); ++i)
+        std::printf("%-36s %5d %11.2f %10.3f  %s%s\n", rows[i].placement.label().c_str(), rows[i].placement.ranks(),
+                    rows[i].wall, rows[i].efficiency, rows[i].bound.c_str(), i == pick ? "   <- recommended" : "");
+}
+
+/// Why `pick`: the fastest, or as fast within the model's resolution with less hardware.
+std::string reason(const std::vector<advise::Prediction>& rows, size_t pick) {
+    size_t other = pick == 0 && rows.size() > 1 ? 1 : 0;
+    for (size_t i = 0; i < rows.size(); ++i)
+        if (i != pick && rows[i].wall < rows[other].wall) other = i;
+    char b[300];
+    if (rows.size() < 2) return "the only placement";
+    if (rows[other].wall < rows[pick].wall)
+        std::snprintf(b, sizeof b, "within 3 %% of the fastest (%s, %.2f s) with fewer GPUs, cores or threads per rank",
+                      rows[other].placement.label().c_str(), rows[other].wall);
+    else
+        std::snprintf(b, sizeof b, "the fastest predicted, %.0f %% faster than the next (%s, %.2f s)",
+                      100 * (rows[other].wall / rows[pick].wall - 1), rows[other].placement.label().c_str(), rows[other].wall);
+    return b;
+}
+
+int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
+    const double launch = advise::process_age_seconds();
+    AdviseArgs a;
+    if (!parse_advise_args(args, a)) {
+        if (ctx.is_root()) advise_help();
+        return 0;
+    }
+    if (!ctx.is_root()) return 0;  // rank 0 calibrates alone, on a communicator of its own
+    a.req.recon = is_recon_config(a.req.config);
+    int gpus = 0;
+    const std::string machine = decide_machine(a, gpus);
+    const MpiContext self(MPI_COMM_SELF);
+    std::vector<advise::CalibrationPoint> pts;
+    advise::ProblemModel m = advise::calibrate(a.req, self, pts);
+    // This process's own start (a singleton MPI start, measured) plus what mpirun adds and the
+    // exit after the output: 0.25 s measured on the 2-core machine (perf/RESULTS.md, advise).
+    m.launch = launch + kLauncherSeconds;
+    std::printf("advise: %s (%s: %.0f %s%s)\nmachine: %s\n", a.req.config.c_str(),
+                a.req.recon ? "reconstruction" : "fit", m.items, a.req.recon ? "positions" : "replica fits",
+                a.req.recon ? (" x " + std::to_string(static_cast<int>(m.iterations)) + " iterations, mini-batches of " +
+                               std::to_string(static_cast<int>(m.batch))).c_str() : "", machine.c_str());
+    print_calibration(pts, m);
+    print_work(a.req, pts, m);
+    std::vector<advise::Prediction> rows;
+    for (const advise::Placement& p : advise::candidate_placements(a.req.cores, gpus, a.ranks_per_gpu, a.req.cpu, a.req.gpu))
+        rows.push_back(advise::predict(m, p));
+    const size_t pick = advise::recommend(rows);
+    print_table(rows, pick);
+    std::printf("\nrecommended: %s: %s\n", rows[pick].placement.label().c_str(), reason(rows, pick).c_str());
+    print_how_to_run(rows[pick].placement, a);
+    if (!a.output.empty()) {
+        write_prediction_file(a.output, "ensemblefit advise " + a.req.config + "\n" + machine + "\n" + utc_timestamp(), rows,
+                              pick);
+        std::printf("predictions: %s (run with --predicted %s; `ensemblefit report` shows predicted vs measured)\n",
+                    a.output.c_str(), a.output.c_str());
+    }
+    return 0;
+}
+
+const CommandRegistrar reg("advise", "CONFIG.ini: calibrate, predict wall time per placement, recommend one",
+                           &cmd_advise);
+
+}  // namespace
+}  // namespace ef
