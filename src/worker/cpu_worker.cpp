@@ -49,6 +49,9 @@ std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, 
         throw usage_error(problem.config.config_file +
                           ": dis-mellin on the GPU worker fits at most 16 free parameters (fix one, or use "
                           "--run.workers cpu)");
+    if (const auto* pm = std::get_if<PluginModel>(&in.model); pm != nullptr && pm->table->gpu == nullptr)
+        throw usage_error(problem.config.where("model.plugin") + ": model plugin '" + pm->table->name +
+                          "' has no GPU code (run it with --run.workers cpu)");
     return cuda::make_fit_worker(std::move(plan), std::move(in), options);
 }
 
