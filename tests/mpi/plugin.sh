@@ -83,6 +83,14 @@ for solver in qr normal float; do
     ! same_bits flipped.txt got-$solver-1.txt > /dev/null || fail "the comparison cannot fail"
     ok "$solver: plugin on 1 and 3 ranks = the same header compiled in, bit for bit (201 replicas)"
 done
+# Shards and merge are the built-ins': two shards merged = one run, bit for bit.
+for i in 0 1; do
+    run_np 1 fit "$CFG" --model.plugin="$PLUGIN" --shard $i/2 --output.file="$WORK/shard$i.h5" > shard$i.log 2>&1 ||
+        { cat shard$i.log; fail "shard $i/2"; }
+done
+"$EF" merge -o merged.h5 shard1.h5 shard0.h5 > merge.log 2>&1 || { cat merge.log; fail "merge"; }
+$H5CHECK equal merged.h5 qr-3.h5 /replicas /central /summary || fail "plugin shards merged differ from one run"
+ok "plugin: 2 shards merged = the 3-rank run"
 grep -q "plugin michaelis-menten" run-qr-1.log || { cat run-qr-1.log; fail "the run does not name the plugin model"; }
 
 # Errors: one line, exit 2 each.
@@ -105,4 +113,6 @@ expect_error 2 "was built for plugin ABI version [0-9]+, this ensemblefit loads 
 sed 's/^\[param.km\]/[param.k]/' "$CFG" > example/badnames.ini
 expect_error 2 "missing section \[param.km\] for model 'michaelis-menten' \(parameters: vmax, km\)" -- \
     "$EF" fit example/badnames.ini --model.plugin="$PLUGIN" --output.file="$WORK/e4.h5"
-for f in e1 e2 e3 e4; do [ ! -e "$f.h5" ] || fail "$f.h5 written by a refused run"; done
+expect_error 2 "model plugin 'michaelis-menten' has no GPU code" -- \
+    "$EF" fit "$CFG" --model.plugin="$PLUGIN" --run.workers=gpu --output.file="$WORK/e5.h5"
+for f in e1 e2 e3 e4 e5; do [ ! -e "$f.h5" ] || fail "$f.h5 written by a refused run"; done
