@@ -503,7 +503,7 @@ std::string fit_config_help() {
     os << "  parameters (NAME) of each model:\n"
        << "    linear a b; polynomial c0 .. c<order>; exponential a k c; gaussian c a1 mu1 s1 .. a<peaks> "
           "mu<peaks> s<peaks>;\n    gaussian2d a u v s c; formula: the names its formula uses; dis-mellin"
-       << dis << "\n";
+       << dis << "\n    plugin (model.plugin = lib.so): the plugin's param_names\n";
     return os.str();
 }
 
