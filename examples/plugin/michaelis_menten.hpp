@@ -10,7 +10,10 @@
  *   p[0]: vmax, the rate at saturating substrate
  *   p[1]: km, the substrate concentration at half of vmax
  * One x column per point: s. The model concept is the built-ins' (kernels/models/
- * builtin_models.hpp), plus `name` and `param_names` for the plugin table.
+ * builtin_models.hpp), plus `name` and `param_names` for the plugin table. Call functions
+ * qualified, ef::exp(v), ef::log(v), ef::pow(a, b), ...: they are ef_math's (the same bits on
+ * CPU and GPU) with their dual-number overloads, as the built-ins get inside namespace ef; an
+ * unqualified exp(double) here would be the C library's.
  */
 struct MichaelisMenten : ef::PointwiseModel {
     static constexpr const char* name = "michaelis-menten";

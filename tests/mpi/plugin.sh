@@ -4,7 +4,8 @@
 # with find_package(ensemblefit) + ensemblefit_add_model(), then fitted on 1 and 3 ranks on the
 # qr path and the normal path in double and float: every replica's parameters, chi^2, status and
 # iterations must have the bits of the same model header compiled into plugin_reference (this
-# build, run through the LM paths directly). Then the four ways a plugin can be wrong, each one
+# build, run through the LM paths directly); the built-in gaussian2d's formula as a plugin must
+# give gaussian2d's bits; shards of a plugin fit merge into one run's file. Then the four ways a plugin can be wrong, each one
 # error line and exit 2: a missing file, a library without the entry point, a wrong ABI
 # version, parameter names that do not match the [param.*] sections.
 source "$(dirname "$0")/../tools/mpi_common.sh"
@@ -83,6 +84,22 @@ for solver in qr normal float; do
     ! same_bits flipped.txt got-$solver-1.txt > /dev/null || fail "the comparison cannot fail"
     ok "$solver: plugin on 1 and 3 ranks = the same header compiled in, bit for bit (201 replicas)"
 done
+# A plugin of the built-in gaussian2d's formula (perf/plugin/spot_plugin.hpp, the benchmark's)
+# gives gaussian2d's bits: the same LM code and the same ef_math, across the library boundary.
+cp -r "$SRC/perf/plugin" spot
+cmake -S spot -B spot/build -DCMAKE_PREFIX_PATH="$WORK/prefix" > spot.log 2>&1 || { cat spot.log; fail "configure perf/plugin"; }
+cmake --build spot/build > spot-build.log 2>&1 || { cat spot-build.log; fail "build perf/plugin"; }
+for solver in qr float; do
+    extra=(--fit.replicas=40); [ "$solver" = float ] && extra+=(--fit.precision=float)
+    run_np 1 fit "$SRC/inputs/spot.ini" --model.name=gaussian2d "${extra[@]}" --output.file="$WORK/g2d-$solver.h5" \
+        > g2d.log 2>&1 || { cat g2d.log; fail "gaussian2d ($solver)"; }
+    run_np 3 fit "$SRC/inputs/spot.ini" --model.name=plugin --model.plugin="$WORK/spot/build/libspot_plugin.so" \
+        "${extra[@]}" --output.file="$WORK/spot-$solver.h5" > spot-run.log 2>&1 || { cat spot-run.log; fail "spot plugin ($solver)"; }
+    $H5CHECK equal "g2d-$solver.h5" "spot-$solver.h5" /replicas /central /summary ||
+        fail "$solver: the gaussian2d plugin on 3 ranks differs from the built-in gaussian2d"
+done
+ok "the gaussian2d formula as a plugin (3 ranks) = the built-in gaussian2d (1 rank), qr and float, bit for bit"
+
 # Shards and merge are the built-ins': two shards merged = one run, bit for bit.
 for i in 0 1; do
     run_np 1 fit "$CFG" --model.plugin="$PLUGIN" --shard $i/2 --output.file="$WORK/shard$i.h5" > shard$i.log 2>&1 ||

@@ -23,14 +23,15 @@
 
 namespace {
 
-/// The built-in ExponentialModel's formula, written again as a plugin model would be.
+/// The built-in ExponentialModel's formula, written again as a plugin model would be (ef::exp
+/// qualified: outside namespace ef an unqualified exp(double) is the C library's).
 struct ExpDecay : ef::PointwiseModel {
     static constexpr const char* name = "exp-decay";
     static constexpr const char* param_names[] = {"a", "k", "c"};
     EF_HD int num_params() const { return 3; }
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
-        return p[0] * exp(-(p[1] * x[0])) + p[2];
+        return p[0] * ef::exp(-(p[1] * x[0])) + p[2];
     }
 };
 
