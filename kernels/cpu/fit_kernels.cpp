@@ -4,10 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <span>
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/replica_paths.hpp"
 #include "kernels/cpu/table_gemm.hpp"
 #include "kernels/fit/batch_arrays.hpp"
 #include "kernels/fit/lm.hpp"
@@ -34,64 +37,6 @@ struct FitContext {
 };
 
 namespace {
-
-/// The qr path, one replica per thread at a time.
-template <int K, class Model>
-void fit_with(const Model& model, const FitPlan& plan, const FitDataView& data, const std::int64_t* replicas,
-              int count, int threads, ReplicaBlock& out) {
-    const int P = plan.num_params();
-    const int n = data.n;
-    const ParamBoundsView bounds = plan.params.view();
-    const std::vector<double>& start = plan.params.start;
-    const LmWorkspaceLayout<K> layout(n, P, model.workspace_size());
-
-#pragma omp parallel num_threads(threads)
-    {
-        std::vector<double> work(layout.total), y(static_cast<size_t>(n)), w(static_cast<size_t>(n));
-        std::vector<double> p(static_cast<size_t>(P)), cov(static_cast<size_t>(P) * P);
-#pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < count; ++t) {
-            const std::int64_t r = replicas[t];
-            resample_replica(plan.bootstrap ? 1 : 0, plan.seed, static_cast<std::uint64_t>(r), n, data.y, data.sigma,
-                             y.data(), w.data());
-            const FitDataView view{n, data.nx, data.x, y.data(), data.sigma, plan.bootstrap ? w.data() : nullptr};
-            p = start;
-            const LmOutcome o = lm_fit<K>(model, view, bounds, plan.settings, p.data(), work.data(),
-                                          r == 0 ? cov.data() : nullptr);
-            store_outcome(out, static_cast<size_t>(t), r, o, p.data());
-            if (r == 0) out.covariance = cov;
-        }
-    }
-}
-
-/// The normal path, one replica per thread at a time, in Real arithmetic.
-template <class Real, int K, class Model>
-void fit_normal_with(const Model& model, const FitPlan& plan, const FitDataView& data,
-                     const std::vector<Real>& inv_sigma, const std::int64_t* replicas, int count, int threads,
-                     ReplicaBlock& out) {
-    const int P = plan.num_params();
-    const int n = data.n;
-    const ParamBoundsView bounds = plan.params.view();
-
-#pragma omp parallel num_threads(threads)
-    {
-        std::vector<Real> y(static_cast<size_t>(n)), w(static_cast<size_t>(n));
-        std::vector<double> p(static_cast<size_t>(P)), cov(static_cast<size_t>(P) * P);
-#pragma omp for schedule(dynamic, 16)
-        for (int t = 0; t < count; ++t) {
-            const std::int64_t r = replicas[t];
-            resample_replica_strided<Real>(plan.bootstrap ? 1 : 0, plan.seed, static_cast<std::uint64_t>(r), n,
-                                           data.y, data.sigma, y.data(), w.data(), 1);
-            const NormalFitData<Real> view{n, data.nx, data.x, inv_sigma.data(), y.data(),
-                                           plan.bootstrap ? w.data() : nullptr, 1};
-            p = plan.params.start;
-            const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, plan.settings, p.data(),
-                                                       r == 0 ? cov.data() : nullptr);
-            store_outcome(out, static_cast<size_t>(t), r, o, p.data());
-            if (r == 0) out.covariance = cov;
-        }
-    }
-}
 
 /**
  * Rounds until every slot is done, for either batched path (kernels/fit/lm_batched.hpp,
@@ -174,6 +119,18 @@ void fit_gram(const DisMellinModel& model, const FitContext& ctx, const FitPlan&
                out);
 }
 
+/// A plugin model's per-replica path: the plugin's own instantiation of replica_paths.hpp.
+void fit_plugin(const PluginModel& model, const FitPlan& plan, const FitDataView& data, const FitContext& ctx,
+                const std::int64_t* replicas, int count, int threads, ReplicaBlock& out) {
+    const EfModelPlugin& t = *model.table;
+    const char* failed = nullptr;
+    if (plan.path == FitPath::qr) failed = t.cpu_qr(&plan, &data, nullptr, replicas, count, threads, &out);
+    else if (plan.single_precision)
+        failed = t.cpu_normal_f32(&plan, &data, ctx.inv_sigma_f.data(), replicas, count, threads, &out);
+    else failed = t.cpu_normal_f64(&plan, &data, ctx.inv_sigma_d.data(), replicas, count, threads, &out);
+    if (failed != nullptr) throw std::runtime_error(std::string("model plugin '") + t.name + "': " + failed);
+}
+
 }  // namespace
 
 std::shared_ptr<const FitContext> make_fit_context(const FitPlan& plan, const FitInputs& in, int threads) {
@@ -215,22 +172,19 @@ void fit_replicas(const FitPlan& plan, const FitInputs& in, const std::int64_t* 
             fit_gram(std::get<DisMellinModel>(in.model), *ctx, plan, *in.gram, data, replicas, count, threads, out);
             return;
         case FitPath::normal:
-            std::visit(
-                [&](const auto& model) {
-                    with_normal_kernel(model, plan, [&](auto real, auto width) {
-                        using Real = decltype(real);
-                        fit_normal_with<Real, decltype(width)::value>(model, plan, data, ctx->inv_sigma<Real>(),
-                                                                      replicas, count, threads, out);
-                    });
-                },
-                in.model);
-            return;
         case FitPath::qr:
             std::visit(
                 [&](const auto& model) {
-                    with_dual_width(plan, [&](auto width) {
-                        fit_with<decltype(width)::value>(model, plan, data, replicas, count, threads, out);
-                    });
+                    if constexpr (std::is_same_v<std::decay_t<decltype(model)>, PluginModel>)
+                        fit_plugin(model, plan, data, *ctx, replicas, count, threads, out);
+                    else if (plan.path == FitPath::qr)
+                        fit_qr_path(model, plan, data, replicas, count, threads, out);
+                    else if (plan.single_precision)
+                        fit_normal_path<float>(model, plan, data, ctx->inv_sigma_f.data(), replicas, count, threads,
+                                               out);
+                    else
+                        fit_normal_path<double>(model, plan, data, ctx->inv_sigma_d.data(), replicas, count, threads,
+                                                out);
                 },
                 in.model);
             return;

@@ -182,6 +182,9 @@ class CudaWorker final : public Worker {
                         // per-thread instantiation out of the device build.
                         if constexpr (std::is_same_v<M, DisMellinModel>) {
                             throw usage_error("dis-mellin on the GPU needs at most 16 free parameters");
+                        } else if constexpr (std::is_same_v<M, PluginModel>) {
+                            // make_worker refuses a plugin without GPU code before this worker exists.
+                            throw usage_error("model plugin: no GPU code");
                         } else {
                             with_dual_width(plan_, [&](auto width) { run_with<decltype(width)::value>(model, unit, out); });
                         }

@@ -7,6 +7,7 @@
 #include "kernels/fit/fit_plan.hpp"
 #include "kernels/models/builtin_models.hpp"
 #include "kernels/models/dis_mellin.hpp"
+#include "kernels/models/plugin_model.hpp"
 
 namespace ef {
 
@@ -49,6 +50,9 @@ void with_normal_kernel(const Model& /*model*/, const FitPlan& plan, F&& f) {
     if constexpr (std::is_same_v<Model, DisMellinModel>) {
         // make_fit_plan sends dis-mellin's normal-equations fits down the Gram path.
         throw std::logic_error("dis-mellin fits take the batched paths, not the per-replica normal solver");
+    } else if constexpr (std::is_same_v<Model, PluginModel>) {
+        // A plugin's normal solver is instantiated in the plugin (its cpu_normal_* entries).
+        throw std::logic_error("a plugin model runs the plugin's own entry points");
     } else {
         auto with_real = [&](auto real) {
             constexpr int fixed = kFixedParams<Model>;

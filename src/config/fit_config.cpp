@@ -31,7 +31,8 @@ const KeyInfo kKeys[] = {
     {"data.x", "x", "independent variable column(s), comma-separated for several"},
     {"data.y", "y", "dependent variable column"},
     {"data.sigma", "", "uncertainty: a column name or a positive constant"},
-    {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin"},
+    {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin "
+                       "(or `plugin = lib.so`: a model plugin built with ensemblefit_add_model)"},
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
     {"model.order", "1", "polynomial order (name = polynomial); LO | NLO (name = dis-mellin)"},
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
@@ -308,6 +309,20 @@ void read_data(FitConfig& cfg, const Values& v) {
 }
 
 void read_model(FitConfig& cfg, const Values& v) {
+    // `[model] plugin = lib.so` (a model option, loaded by make_fit_problem) names the model itself.
+    if (cfg.model_options.count("plugin")) {
+        const std::string name = trim(v.get("model.name"));
+        if (!name.empty() && name != "plugin")
+            throw usage_error(cfg.where("model.name") + ": model.plugin is set, so name must be 'plugin' or absent, "
+                              "got '" + excerpt(name) + "'");
+        cfg.model_name = "plugin";
+        if (cfg.model_options.size() > 1) {
+            const auto other = std::find_if(cfg.model_options.begin(), cfg.model_options.end(),
+                                            [](const auto& kv) { return kv.first != "plugin"; });
+            throw usage_error(cfg.where("model." + other->first) + ": unknown key for a model plugin (allowed: plugin)");
+        }
+        return;
+    }
     cfg.model_name = v.required("model.name");
     static const std::set<std::string> kModels = {"formula", "linear", "polynomial",
                                                   "exponential", "gaussian", "gaussian2d", "dis-mellin"};
@@ -495,7 +510,7 @@ std::string fit_config_help() {
     os << "  parameters (NAME) of each model:\n"
        << "    linear a b; polynomial c0 .. c<order>; exponential a k c; gaussian c a1 mu1 s1 .. a<peaks> "
           "mu<peaks> s<peaks>;\n    gaussian2d a u v s c; formula: the names its formula uses; dis-mellin"
-       << dis << "\n";
+       << dis << "\n    plugin (model.plugin = lib.so): the plugin's param_names\n";
     return os.str();
 }
 

@@ -12,7 +12,9 @@
 #include "kernels/fit/lm_normal.hpp"
 #include "src/config/capacity.hpp"
 #include "src/model/compiled_model.hpp"
+#include "src/config/ini_scan.hpp"
 #include "src/model/dis_mellin.hpp"
+#include "src/model/plugin_loader.hpp"
 
 namespace ef {
 
@@ -45,22 +47,40 @@ std::string join(const std::vector<std::string>& v) {
     return s;
 }
 
-/// Puts cfg.params into the order of `names`, refusing missing and unknown sections.
-void order_params(FitConfig& cfg, const std::vector<std::string>& names) {
+/// Puts cfg.params into the order of `names`, refusing missing and unknown sections (messages
+/// name the model as `model`).
+void order_params(FitConfig& cfg, const std::vector<std::string>& names, const std::string& model) {
     std::vector<ParamSpec> ordered;
     for (const auto& n : names) {
         auto it = std::find_if(cfg.params.begin(), cfg.params.end(),
                                [&](const ParamSpec& p) { return p.name == n; });
         if (it == cfg.params.end())
             throw usage_error(cfg.config_file + ": missing section [param." + n + "] for model '" +
-                              cfg.model_name + "' (parameters: " + join(names) + ")");
+                              model + "' (parameters: " + join(names) + ")");
         ordered.push_back(*it);
     }
     for (const auto& p : cfg.params)
         if (std::find(names.begin(), names.end(), p.name) == names.end())
-            throw usage_error(cfg.where("param." + p.name + ".start") + ": model '" + cfg.model_name +
+            throw usage_error(cfg.where("param." + p.name + ".start") + ": model '" + model +
                               "' has no parameter '" + p.name + "' (parameters: " + join(names) + ")");
     cfg.params = ordered;
+}
+
+void order_params(FitConfig& cfg, const std::vector<std::string>& names) { order_params(cfg, names, cfg.model_name); }
+
+/// A model plugin (`[model] plugin = lib.so`): loaded, checked, its parameter names matched
+/// against the [param.NAME] sections. A relative path set in the file is taken from its folder.
+void compile_plugin_model(FitConfig& cfg, CompiledModel& cm) {
+    std::string path = cfg.model_options.at("plugin");
+    const auto origin = cfg.origins.find("model.plugin");
+    if (!path.empty() && path[0] != '/' && origin != cfg.origins.end() && origin->second.line > 0)
+        path = ini::folder_of(cfg.config_file) + path;
+    auto lp = load_model_plugin(path, cfg.where("model.plugin"));
+    order_params(cfg, lp->param_names, lp->table->name);
+    cm.view = PluginModel{lp->table};
+    cm.param_names = lp->param_names;
+    cm.description = std::string("plugin ") + lp->table->name + " (" + lp->path + ")";
+    cm.storage = lp;
 }
 
 /// A formula model: the formula compiled against the parameter and x column names; every
@@ -230,6 +250,7 @@ FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
     auto cm = std::make_shared<CompiledModel>();
     if (cfg.model_name == "formula") compile_formula_model(cfg, data, *cm);
     else if (cfg.model_name == "dis-mellin") compile_dis_mellin_model(cfg, data, *cm);
+    else if (cfg.model_name == "plugin") compile_plugin_model(cfg, *cm);
     else compile_builtin_model(cfg, data, *cm);
     if (cm->flops_per_point == 0.0 && data.n > 0) cm->flops_per_point = cm->flops_per_evaluation / data.n;
     check_solver_limits(cfg);

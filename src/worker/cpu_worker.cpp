@@ -42,13 +42,21 @@ class CpuWorker final : public Worker {
 std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
     FitPlan plan = make_fit_plan(problem);
     FitInputs in = fit_inputs(problem, plan);
-    if (kind == WorkerKind::cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    // A plugin without GPU code runs on the CPU when the worker kind was left to `auto`; asked
+    // for `gpu`, it is refused below.
+    const auto* plugin = std::get_if<PluginModel>(&in.model);
+    const bool cpu_only_plugin = plugin != nullptr && plugin->table->gpu == nullptr;
+    if (kind == WorkerKind::cpu || (cpu_only_plugin && problem.config.workers == "auto"))
+        return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
     // The GPU worker runs dis-mellin on the batched paths only: its qr path (a thread per
     // replica) is not built for dis-mellin, an instantiation too heavy for the device build.
     if (std::holds_alternative<DisMellinModel>(in.model) && !plan.batched())
         throw usage_error(problem.config.config_file +
                           ": dis-mellin on the GPU worker fits at most 16 free parameters (fix one, or use "
                           "--run.workers cpu)");
+    if (cpu_only_plugin)
+        throw usage_error(problem.config.where("model.plugin") + ": model plugin '" + plugin->table->name +
+                          "' has no GPU code (run it with --run.workers cpu or auto)");
     return cuda::make_fit_worker(std::move(plan), std::move(in), options);
 }
 

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+#include "src/model/plugin_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include <ensemblefit/core/error.hpp>
+
+namespace ef {
+namespace {
+
+/// dlerror()'s text, or `fallback` when it has none.
+std::string last_dl_error(const char* fallback) {
+    const char* e = dlerror();
+    return e != nullptr ? e : fallback;
+}
+
+/// The table's own consistency: a name, entry points, one name per parameter.
+void check_table(const EfModelPlugin& t, const std::string& at) {
+    if (t.name == nullptr || t.cpu_qr == nullptr || t.cpu_normal_f64 == nullptr || t.cpu_normal_f32 == nullptr ||
+        t.values == nullptr)
+        throw usage_error(at + ": its plugin table lacks a name or an entry point (build it with ensemblefit_add_model)");
+    if (t.num_params < 1 || t.param_names == nullptr)
+        throw usage_error(at + ": model '" + t.name + "' declares " + std::to_string(t.num_params) +
+                          " parameters in num_params() but a different number of param_names");
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedPlugin> load_model_plugin(const std::string& path, const std::string& where) {
+    const std::string at = where + ": model plugin '" + path + "'";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw usage_error(at + ": no such file");
+    dlerror();
+    // A name without a slash would be searched on the library path, not in the current folder.
+    const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+    void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) throw usage_error(at + " cannot be loaded: " + last_dl_error("dlopen failed"));
+    dlerror();
+    void* sym = dlsym(handle, EF_MODEL_PLUGIN_SYMBOL);
+    if (sym == nullptr) {
+        dlclose(handle);  // nothing of it ran
+        throw usage_error(at + " has no entry point " EF_MODEL_PLUGIN_SYMBOL
+                          " (is it a model plugin? build it with ensemblefit_add_model)");
+    }
+    // POSIX: a data pointer from dlsym converts to the function pointer it is.
+    const auto entry = reinterpret_cast<EfModelPluginEntry>(sym);
+    const EfModelPlugin* table = entry();
+    if (table == nullptr) throw usage_error(at + ": its entry point returned no table");
+    if (table->abi_version != EF_MODEL_PLUGIN_ABI_VERSION)
+        throw usage_error(at + " was built for plugin ABI version " + std::to_string(table->abi_version) +
+                          ", this ensemblefit loads version " + std::to_string(EF_MODEL_PLUGIN_ABI_VERSION) +
+                          ": rebuild it against this installation");
+    check_table(*table, at);
+    auto lp = std::make_shared<LoadedPlugin>();
+    lp->path = path;
+    lp->table = table;
+    for (int q = 0; q < table->num_params; ++q) lp->param_names.emplace_back(table->param_names[q]);
+    return lp;
+}
+
+}  // namespace ef
