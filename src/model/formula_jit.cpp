@@ -41,11 +41,26 @@ constexpr const char* kSlotTypes[kFormulaJitSlots] = {
 };
 
 /// The compile flags. -ffp-contract=off as in the build (CMakeLists.txt): a*b+c rounds twice,
-/// as the interpreter's does, so the bits match.
+/// as the interpreter's does, so the bits match; no flag that lets the compiler reassociate or
+/// drop IEEE semantics (-ffast-math and its parts). -march=native vectorizes the dual lanes with
+/// this CPU's widest registers (exact: lane-wise IEEE operations, and no FMA without
+/// contraction); the CPU's identity is part of the cache key (cpu_identity), so nodes of another
+/// kind sharing a home folder compile their own. -fno-math-errno only lets sqrt inline.
 const std::vector<std::string>& jit_flags() {
-    static const std::vector<std::string> f = {"-std=c++20", "-O3", "-ffp-contract=off", "-fPIC",
-                                               "-shared", "-w"};
+    static const std::vector<std::string> f = {"-std=c++20", "-O3", "-ffp-contract=off", "-march=native",
+                                               "-fno-math-errno", "-fPIC", "-shared", "-w"};
     return f;
+}
+
+/// This CPU's model name and feature flags (/proc/cpuinfo's first processor), for the cache key.
+std::string cpu_identity() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, id;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
+        if (line.empty() && !id.empty()) break;
+    }
+    return id;
 }
 
 std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603ULL) {
@@ -262,7 +277,7 @@ std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
         return nullptr;
     };
     const std::string source = formula_cpp_source(programs);
-    std::string key = source + "\n" + compiler_identity(options.compiler);
+    std::string key = source + "\n" + compiler_identity(options.compiler) + "\n" + cpu_identity();
     for (const auto& f : jit_flags()) key += " " + f;
     const fs::path dir = options.cache_dir;
     std::error_code ec;
