@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ensemblefit/model/formula.hpp>
@@ -63,6 +64,25 @@ std::string formula_cpp_source(const std::vector<const FormulaProgram*>& program
 /// straight-line statements ending in `return`, each line starting with `indent`. Shared by the
 /// C++ and the CUDA sources.
 std::string formula_straight_line(const FormulaProgram& program, const std::string& indent);
+
+/**
+ * The device side: `struct NAME`, a model of the kernels/models concept whose value() is the
+ * program's straight-line code (EF_HD, so nvcc and NVRTC compile it for the solver kernels of
+ * kernels/fit as they do a built-in model). Needs kernels/core/dual.hpp before it.
+ */
+std::string formula_cuda_model(const FormulaProgram& program, const std::string& name);
+
+/**
+ * A self-contained NVRTC translation unit for `program`: the embedded kernels/core headers, the
+ * model (formula_cuda_model, named FormulaJitModel) and `extern "C"` kernels
+ * ef_formula_values_<slot>(const T* p, const double* x, int nx, int n, T* out) for double, float
+ * and Dual<float, 16>: value i at x + i nx, for the GPU test that compares them with the CPU.
+ * The std headers the core headers include are mapped to libcu++ (`-I<cuda>/include/cccl`).
+ */
+std::string formula_nvrtc_source(const FormulaProgram& program);
+
+/// The in-memory headers formula_nvrtc_source needs under NVRTC: {name, text} pairs.
+std::vector<std::pair<std::string, std::string>> formula_nvrtc_headers();
 
 /**
  * Compiles and loads `programs` (or loads them from the cache). Null when that is impossible

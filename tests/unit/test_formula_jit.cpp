@@ -18,6 +18,7 @@
 #include "kernels/core/dual.hpp"
 #include "kernels/models/formula_model.hpp"
 #include "src/model/formula_jit.hpp"
+#include "src/model/formula_nvrtc.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -257,4 +258,34 @@ TEST_CASE("model compile values parse and others are usage errors", "[formula][j
         CHECK(e.code() == ef::ExitCode::usage);
         CHECK(std::string(e.what()) == "f.ini:3: model.compile: unknown value 'fast' (allowed: auto, jit, interpret)");
     }
+}
+
+TEST_CASE("formula nvrtc source compiles under NVRTC, and a broken one reports its log", "[formula][jit][nvrtc]") {
+    const auto spot = ef::compile_formula("c + a * exp(-((px - u)^2 + (py - v)^2) / (2 * s^2))",
+                                          {"a", "u", "v", "s", "c"}, {"px", "py"});
+    const std::string cccl = "/usr/local/cuda/include/cccl";
+    if (!std::filesystem::exists(cccl)) {
+        WARN("no CUDA toolkit at /usr/local/cuda: NVRTC not tested");
+        return;
+    }
+
+    const ef::NvrtcResult good =
+        ef::compile_with_nvrtc(ef::formula_nvrtc_source(spot), ef::formula_nvrtc_headers(), "sm_90", cccl);
+
+    if (good.log == "NVRTC (libnvrtc.so) not found") {
+        WARN("no libnvrtc: NVRTC not tested");
+        return;
+    }
+    INFO(good.log);
+    REQUIRE(good.ok);
+    for (const char* entry : {".entry ef_formula_values_0(", ".entry ef_formula_values_1(",
+                              ".entry ef_formula_values_11("})
+        CHECK_THAT(good.ptx, Catch::Matchers::Contains(entry));
+
+    const ef::NvrtcResult bad = ef::compile_with_nvrtc(ef::formula_nvrtc_source(spot) + "\nnot C++ at all;\n",
+                                                       ef::formula_nvrtc_headers(), "sm_90", cccl);
+
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.ptx.empty());
+    CHECK_THAT(bad.log, Catch::Matchers::Contains("error"));
 }
