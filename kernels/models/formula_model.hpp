@@ -9,6 +9,51 @@
 namespace ef {
 
 /**
+ * The scalar types the solvers evaluate a model on, numbered: a formula compiled at run time
+ * (src/model/formula_jit.cpp) has one host entry point per slot. -1: no entry point (the
+ * interpreter runs). The order is the generated library's ABI; formula_jit.cpp lists the same
+ * types in the same order.
+ */
+template <class T>
+inline constexpr int kFormulaJitSlot = -1;
+template <>
+inline constexpr int kFormulaJitSlot<double> = 0;
+template <>
+inline constexpr int kFormulaJitSlot<float> = 1;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<double, 3>> = 2;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<double, 4>> = 3;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<double, 5>> = 4;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<double, 8>> = 5;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<double, 16>> = 6;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<float, 3>> = 7;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<float, 4>> = 8;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<float, 5>> = 9;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<float, 8>> = 10;
+template <>
+inline constexpr int kFormulaJitSlot<Dual<float, 16>> = 11;
+inline constexpr int kFormulaJitSlots = 12;
+
+/**
+ * Host entry points of one formula compiled to machine code at run time, `T f(const T* p,
+ * const double* x)` for the type of each slot (stored type-erased; FormulaModel casts back).
+ * They run the formula's postfix program as straight-line code with the same operations in the
+ * same order, through the same ef_math functions, so they return the interpreter's bits.
+ */
+struct FormulaJitTable {
+    using Entry = void (*)();
+    Entry fn[kFormulaJitSlots] = {};
+};
+
+/**
  * A user formula as a model: interprets a FormulaProgram (postfix code) on any scalar type.
  * Holds pointers to the code and constants and their lengths, so the same struct works on host
  * memory or on copies in device memory (a GPU worker copies code_size ops and constants_size
@@ -20,11 +65,28 @@ struct FormulaModel : PointwiseModel {
     int code_size = 0;
     int constants_size = 0;
     int params = 0;
+    /// Compiled entry points (host memory, host only); null: interpret. Device code always
+    /// interprets (a GPU worker's copy keeps the host pointer but never calls it).
+    const FormulaJitTable* jit = nullptr;
 
     EF_HD int num_params() const { return params; }
 
     template <class T>
     EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {
+#ifndef __CUDA_ARCH__
+        if constexpr (kFormulaJitSlot<T> >= 0) {
+            if (jit != nullptr) {
+                using Fn = T (*)(const T*, const double*);
+                return reinterpret_cast<Fn>(jit->fn[kFormulaJitSlot<T>])(p, x);
+            }
+        }
+#endif
+        return interpret(p, x);
+    }
+
+    /// The postfix program run on a stack, one operation per step.
+    template <class T>
+    EF_HD T interpret(const T* p, const double* x) const {
         // Unqualified calls: ef::exp(double) etc. (ef::math, identical on host and device) for
         // T = double, the Dual overloads for T = Dual (dual.hpp).
         T stack[kFormulaMaxStack];

@@ -36,6 +36,8 @@ const KeyInfo kKeys[] = {
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
     {"model.order", "1", "polynomial order (name = polynomial); LO | NLO (name = dis-mellin)"},
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
+    {"model.compile", "auto", "auto | jit | interpret: a formula compiled to machine code at start (jit), "
+                              "interpreted, or compiled when a compiler works (auto); same results"},
     {"fit.replicas", "0", "resampled replicas R >= 0, numbered 1..R (replica 0, the fit to the "
                           "data as given, is always done)"},
     {"fit.resample", "smear", "smear (y + sigma z) | bootstrap (points drawn with replacement)"},
@@ -340,10 +342,14 @@ void read_model(FitConfig& cfg, const Values& v) {
         cfg.order = static_cast<int>(v.integer("model.order", 0, 20));
     }
     cfg.peaks = static_cast<int>(v.integer("model.peaks", 1, 20));
+    cfg.model_compile = trim(v.get("model.compile"));
+    if (cfg.model_compile != "auto" && cfg.model_compile != "jit" && cfg.model_compile != "interpret")
+        throw usage_error(cfg.where("model.compile") + ": unknown value '" + excerpt(cfg.model_compile) +
+                          "' (allowed: auto, jit, interpret)");
     if (cfg.model_name != "dis-mellin" && !cfg.model_options.empty()) {
         const std::string key = "model." + cfg.model_options.begin()->first;
         throw usage_error(cfg.where(key) + ": unknown key for model '" + cfg.model_name +
-                          "' (allowed: name, formula, order, peaks)");
+                          "' (allowed: name, formula, order, peaks, compile)");
     }
 }
 
@@ -484,7 +490,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     for (const auto& s : scanned)
         if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
     // Model option keys parsed above under their short names: drop the generic ones.
-    for (const char* k : {"name", "formula", "order", "peaks"}) cfg.model_options.erase(k);
+    for (const char* k : {"name", "formula", "order", "peaks", "compile"}) cfg.model_options.erase(k);
 
     const Values values(vm, cfg);
     read_data(cfg, values);

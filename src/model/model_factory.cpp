@@ -14,6 +14,7 @@
 #include "src/model/compiled_model.hpp"
 #include "src/config/ini_scan.hpp"
 #include "src/model/dis_mellin.hpp"
+#include "src/model/formula_jit.hpp"
 #include "src/model/plugin_loader.hpp"
 
 namespace ef {
@@ -107,11 +108,15 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     fm.code_size = static_cast<int>(prog->code.size());
     fm.constants_size = static_cast<int>(prog->constants.size());
     fm.params = static_cast<int>(cfg.params.size());
+    auto jit = formula_jit_for_run(*prog, parse_formula_compile(cfg.model_compile, cfg.where("model.compile")),
+                                   cfg.where("model.compile"));
+    if (jit) fm.jit = &jit->table(0);
     cm.view = fm;
     cm.param_names = cfg.param_names();
     cm.description = "formula: " + cfg.formula;
     cm.flops_per_evaluation = data.n * static_cast<double>(prog->code.size());
-    cm.storage = prog;
+    cm.storage = std::make_shared<std::pair<std::shared_ptr<FormulaProgram>,
+                                            std::shared_ptr<const FormulaJitLibrary>>>(prog, jit);
 }
 
 /// An error of the dis-mellin checks, whose messages start "model.KEY: " or "param.NAME.FIELD: ",

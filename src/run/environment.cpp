@@ -54,6 +54,14 @@ const LauncherEnvironment& launcher_environment() {
     return env;
 }
 
+std::string user_cache_home() {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg != nullptr && xdg[0] == '/') return xdg;
+    const char* home = std::getenv("HOME");
+    if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache";
+    return "";
+}
+
 const Diagnostics& diagnostics() {
     static const Diagnostics d = [] {
         Diagnostics x;

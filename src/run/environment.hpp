@@ -35,6 +35,10 @@ const std::string& command_line();
 /// The same command line as the program's argv, one token each (for the resume command).
 const std::vector<std::string>& command_args();
 
+/// The user's cache folder: $XDG_CACHE_HOME when absolute, else $HOME/.cache; empty when
+/// neither is set (formulas compiled at run time are cached under it).
+std::string user_cache_home();
+
 /// The current UTC time as ISO 8601 ("2026-11-24T02:10:00Z"), for run records.
 std::string utc_timestamp();
 

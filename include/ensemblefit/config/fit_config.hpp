@@ -61,6 +61,9 @@ struct FitConfig {
     std::string formula;
     int order = 1;
     int peaks = 1;
+    /// auto | jit | interpret: how a formula runs (never changes results, so not in the
+    /// canonical text).
+    std::string model_compile = "auto";
     /// Model-specific keys not listed above (`[model] key = value`), for models with options.
     std::map<std::string, std::string> model_options;
 

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+// Formulas compiled at run time by the system C++ compiler (docs/architecture.md, "Formulas
+// compiled at run time").
+#include "src/model/formula_jit.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/model/formula_jit_headers.hpp"
+#include "src/run/environment.hpp"
+
+extern char** environ;
+
+namespace ef {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Changes whenever the generated library's entry points change meaning.
+constexpr std::uint64_t kJitAbi = 1;
+
+/// The type of each FormulaJitTable slot, in kFormulaJitSlot order (formula_model.hpp).
+constexpr const char* kSlotTypes[kFormulaJitSlots] = {
+    "double",          "float",           "Dual<double, 3>", "Dual<double, 4>",
+    "Dual<double, 5>", "Dual<double, 8>", "Dual<double, 16>", "Dual<float, 3>",
+    "Dual<float, 4>",  "Dual<float, 5>",  "Dual<float, 8>",  "Dual<float, 16>",
+};
+
+/// The compile flags. -ffp-contract=off as in the build (CMakeLists.txt): a*b+c rounds twice,
+/// as the interpreter's does, so the bits match; no flag that lets the compiler reassociate or
+/// drop IEEE semantics (-ffast-math and its parts). -march=native vectorizes the dual lanes with
+/// this CPU's widest registers (exact: lane-wise IEEE operations, and no FMA without
+/// contraction); the CPU's identity is part of the cache key (cpu_identity), so nodes of another
+/// kind sharing a home folder compile their own. -fno-math-errno only lets sqrt inline.
+const std::vector<std::string>& jit_flags() {
+    static const std::vector<std::string> f = {"-std=c++20", "-O3", "-ffp-contract=off", "-march=native",
+                                               "-fno-math-errno", "-fPIC", "-shared", "-w"};
+    return f;
+}
+
+/// This CPU's model name and feature flags (/proc/cpuinfo's first processor), for the cache key.
+std::string cpu_identity() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, id;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
+        if (line.empty() && !id.empty()) break;
+    }
+    return id;
+}
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603ULL) {
+    for (const unsigned char c : s) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+std::string hex(std::uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+/// A double as an exact C++ literal (hexadecimal float), wrapped as T(...) like the
+/// interpreter's push_const.
+std::string constant_literal(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    return std::string("T(") + buf + ")";
+}
+
+/// A header's text without `#pragma once` and the project's own includes (the headers are
+/// pasted in dependency order).
+std::string pasted(const std::string& text) {
+    std::istringstream in(text);
+    std::string line, out;
+    while (std::getline(in, line)) {
+        if (line.rfind("#pragma once", 0) == 0 || line.rfind("#include \"kernels/", 0) == 0) continue;
+        out += line;
+        out += '\n';
+    }
+    return out;
+}
+
+/// The compiler's identity for the cache key: its path, size and modification time.
+std::string compiler_identity(const std::string& compiler) {
+    std::error_code ec;
+    const fs::path p = fs::canonical(compiler, ec);
+    if (ec) return compiler;
+    const auto size = fs::file_size(p, ec);
+    const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
+    return p.string() + ":" + std::to_string(size) + ":" + std::to_string(time);
+}
+
+/// Runs the compiler with its output in `log`; true when it exits 0.
+bool run_compiler(const std::string& compiler, const std::string& source, const std::string& out,
+                  const std::string& log) {
+    std::vector<std::string> args = {compiler};
+    for (const auto& f : jit_flags()) args.push_back(f);
+    for (const char* a : {"-o", out.c_str(), source.c_str()}) args.emplace_back(a);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, compiler.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return false;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return false;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// Writes `text` to `path` through a private temporary file and a rename.
+bool write_atomically(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        f << text;
+        if (!f.flush()) return false;
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    return !ec;
+}
+
+std::string entry_name(std::size_t formula, int slot) {
+    return "ef_formula_" + std::to_string(formula) + "_" + std::to_string(slot);
+}
+
+/// Opens `so` and fills one table per formula; null when it is not a library of ours.
+void* open_library(const std::string& so, std::size_t count, std::vector<FormulaJitTable>& tables) {
+    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return nullptr;
+    auto abi = reinterpret_cast<std::uint64_t (*)()>(dlsym(h, "ef_formula_jit_abi"));
+    bool ok = abi != nullptr && abi() == kJitAbi;
+    tables.assign(count, FormulaJitTable{});
+    for (std::size_t k = 0; ok && k < count; ++k) {
+        for (int s = 0; ok && s < kFormulaJitSlots; ++s) {
+            void* sym = dlsym(h, entry_name(k, s).c_str());
+            ok = sym != nullptr;
+            // POSIX guarantees an object pointer from dlsym converts to a function pointer.
+            tables[k].fn[s] = reinterpret_cast<FormulaJitTable::Entry>(sym);
+        }
+    }
+    if (!ok) {
+        dlclose(h);
+        return nullptr;
+    }
+    return h;
+}
+
+}  // namespace
+
+FormulaCompile parse_formula_compile(const std::string& value, const std::string& where) {
+    if (value == "auto") return FormulaCompile::auto_;
+    if (value == "jit") return FormulaCompile::jit;
+    if (value == "interpret") return FormulaCompile::interpret;
+    throw usage_error(where + ": unknown value '" + value + "' (allowed: auto, jit, interpret)");
+}
+
+FormulaJitOptions default_formula_jit_options() {
+    FormulaJitOptions o;
+    o.compiler = EF_JIT_CXX;
+    const std::string home = user_cache_home();
+    std::error_code ec;
+    o.cache_dir = home.empty() ? (fs::temp_directory_path(ec) / "ensemblefit-formula").string()
+                               : home + "/ensemblefit/formula";
+    return o;
+}
+
+FormulaJitLibrary::~FormulaJitLibrary() {
+    if (handle_ != nullptr) dlclose(handle_);
+}
+
+std::string formula_straight_line(const FormulaProgram& program, const std::string& indent) {
+    std::vector<std::string> stack;
+    std::string out;
+    int temps = 0;
+    auto emit = [&](const std::string& expr) {
+        const std::string name = "t" + std::to_string(temps++);
+        out += indent + "const T " + name + " = " + expr + ";\n";
+        stack.push_back(name);
+    };
+    auto pop = [&] {
+        std::string s = stack.back();
+        stack.pop_back();
+        return s;
+    };
+    for (const FormulaOp& op : program.code) {
+        const std::string arg = std::to_string(op.arg);
+        switch (op.code) {
+            case FormulaOpCode::push_const:
+                stack.push_back(constant_literal(program.constants[static_cast<std::size_t>(op.arg)]));
+                break;
+            case FormulaOpCode::push_param: stack.push_back("p[" + arg + "]"); break;
+            case FormulaOpCode::push_var: stack.push_back("T(x[" + arg + "])"); break;
+            case FormulaOpCode::add:
+            case FormulaOpCode::sub:
+            case FormulaOpCode::mul:
+            case FormulaOpCode::div:
+            case FormulaOpCode::pow: {
+                const std::string b = pop();
+                const std::string a = pop();
+                static const char* kOps[] = {" + ", " - ", " * ", " / "};
+                const int k = static_cast<int>(op.code) - static_cast<int>(FormulaOpCode::add);
+                emit(op.code == FormulaOpCode::pow ? "pow(" + a + ", " + b + ")" : a + kOps[k] + b);
+                break;
+            }
+            case FormulaOpCode::neg: emit("-" + pop()); break;
+            case FormulaOpCode::square: {
+                const std::string a = pop();
+                emit(a + " * " + a);
+                break;
+            }
+            default: {
+                static const char* kFns[] = {"exp", "log", "sqrt", "sin", "cos", "tan", "atan", "abs"};
+                const int k = static_cast<int>(op.code) - static_cast<int>(FormulaOpCode::exp);
+                emit(std::string(kFns[k]) + "(" + pop() + ")");
+            }
+        }
+    }
+    // A formula that is a single name or number still returns a T.
+    out += indent + "return T(" + stack.back() + ");\n";
+    return out;
+}
+
+std::string formula_cpp_source(const std::vector<const FormulaProgram*>& programs) {
+    std::string s = "// Generated by ensemblefit (src/model/formula_jit.cpp); do not edit.\n";
+    for (std::size_t k = 0; k < kFormulaJitHeaderCount; ++k) s += pasted(kFormulaJitHeaders[k].text);
+    s += "\nnamespace ef {\n";
+    for (std::size_t f = 0; f < programs.size(); ++f) {
+        s += "template <class T>\ninline T ef_formula_" + std::to_string(f) +
+             "(const T* p, const double* x) {\n    (void)p;\n    (void)x;\n";
+        s += formula_straight_line(*programs[f], "    ");
+        s += "}\n";
+    }
+    s += "}  // namespace ef\n\nextern \"C\" {\n";
+    s += "unsigned long long ef_formula_jit_abi() { return " + std::to_string(kJitAbi) + "ULL; }\n";
+    for (std::size_t f = 0; f < programs.size(); ++f) {
+        for (int k = 0; k < kFormulaJitSlots; ++k) {
+            const std::string t = k < 2 ? std::string(kSlotTypes[k]) : std::string("ef::") + kSlotTypes[k];
+            s += t + " " + entry_name(f, k) + "(const " + t + "* p, const double* x) { return ef::ef_formula_" +
+                 std::to_string(f) + "<" + t + ">(p, x); }\n";
+        }
+    }
+    s += "}\n";
+    return s;
+}
+
+std::string formula_cuda_model(const FormulaProgram& program, const std::string& name) {
+    std::string s = "struct " + name + " {\n    int params = 0;\n";
+    s += "    EF_HD int num_params() const { return params; }\n";
+    s += "    EF_HD int workspace_size() const { return 0; }\n";
+    s += "    template <class T>\n    EF_HD void prepare(const T* /*p*/, T* /*ws*/) const {}\n";
+    s += "    template <class T>\n    EF_HD T value(const T* p, const T* /*ws*/, const double* x, int /*i*/) const {\n";
+    s += "        (void)p;\n        (void)x;\n";
+    s += formula_straight_line(program, "        ");
+    s += "    }\n};\n";
+    return s;
+}
+
+std::string formula_nvrtc_source(const FormulaProgram& program) {
+    std::string s = "// Generated by ensemblefit (src/model/formula_jit.cpp) for NVRTC; do not edit.\n";
+    for (std::size_t k = 0; k < kFormulaJitHeaderCount; ++k) s += pasted(kFormulaJitHeaders[k].text);
+    s += "\nnamespace ef {\n" + formula_cuda_model(program, "FormulaJitModel") + "}  // namespace ef\n\n";
+    s += "template <class T>\n__device__ void ef_formula_values(const T* p, const double* x, int nx, int n, T* out) {\n"
+         "    const ef::FormulaJitModel m{};\n"
+         "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+         "        out[i] = m.value<T>(p, nullptr, x + static_cast<long>(i) * nx, i);\n}\n";
+    const int slots[] = {0, 1, 11};
+    for (const int k : slots) {
+        const std::string t = k < 2 ? std::string(kSlotTypes[k]) : std::string("ef::") + kSlotTypes[k];
+        s += "extern \"C\" __global__ void ef_formula_values_" + std::to_string(k) + "(const " + t +
+             "* p, const double* x, int nx, int n, " + t + "* out) { ef_formula_values<" + t + ">(p, x, nx, n, out); }\n";
+    }
+    return s;
+}
+
+std::vector<std::pair<std::string, std::string>> formula_nvrtc_headers() {
+    std::vector<std::pair<std::string, std::string>> h;
+    for (const char* name : {"cmath", "type_traits", "cstdint", "cstring", "cfloat"}) {
+        h.emplace_back(name, std::string("#pragma once\n#include <cuda/std/") + name +
+                                 ">\nnamespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n");
+    }
+    return h;
+}
+
+std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
+    const std::vector<const FormulaProgram*>& programs, const FormulaJitOptions& options,
+    std::string* why) {
+    auto fail = [&](const std::string& m) -> std::shared_ptr<const FormulaJitLibrary> {
+        if (why != nullptr) *why = m;
+        return nullptr;
+    };
+    const std::string source = formula_cpp_source(programs);
+    std::string key = source + "\n" + compiler_identity(options.compiler) + "\n" + cpu_identity();
+    for (const auto& f : jit_flags()) key += " " + f;
+    const fs::path dir = options.cache_dir;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return fail("cannot create the formula cache " + dir.string() + ": " + ec.message());
+    const std::string stem = (dir / ("formula-" + hex(fnv1a(key)))).string();
+    std::shared_ptr<FormulaJitLibrary> lib(new FormulaJitLibrary());
+    lib->path_ = stem + ".so";
+    lib->handle_ = open_library(lib->path_, programs.size(), lib->tables_);
+    lib->from_cache_ = lib->handle_ != nullptr;
+    if (lib->handle_ != nullptr) return lib;
+    if (access(options.compiler.c_str(), X_OK) != 0) return fail("no C++ compiler at " + options.compiler);
+    const std::string tmp_so = stem + ".so.tmp." + std::to_string(getpid());
+    if (!write_atomically(stem + ".cpp", source)) return fail("cannot write " + stem + ".cpp");
+    if (!run_compiler(options.compiler, stem + ".cpp", tmp_so, stem + ".log")) {
+        fs::remove(tmp_so, ec);
+        return fail(options.compiler + " failed on " + stem + ".cpp (its output: " + stem + ".log)");
+    }
+    fs::rename(tmp_so, lib->path_, ec);
+    if (ec) return fail("cannot rename " + tmp_so + ": " + ec.message());
+    lib->handle_ = open_library(lib->path_, programs.size(), lib->tables_);
+    if (lib->handle_ == nullptr) {
+        const char* e = dlerror();
+        return fail("cannot load " + lib->path_ + ": " + (e != nullptr ? e : "not a formula library"));
+    }
+    return lib;
+}
+
+std::shared_ptr<const FormulaJitLibrary> formula_jit_for_run(const FormulaProgram& program,
+                                                             FormulaCompile mode,
+                                                             const std::string& where) {
+    if (mode == FormulaCompile::interpret) return nullptr;
+    std::string why;
+    auto lib = compile_formulas_jit({&program}, default_formula_jit_options(), &why);
+    if (lib == nullptr && mode == FormulaCompile::jit)
+        throw usage_error(where + ": compile = jit, but the formula could not be compiled: " + why);
+    return lib;
+}
+
+}  // namespace ef

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ensemblefit/model/formula.hpp>
+
+#include "kernels/models/formula_model.hpp"
+
+namespace ef {
+
+/// How `[model] compile` runs a formula: auto (compiled when a compiler works, else
+/// interpreted), jit (compiled, or a usage error) or interpret.
+enum class FormulaCompile { auto_, jit, interpret };
+
+/// Parses `[model] compile`; throws usage_error naming `where` for anything else.
+FormulaCompile parse_formula_compile(const std::string& value, const std::string& where);
+
+/// Where and with what formulas are compiled at run time.
+struct FormulaJitOptions {
+    std::string compiler;   ///< the C++ compiler (the one that built ensemblefit by default)
+    std::string cache_dir;  ///< created when missing; one .cpp, .so and .log per source hash
+};
+
+/// The defaults: the build's compiler; $XDG_CACHE_HOME/ensemblefit/formula (else
+/// ~/.cache/ensemblefit/formula, else the temporary folder).
+FormulaJitOptions default_formula_jit_options();
+
+/**
+ * Formulas compiled by the system C++ compiler into a shared object and loaded: one
+ * FormulaJitTable per formula. The generated source is the formulas' postfix programs as
+ * straight-line code over the embedded kernels/core headers (hd, ef_math, dual), so values and
+ * derivatives are the interpreter's bits. The object is cached by a hash of the source, the
+ * compiler (path, size, time) and the flags; concurrent ranks compile to private files and
+ * rename, so they never see a half-written object.
+ */
+class FormulaJitLibrary {
+   public:
+    ~FormulaJitLibrary();
+    FormulaJitLibrary(const FormulaJitLibrary&) = delete;
+    FormulaJitLibrary& operator=(const FormulaJitLibrary&) = delete;
+
+    const FormulaJitTable& table(std::size_t k) const { return tables_.at(k); }
+    const std::string& path() const { return path_; }
+    bool from_cache() const { return from_cache_; }
+
+   private:
+    friend std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
+        const std::vector<const FormulaProgram*>&, const FormulaJitOptions&, std::string*);
+    FormulaJitLibrary() = default;
+    void* handle_ = nullptr;
+    std::string path_;
+    bool from_cache_ = false;
+    std::vector<FormulaJitTable> tables_;
+};
+
+/// The C++ source compiled for `programs` (one entry point per formula and scalar slot).
+std::string formula_cpp_source(const std::vector<const FormulaProgram*>& programs);
+
+/// The body of `template <class T> T f(const T* p, const double* x)` for one program:
+/// straight-line statements ending in `return`, each line starting with `indent`. Shared by the
+/// C++ and the CUDA sources.
+std::string formula_straight_line(const FormulaProgram& program, const std::string& indent);
+
+/**
+ * The device side: `struct NAME`, a model of the kernels/models concept whose value() is the
+ * program's straight-line code (EF_HD, so nvcc and NVRTC compile it for the solver kernels of
+ * kernels/fit as they do a built-in model). Needs kernels/core/dual.hpp before it.
+ */
+std::string formula_cuda_model(const FormulaProgram& program, const std::string& name);
+
+/**
+ * A self-contained NVRTC translation unit for `program`: the embedded kernels/core headers, the
+ * model (formula_cuda_model, named FormulaJitModel) and `extern "C"` kernels
+ * ef_formula_values_<slot>(const T* p, const double* x, int nx, int n, T* out) for double, float
+ * and Dual<float, 16>: value i at x + i nx, for the GPU test that compares them with the CPU.
+ * The std headers the core headers include are mapped to libcu++ (`-I<cuda>/include/cccl`).
+ */
+std::string formula_nvrtc_source(const FormulaProgram& program);
+
+/// The in-memory headers formula_nvrtc_source needs under NVRTC: {name, text} pairs.
+std::vector<std::pair<std::string, std::string>> formula_nvrtc_headers();
+
+/**
+ * Compiles and loads `programs` (or loads them from the cache). Null when that is impossible
+ * (no compiler, a compile error, an unwritable cache); `why` then says what happened, with the
+ * compiler's log file.
+ */
+std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
+    const std::vector<const FormulaProgram*>& programs, const FormulaJitOptions& options,
+    std::string* why);
+
+/**
+ * The run's choice for one formula: null for interpret, and for auto when compiling fails (the
+ * interpreter runs, same bits, slower); with jit a failure is a usage_error naming `where`.
+ */
+std::shared_ptr<const FormulaJitLibrary> formula_jit_for_run(const FormulaProgram& program,
+                                                             FormulaCompile mode,
+                                                             const std::string& where);
+
+}  // namespace ef

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ef {
+
+/// What an NVRTC compile gave: PTX on success, else the compiler's log (or why NVRTC could not
+/// be loaded).
+struct NvrtcResult {
+    bool ok = false;
+    std::string ptx;
+    std::string log;
+};
+
+/**
+ * Compiles CUDA `source` with NVRTC for `arch` (e.g. "sm_90"), with in-memory `headers` and
+ * the libcu++ folder `cccl_include`, and --fmad=false as the build's device code. NVRTC is
+ * opened at run time (dlopen of libnvrtc.so), so a program built without CUDA can still
+ * generate and check device code, and a missing NVRTC is a failure to report, not a crash.
+ */
+NvrtcResult compile_with_nvrtc(const std::string& source,
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               const std::string& arch, const std::string& cccl_include);
+
+}  // namespace ef

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# [model] compile: a formula compiled at run time (jit, and auto where a compiler works) gives
+# the interpreter's bits on both solvers and both precisions, on 1 and 2 ranks; auto falls back
+# to the interpreter when compiling is impossible, jit then refuses with one error line (exit
+# 2), and values other than auto | jit | interpret are usage errors (exit 2).
+source "$(dirname "$0")/../tools/mpi_common.sh"
+export XDG_CACHE_HOME="$WORK/cache"
+
+cp "$SRC/inputs/spot.csv" .
+cat > spot.ini <<'INI'
+[data]
+file = spot.csv
+x = px, py
+y = counts
+sigma = sigma
+
+[model]
+name = formula
+formula = c + a * exp(-((px - u)^2 + (py - v)^2) / (2 * s^2))
+
+[param.a]
+start = 80
+lower = 0
+[param.u]
+start = 7
+[param.v]
+start = 7
+[param.s]
+start = 2.5
+lower = 0.1
+[param.c]
+start = 5
+
+[fit]
+replicas = 40
+seed = 7
+
+[output]
+file = out.h5
+INI
+SETS="replicas/params replicas/chi2 replicas/iterations replicas/status central/params central/covariance"
+
+for solver in "--fit.solver qr" "--fit.solver normal" "--fit.precision float"; do
+    # shellcheck disable=SC2086
+    "$EF" fit spot.ini $solver --model.compile interpret --output.file interp.h5 > /dev/null
+    for np in 1 2; do
+        # shellcheck disable=SC2086
+        run_np $np fit spot.ini $solver --model.compile jit --output.file jit$np.h5 > /dev/null
+        $H5CHECK equal interp.h5 jit$np.h5 $SETS || fail "jit on $np rank(s) differs ($solver)"
+    done
+    # shellcheck disable=SC2086
+    "$EF" fit spot.ini $solver --output.file auto.h5 > /dev/null
+    $H5CHECK equal interp.h5 auto.h5 $SETS || fail "auto differs ($solver)"
+    rm -f jit1.h5 jit2.h5 auto.h5 interp.h5
+    ok "compile = jit (1 and 2 ranks) and auto give the interpreter's bits ($solver)"
+done
+ls cache/ensemblefit/formula/formula-*.so > /dev/null || fail "no compiled formula in the cache"
+ok "the compiled formula is cached under \$XDG_CACHE_HOME/ensemblefit/formula"
+
+# No usable cache folder: auto interprets (same bits), jit refuses.
+"$EF" fit spot.ini --model.compile interpret --output.file interp.h5 > /dev/null
+XDG_CACHE_HOME=/proc/ef-no-cache "$EF" fit spot.ini --output.file auto.h5 > /dev/null
+$H5CHECK equal interp.h5 auto.h5 $SETS || fail "auto without a cache differs"
+ok "auto without a usable cache runs the interpreter"
+XDG_CACHE_HOME=/proc/ef-no-cache expect_error 2 "model.compile: compile = jit, but the formula could not be compiled: cannot create the formula cache" \
+    -- "$EF" fit spot.ini --model.compile jit --output.file jit.h5
+[ ! -e jit.h5 ] || fail "a refused run wrote its output"
+
+expect_error 2 "unknown value 'fast' \(allowed: auto, jit, interpret\)" -- "$EF" fit spot.ini --model.compile fast --output.file bad.h5
+sed 's/^name = formula/name = formula\ncompile = JIT/' spot.ini > bad.ini
+expect_error 2 "bad.ini:9: model.compile: unknown value 'JIT'" -- run_np 2 fit bad.ini --output.file bad.h5
+[ ! -e bad.h5 ] || fail "a refused run wrote its output"
