@@ -7,13 +7,14 @@
 # Sized for CI's 2 cores by taking the range's smallest scan (16 x 16 = 256 patterns) and
 # pattern size (64 x 64): an iteration is 1/64 of the largest corner's, and the corners' other
 # axes (dose 1e5 and 1e9, overlap 60 and 85 %, 1 and 4 probe modes in the data) are kept.
-# ITERATIONS = 50, a quarter of the issue's 200: at this size the corners are where they stay by
-# then (perf/RESULTS.md, "Default convergence": 100 iterations change the last figure by under
-# 0.4 % NRMSE; 100 took over the test's 20 minutes on the loaded 2-core development machine).
+# ITERATIONS = 50, a quarter of the issue's 200: at this size the corners have settled by then
+# (in 100-iteration runs the NRMSE moved by under 0.8 % between iterations 50 and 100); 100 ran
+# past ctest's 20 minutes on the loaded 2-core development machine.
 # Limits: the issue's 5 % at the corner the defaults reach it (1e9 counts, 85 % overlap: 0.48 %
-# after 100 iterations, 0.82 % at 50); elsewhere the measured NRMSE plus about 20-30 %, a guard against regressions and not the goal: at
-# 60 % overlap the regular raster's grid ambiguity stalls the phase near 18-21 % even without
-# noise, and at 1e5 counts with 85 % overlap it stays near 9 % (perf/RESULTS.md says why).
+# after 100 iterations); elsewhere the measured NRMSE plus 20-30 %, a guard against regressions,
+# not the goal: at 60 % overlap the regular raster's grid ambiguity stalls the phase near 18-21 %
+# even without noise, and at 1e5 counts with 85 % overlap it stays near 9 % (perf/RESULTS.md,
+# "Default convergence", says why).
 source "$(dirname "$0")/../tools/mpi_common.sh"
 ITERATIONS=50
 
