@@ -57,7 +57,7 @@ for dose in $doses; do for scan in $scans; do for dp in $dps; do for modes in $m
     name="d${dose}_s${scan}_p${dp}_m${modes}_o${ov}"
     "$EF" simulate ptycho --out "$W/$name.h5" --scan "$scan" --dp "$dp" --modes "$modes" --dose "$dose" \
         --step "$step" > "$W/$name.sim.log" 2>&1 || { echo "!! $name: simulate failed"; continue; }
-    printf '[data]\nfile = %s.h5\n[output]\nfile = %s.out.h5\npreviews = false\n' "$name" "$name" > "$W/$name.ini"
+    printf '[data]\nfile = %s.h5\n[output]\nfile = %s/%s.out.h5\npreviews = false\n' "$name" "$W" "$name" > "$W/$name.ini"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     $MPIRUN "$EF" reconstruct "$W/$name.ini" --solver.iterations "$ITERATIONS" --output.report_every 1 $EXTRA \
