@@ -33,14 +33,15 @@ const KeyInfo kKeys[] = {
                                "remainder (auto = when positions are not integers or are corrected)"},
     {"object.parametrization", "amplitude-phase", "amplitude-phase | complex (the real parameters "
                                                   "Adam updates)"},
-    {"object.lr_amplitude", "5e-4", "Adam learning rate of the amplitude (or real part)"},
-    {"object.lr_phase", "5e-4", "Adam learning rate of the phase (or imaginary part)"},
+    {"object.lr_amplitude", "5e-3", "Adam step of the amplitude (or real part) per mini-batch, in its own units "
+                                    "(Adam divides by the gradient's rms: no dependence on dose or probe power)"},
+    {"object.lr_phase", "5e-3", "Adam step of the phase (radians; or the imaginary part) per mini-batch"},
     {"object.amplitude_min", "0", "lower clamp of the amplitude after each update"},
     {"object.amplitude_max", "inf", "upper clamp of the amplitude after each update"},
     {"object.margin", "4", "pixels around the scanned area when the object size is derived"},
     {"probe.init", "auto", "auto (the file's /probe if present, else mean-pattern) | file | "
                            "mean-pattern (amplitude of the mean pattern, flat phase)"},
-    {"probe.lr", "1e-3", "Adam learning rate of the probe (real and imaginary parts), in units of the probe's rms "
+    {"probe.lr", "0.03", "Adam learning rate of the probe (real and imaginary parts), in units of the probe's rms "
                        "amplitude sqrt(mean pattern sum / pixels), so that it does not depend on the dose"},
     {"probe.start", "1", "first iteration (from 1) that updates the probe"},
     {"probe.orthogonalize", "true", "orthogonalise the modes and sort them by power every iteration"},
@@ -50,7 +51,8 @@ const KeyInfo kKeys[] = {
     {"positions.lr", "5e-4", "Adam learning rate of the positions (pixels)"},
     {"positions.start", "1", "first iteration that updates the positions"},
     {"solver.iterations", "50", "passes over all scan positions"},
-    {"solver.batch_size", "256", "positions per mini-batch (global, over all ranks)"},
+    {"solver.batch_size", "auto", "positions per mini-batch (global, over all ranks); auto = ceil(positions / 16) "
+                                  "within 16..256, so that an iteration makes about 16 steps whatever the scan size"},
     {"solver.loss", "amplitude", "amplitude (PtyRAD's Gaussian NRMSE) | poisson"},
     {"solver.seed", "1", "seed of the mini-batch draws (a batch is a function of seed and iteration "
                          "only, not of ranks)"},
@@ -58,8 +60,9 @@ const KeyInfo kKeys[] = {
     {"solver.beta2", "0.999", "Adam beta2"},
     {"solver.epsilon", "1e-8", "Adam epsilon"},
     {"solver.precision", "single", "single | double (CPU only)"},
-    {"solver.decay_start", "0", "iteration from which every learning rate decays along a half cosine to "
-                                "decay_to x its value at the last iteration (0 = constant rates, as PtyRAD)"},
+    {"solver.decay_start", "1", "iteration from which every learning rate decays along a half cosine to "
+                                "decay_to x its value at the last iteration (1 = over the whole run; 0 = constant "
+                                "rates, as PtyRAD)"},
     {"solver.decay_to", "0.1", "fraction of the learning rates left at the last iteration"},
     {"run.workers", "auto", "auto | cpu | gpu, or a comma-separated list per rank (the last repeats)"},
     {"run.threads", "0", "OpenMP threads per CPU rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
@@ -230,7 +233,7 @@ void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
 
 void read_solver(const ValueReader& r, ReconConfig& cfg) {
     cfg.iterations = r.count("solver.iterations", 0);
-    cfg.batch_size = r.count("solver.batch_size", 1);
+    cfg.batch_size = r.get("solver.batch_size") == "auto" ? 0 : r.count("solver.batch_size", 1);
     cfg.loss = r.choice("solver.loss", {"amplitude", "poisson"});
     cfg.seed = static_cast<std::uint64_t>(r.integer("solver.seed", 0, std::numeric_limits<long long>::max()));
     cfg.beta1 = r.real("solver.beta1");
@@ -317,7 +320,7 @@ std::string ReconConfig::resolved_text() const {
        << "\nfix_intensity = " << (fix_intensity ? "true" : "false") << "\nmode_power = " << fmt(mode_power)
        << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false") << "\nlr = " << fmt(lr_positions)
        << "\nstart = " << positions_start << "\n[solver]\niterations = " << iterations
-       << "\nbatch_size = " << batch_size << "\nloss = " << loss << "\nseed = " << seed
+       << "\nbatch_size = " << (batch_size > 0 ? std::to_string(batch_size) : "auto") << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)
        << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads << "\nbind = " << bind

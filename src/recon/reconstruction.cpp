@@ -14,6 +14,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/recon/reconstruction.hpp"
+#include "src/recon/step_defaults.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
@@ -114,6 +115,7 @@ void Reconstruction::read_input() {
         throw usage_error(cfg_.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
     if (cfg_.probe_init == "file" && !ds_.has_probe)
         throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
+    cfg_.batch_size = resolve_batch_size(cfg_.batch_size, ds_.count);  // auto: from the positions, on every rank alike
     schedule_ = std::make_unique<BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
     debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
     if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);  // fail now, not after the run

@@ -134,8 +134,8 @@ PhaseError Reconstruction::compare_truth() {
 }
 
 /// The model and the run so far into the output (rank 0; every rank first agrees on the
-/// positions). A checkpoint adds the optimiser's state (write_checkpoint); the final write adds
-/// the previews. Either is written beside the output and renamed over it (PendingOutput).
+/// positions). A checkpoint adds the optimiser's state (write_checkpoint); the previews follow
+/// both. Either is written beside the output and renamed over it (PendingOutput).
 void Reconstruction::write_output(bool final) {
     sync_positions();
     if (!ctx_.is_root()) return;
@@ -175,13 +175,22 @@ void Reconstruction::write_output(bool final) {
     if (!final) write_checkpoint(f);
     f.close();
     pending.commit();
-    if (final && cfg_.previews) write_previews(obj, probe);
+    if (cfg_.previews) write_previews(obj, probe);  // at the end and at every checkpoint
 }
 
 void Reconstruction::write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe) {
+    PreviewInputs in;
+    in.object = obj;
+    in.obj_h = ds_.obj_h;
+    in.obj_w = ds_.obj_w;
+    in.probe = probe;
+    in.modes = cfg_.modes;
+    in.h = ds_.h;
+    in.w = ds_.w;
+    in.loss = loss_;
+    in.pixel_size = cfg_.pixel_size;
     try {
-        previews_ = recon::write_previews(output_stem(cfg_.output_file), obj, ds_.obj_h, ds_.obj_w, probe, cfg_.modes,
-                                          ds_.h, ds_.w);
+        previews_ = recon::write_previews(output_stem(cfg_.output_file), in);
     } catch (const Error& e) {
         std::fprintf(stderr, "ensemblefit: warning: previews not written: %s\n", e.what());
     }

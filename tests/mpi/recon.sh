@@ -108,8 +108,8 @@ assert h5py.File("np2.h5", "r")["/timing/allreduce_bytes"][0] > 0
 PY
 ok "1, 2 and 3 ranks: NRMSE < 5%, within 1% of each other, decreasing loss"
 
-# Previews: three PNGs next to the output (libpng is required by the build).
-for p in np1_phase.png np1_amplitude.png np1_probe.png; do
+# Previews: four PNGs next to the output (libpng is required by the build).
+for p in np1_phase.png np1_amplitude.png np1_probe.png np1_loss.png; do
     [ "$(head -c 4 "$p" | tail -c 3)" = "PNG" ] || fail "$p is not a PNG"
 done
 ok "PNG previews"

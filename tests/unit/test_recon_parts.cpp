@@ -240,7 +240,8 @@ TEST_CASE("reconstruct config: defaults, overrides, errors naming file and line"
     CHECK(c.iterations == 9);
     CHECK(c.loss == "poisson");
     CHECK(c.lr_probe == 0.25);  // the last override wins
-    CHECK(c.batch_size == 256);
+    CHECK(c.batch_size == 0);  // auto: resolved from the positions (resolve_batch_size)
+    CHECK(c.decay_start == 1);
     CHECK(c.where("solver.loss") == path + ":7: solver.loss");
 
     const std::string bad_key = write_temp("bad_key.ini", "[data]\nfile = d.h5\n[solver]\niterashuns = 3\n");

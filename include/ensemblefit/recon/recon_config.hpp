@@ -31,15 +31,15 @@ struct ReconConfig {
 
     // [object]
     bool amplitude_phase = true;     ///< parametrization = amplitude-phase | complex
-    double lr_amplitude = 5e-4;      ///< Adam rate of the amplitude (or real part)
-    double lr_phase = 5e-4;          ///< Adam rate of the phase (or imaginary part)
+    double lr_amplitude = 5e-3;      ///< Adam step of the amplitude (or real part)
+    double lr_phase = 5e-3;          ///< Adam step of the phase (radians; or imaginary part)
     double amplitude_min = 0.0;
     double amplitude_max = std::numeric_limits<double>::infinity();
     int margin = 4;                  ///< pixels around the scanned area when the object size is derived
 
     // [probe]
     std::string probe_init = "auto";  ///< auto | file | mean-pattern
-    double lr_probe = 1e-3;           ///< relative to the rms probe amplitude
+    double lr_probe = 0.03;           ///< relative to the rms probe amplitude
     int probe_start = 1;              ///< first iteration (1-based) that updates the probe
     bool orthogonalize = true;
     bool fix_intensity = true;
@@ -52,12 +52,12 @@ struct ReconConfig {
 
     // [solver]
     int iterations = 50;
-    int batch_size = 256;
+    int batch_size = 0;               ///< 0 = auto (recon::resolve_batch_size, from the positions)
     std::string loss = "amplitude";   ///< amplitude | poisson
     std::uint64_t seed = 1;
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
     std::string precision = "single";  ///< single | double
-    int decay_start = 0;              ///< iteration from which all rates decay (0 = constant rates)
+    int decay_start = 1;              ///< iteration from which all rates decay (1 = whole run, 0 = constant)
     double decay_to = 0.1;            ///< fraction of the rates reached at the last iteration (cosine)
 
     // [run]

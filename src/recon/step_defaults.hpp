@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+
+namespace ef::recon {
+
+/**
+ * The optimiser's defaults that follow the data (internal; docs/architecture.md "Choices and
+ * why", "Step sizes that follow the data"). Adam already divides each parameter's gradient by
+ * its running rms, so its step does not depend on the dose or the probe's power: a step is
+ * `lr` in the parameter's own units (radians of phase, amplitude, and the probe's rms amplitude
+ * sqrt(mean pattern sum / pixels) for the probe). What does depend on the data is how many steps
+ * an iteration makes: ceil(N / batch) for N scan positions. A fixed batch of 256 gave one step
+ * per iteration on a 16 x 16 scan and 64 on a 128 x 128 one, so no fixed rate suited both.
+ */
+/// Steps per iteration that solver.batch_size = auto aims for.
+constexpr std::int64_t kAutoStepsPerIteration = 16;
+/// The bounds of the automatic batch: fewer positions make steps noisy (and a GPU idle), more
+/// cost memory for nothing once the steps per iteration are enough.
+constexpr std::int64_t kAutoBatchMin = 16;
+constexpr std::int64_t kAutoBatchMax = 256;
+
+/// solver.batch_size = auto (0): ceil(positions / kAutoStepsPerIteration) within
+/// [kAutoBatchMin, kAutoBatchMax] (and at most the positions); a given size is kept. A
+/// function of the dataset only, so the same on every rank and on resume.
+int resolve_batch_size(int configured, std::int64_t positions);
+
+}  // namespace ef::recon

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Issue #25, defaults that converge: four corners of the default-convergence sweep
+# (perf/recon/sweep_defaults.sh small), each simulated and reconstructed with a minimal config
+# (the data file and the output: every step size, the batch and the schedule are defaults), on
+# 2 ranks, against the simulated truth's phase.
+# Sized for CI's 2 cores by taking the range's smallest scan (16 x 16 = 256 patterns) and
+# pattern size (64 x 64): an iteration is 1/64 of the largest corner's, and the corners' other
+# axes (dose 1e5 and 1e9, overlap 60 and 85 %, 1 and 4 probe modes in the data) are kept.
+# ITERATIONS = 100, half the issue's 200: at this size the corners have settled by then (the
+# NRMSE moved by under 0.8 % between iterations 50 and 100). Not fewer: the rates decay over the
+# run, and 50 iterations leave the 60 % overlap corner at 38 % instead of 21 %.
+# Limits: the issue's 5 % at the corner the defaults reach it (1e9 counts, 85 % overlap: 0.48 %
+# after 100 iterations); elsewhere the measured NRMSE plus 20-30 %, a guard against regressions,
+# not the goal: at 60 % overlap the regular raster's grid ambiguity stalls the phase near 18-21 %
+# even without noise, and at 1e5 counts with 85 % overlap it stays near 9 % (perf/RESULTS.md,
+# "Default convergence", says why).
+source "$(dirname "$0")/../tools/mpi_common.sh"
+ITERATIONS=100
+
+# corner NAME DOSE STEP MODES LIMIT(%): simulate, reconstruct with defaults, NRMSE below LIMIT.
+corner() {
+    local name=$1 dose=$2 step=$3 modes=$4 limit=$5
+    "$EF" simulate ptycho --out "$name.h5" --scan 16 --dp 64 --modes "$modes" --dose "$dose" --step "$step" \
+        > "$name.sim.log" || { cat "$name.sim.log"; fail "simulate $name"; }
+    printf '[data]\nfile = %s.h5\n[output]\nfile = %s.out.h5\npreviews = false\n' "$name" "$name" > "$name.ini"
+    run_np 2 reconstruct "$name.ini" --solver.iterations "$ITERATIONS" > "$name.log" 2> "$name.err" ||
+        { cat "$name.log" "$name.err"; fail "reconstruct $name"; }
+    local nrmse
+    nrmse=$(sed -n 's/^phase NRMSE against the truth: \([0-9.]*\)%.*/\1/p' "$name.log")
+    [ -n "$nrmse" ] || { cat "$name.log"; fail "$name: no phase NRMSE line"; }
+    awk -v n="$nrmse" -v l="$limit" 'BEGIN { exit !(n < l) }' ||
+        { tail -25 "$name.log"; fail "$name: phase NRMSE $nrmse % with the defaults, not below $limit %"; }
+    ok "$name (dose $dose, step $step px, $modes modes in the data): phase NRMSE $nrmse % < $limit % with defaults"
+}
+
+# overlap 60 % = step 6.4 px, 85 % = 2.4 px (probe disc diameter dp / 4 = 16 px)
+corner dose9_overlap85_modes1 1e9 2.4 1 5
+corner dose9_overlap60_modes4 1e9 6.4 4 25
+corner dose5_overlap85_modes4 1e5 2.4 4 11
+corner dose5_overlap60_modes1 1e5 6.4 1 22
