@@ -17,6 +17,8 @@ namespace ef {
 struct ReconWorkerOptions {
     int h = 0, w = 0;          ///< pattern (window) size
     int modes = 1;             ///< probe modes K
+    int slices = 1;            ///< object slices S (multislice; 1 = single slice)
+    double slice_fresnel = 0;  ///< lambda dz / dx^2 of one slice, in pixels (slices > 1)
     int obj_h = 0, obj_w = 0;  ///< object size
     bool poisson = false;      ///< loss: Poisson, else amplitude (PtyRAD's Gaussian NRMSE)
     bool amplitude_phase = true;
