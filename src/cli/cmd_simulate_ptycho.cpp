@@ -164,8 +164,9 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
         } else if (a == "--atom-sigma") {
             o.atom_sigma = measure(a, value(), true);
         } else if (a == "--slices") {
-            o.slices = integer(a, value(), kMaxSlices);
-            if (o.slices < 1) throw usage_error("simulate ptycho: --slices: must be >= 1, got " + std::to_string(o.slices));
+            const std::string v = value();
+            number(a, v);  // "expected a number" first, for text
+            o.slices = static_cast<int>(ini::to_integer(v, "simulate ptycho: " + a, 1, kMaxSlices));
         } else if (a == "--slice-thickness") {
             o.slice_thickness = measure(a, value(), true);
         } else if (a == "--format") {
