@@ -164,9 +164,9 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
         } else if (a == "--atom-sigma") {
             o.atom_sigma = measure(a, value(), true);
         } else if (a == "--slices") {
-            const std::string v = value();
-            number(a, v);  // "expected a number" first, for text
-            o.slices = static_cast<int>(ini::to_integer(v, "simulate ptycho: " + a, 1, kMaxSlices));
+            const std::string text = value();
+            number(a, text);  // "expected a number" first, for text
+            o.slices = static_cast<int>(ini::to_integer(text, "simulate ptycho: " + a, 1, kMaxSlices));
         } else if (a == "--slice-thickness") {
             o.slice_thickness = measure(a, value(), true);
         } else if (a == "--format") {
