@@ -145,7 +145,7 @@ class PtychoEngine {
     int window_size() const { return window_n_; }
     std::int64_t pattern_count() const { return pattern_count_; }
 
-    /// Object parameters (amplitude and phase, or real and imaginary part), obj_h x obj_w each.
+    /// Object parameters (amplitude and phase, or real and imaginary part), slices x obj_h x obj_w each (slice after slice).
     void set_object(const std::vector<double>& p0, const std::vector<double>& p1) {
         upload_real(p0, p0_);
         upload_real(p1, p1_);

@@ -98,7 +98,7 @@ class ReconWorker {
     virtual std::vector<std::complex<double>> probe() = 0;
     virtual void reset_moments(bool object, bool probe) = 0;
     /// The Adam moments in double (exact for float), for checkpoints: the object's m and v of
-    /// both parameters (4 x obj_h x obj_w), then the probe's m and v (2 x 2 K h w).
+    /// both parameters (4 x slices x obj_h x obj_w), then the probe's m and v (2 x 2 K h w).
     virtual std::vector<double> moments() = 0;
     /// Sets them from moments()'s layout (a checkpoint's, of the right size).
     virtual void set_moments(const std::vector<double>& m) = 0;
