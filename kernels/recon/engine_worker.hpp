@@ -20,6 +20,8 @@ inline EngineOptions engine_options(const ReconWorkerOptions& o) {
     e.amplitude_min = o.amplitude_min;
     e.amplitude_max = o.amplitude_max;
     e.window_groups = o.tuning.window_groups;
+    e.slices = o.slices;
+    e.slice_fresnel = o.slice_fresnel;
     return e;
 }
 

@@ -13,6 +13,7 @@
 
 #include <ensemblefit/recon/recon_worker.hpp>
 
+#include "kernels/recon/multislice_math.hpp"
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/window_passes.hpp"
 
@@ -26,6 +27,8 @@ struct EngineOptions {
     double amplitude_min = 0.0;   ///< clamp of the object amplitude after each update
     double amplitude_max = std::numeric_limits<double>::infinity();
     int window_groups = 0;        ///< mode groups of the window passes (0: chosen per batch)
+    int slices = 1;               ///< object slices S (multislice_math.hpp); 1 = the single-slice model
+    double slice_fresnel = 0;     ///< lambda dz / dx^2 of one slice, pixels (slices > 1)
 };
 
 /// One rank's part of a mini-batch, host side.
@@ -83,7 +86,8 @@ class PtychoEngine {
     using Buffer = typename Backend::template Buffer<U>;
 
     PtychoEngine(Backend& be, const PtychoDims& d, const EngineOptions& o) : be_(be), d_(d), o_(o) {
-        const size_t on = static_cast<size_t>(d.obj_n());
+        if (o_.slices < 1) o_.slices = 1;
+        const size_t on = static_cast<size_t>(object_n());
         const size_t kn = static_cast<size_t>(d.modes * d.n());
         p0_.resize(on);
         p1_.resize(on);
@@ -99,7 +103,13 @@ class PtychoEngine {
         vp_.resize(2 * kn);
         grad_.resize(2 * on + 2 * kn);  // double: see ProbeGradientDirect
         if constexpr (!Backend::kHostMemory) host_grad_.resize(2 * on + 2 * kn);
-        window_n_ = be_.window_size(d);
+        // Multislice runs the transform-per-pass sequence (the window passes hold one slice's wave).
+        window_n_ = o_.slices == 1 ? be_.window_size(d) : 0;
+        if (o_.slices > 1) {
+            const std::vector<C> prop = fresnel_propagator<T>(d.h, d.w, o_.slice_fresnel);
+            propagator_.resize(prop.size());
+            be_.upload(propagator_.data(), prop.data(), prop.size());
+        }
         if (window_n_) {
             std::vector<C> tw(static_cast<size_t>(window_n_));
             wfft::make_twiddles(window_n_, tw.data());
@@ -109,6 +119,8 @@ class PtychoEngine {
     }
 
     const PtychoDims& dims() const { return d_; }
+    /// Object pixels over all slices: the length of each object parameter (S x obj_h x obj_w).
+    std::int64_t object_n() const { return static_cast<std::int64_t>(o_.slices) * d_.obj_n(); }
     const EngineOptions& options() const { return o_; }
     Backend& backend() { return be_; }
 
@@ -133,7 +145,7 @@ class PtychoEngine {
     int window_size() const { return window_n_; }
     std::int64_t pattern_count() const { return pattern_count_; }
 
-    /// Object parameters (amplitude and phase, or real and imaginary part), obj_h x obj_w each.
+    /// Object parameters (amplitude and phase, or real and imaginary part), slices x obj_h x obj_w each (slice after slice).
     void set_object(const std::vector<double>& p0, const std::vector<double>& p1) {
         upload_real(p0, p0_);
         upload_real(p1, p1_);
@@ -197,7 +209,7 @@ class PtychoEngine {
         BatchTerms out;
         if (position_grad) out.position_grad.assign(static_cast<size_t>(2 * b), 0.0);
         side_gather_ = false;
-        std::int64_t on = d_.obj_n();
+        std::int64_t on = object_n();
         if (b == 0) {
             be_.for_each(probe_grad ? 2 * on + 2 * K * n : 2 * on, FillValue<double>{grad_.data(), 0.0});
             finish_gradients(probe_grad);
@@ -224,6 +236,7 @@ class PtychoEngine {
                           sink ? sink : per.data(), sink != nullptr);
         be_.mark("ifft far field");
         be_.fft(psi_.data(), b * K, true);
+        if (o_.slices > 1) back_propagate_slices(b);
         be_.mark("patch gradients");
         be_.for_each_rows(b, static_cast<int>(n),
                           PatchGradients<T>{d_, shifted ? pshift_.data() : probe_.data(), shifted, object_.data(),
@@ -304,7 +317,7 @@ class PtychoEngine {
     /// Doubles at the start of the gradient buffer (the object's part) that gradients_deferred()
     /// leaves ready on the side stream, where the sum over ranks may sum them (0: all of it on
     /// the main stream). The same on every rank: it depends on deferred steps only.
-    std::size_t sum_split() const { return deferred_ ? static_cast<size_t>(2 * d_.obj_n()) : 0; }
+    std::size_t sum_split() const { return deferred_ ? static_cast<size_t>(2 * object_n()) : 0; }
     /// The batch's loss-term array (2 doubles per position), for the sum over ranks.
     double* device_terms(std::size_t& count) {
         count = static_cast<size_t>(2 * terms_count_);
@@ -357,13 +370,13 @@ class PtychoEngine {
     /// The gradient buffer in the backend's memory (for a device-side sum over ranks).
     double* device_gradients() { return grad_.data(); }
     std::size_t gradient_size(bool with_probe) const {
-        return static_cast<size_t>(2 * d_.obj_n() + (with_probe ? 2 * d_.modes * d_.n() : 0));
+        return static_cast<size_t>(2 * object_n() + (with_probe ? 2 * d_.modes * d_.n() : 0));
     }
 
     /// The probe gradient of the last gradients() call in real space (K x n), for inspection.
     std::vector<std::complex<double>> probe_gradient() {
         const std::int64_t kn = d_.modes * d_.n();
-        const Cx<double>* g = reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * d_.obj_n());
+        const Cx<double>* g = reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * object_n());
         std::vector<C> tmp(static_cast<size_t>(kn));
         if (o_.subpixel) {
             be_.for_each(kn, SpectrumToWorking<T>{g, probe_tmp_.data()});
@@ -384,7 +397,7 @@ class PtychoEngine {
     /// in device memory instead of u.grad_scale (deferred steps), made first by `loss_scale`
     /// when given.
     void update(const UpdateSpec& u, const double* scale = nullptr, const LossScale* loss_scale = nullptr) {
-        const std::int64_t on = d_.obj_n();
+        const std::int64_t on = object_n();
         const std::int64_t kn2 = 2 * d_.modes * d_.n();
         if constexpr (!Backend::kHostMemory)
             if (!device_only_) be_.upload(grad_.data(), host_grad_.data(), gradient_size(u.probe));
@@ -528,6 +541,11 @@ class PtychoEngine {
         } else if (probe_grad) {
             passes += 1;
         }
+        // Multislice, per further slice: forward FFT, propagator, inverse FFT, transmission
+        // (psi and chi) = 9; backward: patch gradients (chi, psi in and out), FFT, adjoint,
+        // inverse FFT = 9; and one more patch-gradient row per slice.
+        passes += 18.0 * (o_.slices - 1);
+        per_pixel += 2.0 * c * (o_.slices - 1);
         return passes * kn * c + n * per_pixel;
     }
 
@@ -546,7 +564,7 @@ class PtychoEngine {
         be_.download(tmp.data(), src.data(), tmp.size());
         dst.assign(tmp.begin(), tmp.end());
     }
-    void refresh_object() { be_.for_each(d_.obj_n(), ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}); }
+    void refresh_object() { be_.for_each(object_n(), ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}); }
 
     AdamCoefficients<T> coefficients(const UpdateSpec& u, double lr, std::int64_t t) const {
         const double bc1 = 1.0 - std::pow(u.beta1, static_cast<double>(t));
@@ -573,7 +591,40 @@ class PtychoEngine {
         be_.mark("exit waves, fft");
         const Cx<T>* probe = o_.subpixel ? pshift_.data() : probe_.data();
         be_.for_each_rows(rows, n, ExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data(), psi_.data()});
+        if (o_.slices > 1) propagate_slices(rows);
         be_.fft(psi_.data(), rows, false);
+    }
+
+    /// Multislice forward: the wave leaving slice 0 (in psi_) through slices 1 .. S-1, keeping
+    /// each slice's incident wave in chi_ for the backward pass.
+    void propagate_slices(std::int64_t rows) {
+        const int n = static_cast<int>(d_.n());
+        be_.mark("multislice forward");
+        for (std::int64_t s = 1; s < o_.slices; ++s) {
+            be_.fft(psi_.data(), rows, false);
+            be_.for_each_rows(rows, n, PropagateSlice<T>{n, false, propagator_.data(), psi_.data()});
+            be_.fft(psi_.data(), rows, true);
+            be_.for_each_rows(rows, n,
+                              SliceTransmit<T>{d_, object_.data() + s * d_.obj_n(), crop_.data(), psi_.data(),
+                                               chi_.data() + (s - 1) * rows * n});
+        }
+    }
+
+    /// Multislice backward: from the exit-wave gradient in psi_, each slice s = S-1 .. 1's patch
+    /// gradients (the conj(chi_s) products) and the gradient of the wave leaving slice s - 1,
+    /// propagated back by the adjoint; psi_ then holds slice 0's exit-wave gradient.
+    void back_propagate_slices(std::int64_t b) {
+        const int n = static_cast<int>(d_.n());
+        const std::int64_t rows = b * d_.modes;
+        be_.mark("multislice backward");
+        for (std::int64_t s = o_.slices - 1; s >= 1; --s) {
+            be_.for_each_rows(b, n,
+                              PatchGradients<T>{d_, chi_.data() + (s - 1) * rows * n, true, object_.data() + s * d_.obj_n(),
+                                                crop_.data(), psi_.data(), patch_grad_.data() + s * b * n});
+            be_.fft(psi_.data(), rows, false);
+            be_.for_each_rows(rows, n, PropagateSlice<T>{n, true, propagator_.data(), psi_.data()});
+            be_.fft(psi_.data(), rows, true);
+        }
     }
 
     void ensure_probe_spectrum() {
@@ -600,11 +651,13 @@ class PtychoEngine {
 
     void ensure_workspace(std::int64_t b) {
         const size_t need = static_cast<size_t>(b * d_.modes * d_.n());
+        batch_ = b;
         if (psi_.size() < need) {
             psi_.resize(need);
             if (o_.subpixel) pshift_.resize(need);
-            patch_grad_.resize(static_cast<size_t>(b * d_.n()));
+            patch_grad_.resize(static_cast<size_t>(o_.slices * b * d_.n()));
             factor_.resize(static_cast<size_t>(b * d_.n()));
+            if (o_.slices > 1) chi_.resize(static_cast<size_t>(o_.slices - 1) * need);
         }
     }
 
@@ -668,11 +721,14 @@ class PtychoEngine {
     /// The object gather from the patch gradients, then the gradient buffer to where the
     /// caller sums it (both sequences end so).
     void object_gradient() {
-        const std::int64_t on = d_.obj_n();
+        const std::int64_t on = object_n(), sn = d_.obj_n();
         if (!side_gather_) be_.mark("object gradient");  // phases are marked on the main stream
-        be_.for_each_rows(d_.obj_h, d_.obj_w,
-                          ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
-                                            patch_grad_.data(), p0_.data(), p1_.data(), grad_.data(), grad_.data() + on});
+        // Slice s: its patch gradients (b x n, after slice s - 1's), parameters and gradients.
+        for (std::int64_t s = 0; s < o_.slices; ++s)
+            be_.for_each_rows(d_.obj_h, d_.obj_w,
+                              ObjectGradient<T>{d_, o_.amplitude_phase, crop_.data(), row_start_.data(), row_items_.data(),
+                                                patch_grad_.data() + s * batch_ * d_.n(), p0_.data() + s * sn,
+                                                p1_.data() + s * sn, grad_.data() + s * sn, grad_.data() + on + s * sn});
     }
     void object_gradient_and_finish(bool probe_grad) {
         object_gradient();
@@ -837,7 +893,10 @@ class PtychoEngine {
     Buffer<T> mp_, vp_;
     Buffer<Cx<double>> mix_;  // mix_probe_modes()
     Buffer<double> grad_;
-    Buffer<C> psi_, pshift_, patch_grad_;
+    Buffer<C> psi_, pshift_, patch_grad_;  // patch_grad_: S x b x n (slice after slice)
+    Buffer<C> chi_;         // multislice: the waves incident on slices 1 .. S-1, (S-1) x b x K x n
+    Buffer<C> propagator_;  // multislice: one slice's Fresnel propagator / n (fresnel_propagator())
+    std::int64_t batch_ = 0;  // positions of the batch being computed (ensure_workspace())
     Buffer<T> factor_;  // b x n modulus factors (window passes)
     Buffer<C> twiddle_;     // window passes: W_N^k table
     Buffer<T> inten_part_;  // window passes with mode groups: b x G x n partial intensities

@@ -9,6 +9,7 @@
 
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/recon/ptycho_simulation.hpp>
+#include <ensemblefit/recon/recon_config.hpp>
 
 #include "src/cli/commands.hpp"
 #include "src/config/capacity.hpp"
@@ -39,6 +40,9 @@ const char* kHelp =
     "  --mode-power P         power fraction of each extra probe mode (0.02)\n"
     "  --phase-max A          largest object phase, radians (0.5)\n"
     "  --lattice A            lattice constant (12); --atom-sigma S: atom width (2.5)\n"
+    "  --slices S             object slices: a thick sample, Fresnel propagation between slices (1)\n"
+    "  --slice-thickness T    metres between slices (required with --slices > 1)\n"
+    "  --store-probe          also store the true probe as /probe (reconstruct starts from it)\n"
     "  --format native|cxi    file layout (native)\n"
     "  --compress L           chunk /data per pattern with shuffle + deflate level L (0 = off)\n"
     "  --threads T            OpenMP threads (0 = automatic)\n"
@@ -77,7 +81,8 @@ void check_memory(const PtychoSimulationOptions& o) {
     if (!(o.step > 0) || o.modes < 1) return;  // simulate_ptycho's own checks say why
     const double positions = static_cast<double>(o.scan_y) * o.scan_x;
     const double extent = std::max(o.scan_y, o.scan_x) * o.step + o.dp + 2.0 * o.margin + 1.0;
-    const double object = o.object_size > 0 ? static_cast<double>(o.object_size) * o.object_size : extent * extent;
+    const double object = (o.object_size > 0 ? static_cast<double>(o.object_size) * o.object_size : extent * extent) *
+                          std::max(1, o.slices);
     const double per_pixel = 64.0 * o.modes + 64.0 * (12.0 + 16.0 * o.modes);
     const double pattern = static_cast<double>(o.dp) * o.dp * per_pixel;
     if (exceeds_memory(pattern)) {
@@ -158,6 +163,12 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
             o.lattice = measure(a, value(), true);
         } else if (a == "--atom-sigma") {
             o.atom_sigma = measure(a, value(), true);
+        } else if (a == "--slices") {
+            const std::string text = value();
+            number(a, text);  // "expected a number" first, for text
+            o.slices = static_cast<int>(ini::to_integer(text, "simulate ptycho: " + a, 1, kMaxSlices));
+        } else if (a == "--slice-thickness") {
+            o.slice_thickness = measure(a, value(), true);
         } else if (a == "--format") {
             o.format = value();
             if (o.format != "native" && o.format != "cxi")
@@ -166,6 +177,8 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
             o.compress = integer(a, value(), 9);
         } else if (a == "--threads") {
             o.threads = integer(a, value(), 4096);
+        } else if (a == "--store-probe") {
+            o.store_probe = true;
         } else if (a == "--overwrite") {
             o.overwrite = true;
         } else {

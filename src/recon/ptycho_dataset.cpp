@@ -281,14 +281,23 @@ std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes
     return p;
 }
 
-std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds) {
+std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds, int slices) {
     if (!ds.has_truth) return {};
     const h5::File f = h5::File::open_read(ds.path);
     std::vector<std::uint64_t> dims;
     auto o = recon::h5x::read_complex(f, "/truth/object", dims);
-    if (dims.size() != 2 || static_cast<int>(dims[0]) != ds.obj_h || static_cast<int>(dims[1]) != ds.obj_w)
+    if (dims.size() == 2) dims.insert(dims.begin(), 1);  // one slice
+    if (dims.size() != 3 || static_cast<int>(dims[1]) != ds.obj_h || static_cast<int>(dims[2]) != ds.obj_w)
         return {};  // another frame than the reconstruction's: no comparison
-    return o;
+    const int stored = static_cast<int>(dims[0]);
+    if (stored == slices) return o;
+    if (slices != 1) return {};  // another slice count: no slice to compare with
+    // One slice against a thick truth: the slices' product (the projected object).
+    const size_t on = static_cast<size_t>(ds.obj_h) * static_cast<size_t>(ds.obj_w);
+    std::vector<std::complex<double>> projected(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(on));
+    for (int s = 1; s < stored; ++s)
+        for (size_t i = 0; i < on; ++i) projected[i] *= o[static_cast<size_t>(s) * on + i];
+    return projected;
 }
 
 }  // namespace ef

@@ -150,7 +150,7 @@ void Reconstruction::restore_checkpoint() {
 /// Everything the next iteration depends on (write_checkpoint()'s layout), sizes checked.
 void Reconstruction::read_checkpoint(const h5::File& f) {
     const std::string g = "/checkpoint/";
-    const size_t on = static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
+    const size_t on = static_cast<size_t>(cfg_.slices) * static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
     const size_t kn = static_cast<size_t>(cfg_.modes) * static_cast<size_t>(n_);
     const size_t np = 2 * static_cast<size_t>(ds_.count), its = static_cast<size_t>(resume_.from);
     auto read = [&](const std::string& name, size_t size) {

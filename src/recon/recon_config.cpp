@@ -31,6 +31,12 @@ const KeyInfo kKeys[] = {
     {"model.modes", "1", "probe modes K (mixed-state probe)"},
     {"model.subpixel", "auto", "auto | on | off: shift the probe by each position's sub-pixel "
                                "remainder (auto = when positions are not integers or are corrected)"},
+    {"model.slices", "1", "object slices S (multislice: Fresnel propagation between slices by the angular "
+                          "spectrum method; 1 = a single thin object)"},
+    {"model.slice_thickness", "0", "distance between slices in metres (as data.pixel_size); required (> 0) "
+                                   "when model.slices > 1"},
+    {"model.wavelength", "0", "wavelength in metres for multislice (0 = from the data: its wavelength_angstrom "
+                              "or kv root attribute, or the CXI energy)"},
     {"object.parametrization", "amplitude-phase", "amplitude-phase | complex (the real parameters "
                                                   "Adam updates)"},
     {"object.lr_amplitude", "5e-3", "Adam step of the amplitude (or real part) per mini-batch, in its own units "
@@ -195,6 +201,22 @@ po::variables_map parse_sources(const std::string& path, const std::vector<std::
     return vm;
 }
 
+/// model.slices, slice_thickness and wavelength: a thickness or wavelength that is given must be
+/// positive (0 is the "not given" default); several slices need a thickness.
+void read_slices(const ValueReader& r, ReconConfig& cfg) {
+    cfg.slices = static_cast<int>(r.integer("model.slices", 1, kMaxSlices));
+    cfg.slice_thickness = r.real("model.slice_thickness");
+    cfg.wavelength = r.real("model.wavelength");
+    for (const char* key : {"model.slice_thickness", "model.wavelength"}) {
+        const double v = r.real(key);
+        if (!std::isfinite(v) || v < 0 || (v == 0 && cfg.origins.count(key)))
+            throw usage_error(cfg.where(key) + ": must be a length in metres > 0, got '" + excerpt(r.get(key)) + "'");
+    }
+    if (cfg.slices > 1 && !(cfg.slice_thickness > 0))
+        throw usage_error(cfg.where("model.slice_thickness") + ": required (> 0, metres) with model.slices = " +
+                          std::to_string(cfg.slices));
+}
+
 void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     const std::string& path = cfg.config_file;
     cfg.data_file = r.get("data.file");
@@ -205,6 +227,7 @@ void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     cfg.pixel_size = r.nonneg("data.pixel_size");
     cfg.modes = static_cast<int>(r.integer("model.modes", 1, 64));
     cfg.subpixel = r.choice("model.subpixel", {"auto", "on", "off"});
+    read_slices(r, cfg);
 }
 
 void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
@@ -311,7 +334,8 @@ std::string ReconConfig::resolved_text() const {
     for (const auto& w : workers) workers_list += (workers_list.empty() ? "" : ",") + w;
     os << "# config file: " << config_file << "\n"
        << "[data]\nfile = " << data_file << "\nformat = " << data_format << "\npixel_size = " << fmt(pixel_size)
-       << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel
+       << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
+       << "\nslice_thickness = " << fmt(slice_thickness) << "\nwavelength = " << fmt(wavelength)
        << "\n[object]\nparametrization = " << (amplitude_phase ? "amplitude-phase" : "complex")
        << "\nlr_amplitude = " << fmt(lr_amplitude) << "\nlr_phase = " << fmt(lr_phase)
        << "\namplitude_min = " << fmt(amplitude_min) << "\namplitude_max = " << fmt(amplitude_max)

@@ -12,6 +12,9 @@ std::unique_ptr<ReconWorker> make_recon_worker(WorkerKind kind, const ReconWorke
         throw usage_error("reconstruction: object " + std::to_string(options.obj_h) + " x " +
                           std::to_string(options.obj_w) + " is smaller than the window " + std::to_string(options.h) +
                           " x " + std::to_string(options.w));
+    if (options.slices < 1 || (options.slices > 1 && !(options.slice_fresnel > 0)))
+        throw usage_error("reconstruction: " + std::to_string(options.slices) +
+                          " object slices need at least one and, for several, a Fresnel number > 0");
     if (kind == WorkerKind::gpu) {
         if (options.double_precision)
             throw usage_error("solver.precision = double: the CUDA worker runs in single precision only");

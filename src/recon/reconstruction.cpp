@@ -13,6 +13,7 @@
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 
+#include "src/recon/multislice_geometry.hpp"
 #include "src/recon/reconstruction.hpp"
 #include "src/recon/step_defaults.hpp"
 #include "src/run/output_guard.hpp"
@@ -113,6 +114,8 @@ void Reconstruction::read_input() {
     subpixel_ = cfg_.subpixel == "on" || (cfg_.subpixel == "auto" && (!integer_positions || cfg_.correct_positions));
     if (cfg_.correct_positions && cfg_.subpixel == "off")
         throw usage_error(cfg_.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
+    check_slices_fit(cfg_, ds_);
+    slice_fresnel_ = slice_fresnel(cfg_, ds_);
     if (cfg_.probe_init == "file" && !ds_.has_probe)
         throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
     cfg_.batch_size = resolve_batch_size(cfg_.batch_size, ds_.count);  // auto: from the positions, on every rank alike
@@ -132,6 +135,8 @@ ReconWorkerOptions Reconstruction::worker_options(int device) const {
     wo.h = ds_.h;
     wo.w = ds_.w;
     wo.modes = cfg_.modes;
+    wo.slices = cfg_.slices;
+    wo.slice_fresnel = slice_fresnel_;
     wo.obj_h = ds_.obj_h;
     wo.obj_w = ds_.obj_w;
     wo.poisson = cfg_.loss == "poisson";
@@ -228,6 +233,9 @@ void Reconstruction::print_plan() const {
                 ds_.path.c_str(), static_cast<long long>(ds_.count), ds_.h, ds_.w, ds_.obj_h, ds_.obj_w, cfg_.modes,
                 cfg_.modes == 1 ? "" : "s", cfg_.loss.c_str(), subpixel_ ? "on" : "off",
                 cfg_.correct_positions ? "on" : "off");
+    if (cfg_.slices > 1)
+        std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
+                    cfg_.slice_thickness, slice_fresnel_);
     std::printf("solver: %d iterations x %lld mini-batches of %lld (stratified random, seed %llu), Adam%s\n",
                 cfg_.iterations, static_cast<long long>(schedule_->batches_per_iteration()),
                 static_cast<long long>(schedule_->strata()), static_cast<unsigned long long>(cfg_.seed),
@@ -301,13 +309,13 @@ std::vector<Complex> Reconstruction::initial_probe() {
 /// The model's start: a flat object and the initial probe, or (--resume) the checkpoint's state.
 void Reconstruction::initial_model() {
     PhaseTimer::Scope s(timer_, Phase::setup);
-    if (ds_.has_truth && ctx_.is_root()) truth_ = read_truth_object(ds_);
+    if (ds_.has_truth && ctx_.is_root()) truth_ = read_truth_object(ds_, cfg_.slices);
     set_roi();  // from the positions as read, before a checkpoint's refined ones
     pos_m_.assign(ds_.positions.size(), 0.0);
     pos_v_.assign(ds_.positions.size(), 0.0);
     if (resume_.from > 0) return restore_checkpoint();
     worker_->set_probe(initial_probe());
-    const size_t on = static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
+    const size_t on = static_cast<size_t>(cfg_.slices) * static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
     worker_->set_object(std::vector<double>(on, 1.0), std::vector<double>(on, 0.0));
 }
 

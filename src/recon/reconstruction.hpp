@@ -139,6 +139,7 @@ class Reconstruction {
     PtychoDataset ds_;
     std::int64_t n_ = 0;  // pixels per pattern
     bool subpixel_ = true;
+    double slice_fresnel_ = 0;  // multislice: lambda dz / dx^2 of a slice (multislice_geometry.hpp)
     ThreadPlan threads_;
     std::string binding_;  // how this rank's cores were decided (apply_binding, [run] bind)
     int device_ = -1;      // this rank's GPU, -1 for a CPU worker
@@ -160,6 +161,7 @@ class Reconstruction {
     // accumulated over the run
     std::vector<double> loss_, iteration_seconds_, mode_powers_;
     double nrmse_ = -1, rmse_ = -1;
+    std::vector<double> slice_nrmse_;  // multislice: each slice's phase NRMSE (compare_truth)
     std::int64_t allreduce_calls_ = 0;
     double allreduce_bytes_ = 0;
     double grad_seconds_total_ = 0;

@@ -103,6 +103,11 @@ void Reconstruction::finish() {
         std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                     "removed)\n",
                     100.0 * nrmse_, rmse_, roi_[1] - roi_[0], roi_[3] - roi_[2]);
+    if (!truth_.empty() && cfg_.slices > 1) {
+        std::printf("phase NRMSE per slice (the line above is the worst):");
+        for (double e : slice_nrmse_) std::printf(" %.3f%%", 100.0 * e);
+        std::printf("\n");
+    }
     if (!loss_.empty()) {
         const double total = std::accumulate(iteration_seconds_.begin(), iteration_seconds_.end(), 0.0);
         std::printf("done: %zu iterations in %s, loss %.8g -> %.8g\n", loss_.size(), format_duration(total).c_str(),
@@ -125,12 +130,22 @@ void Reconstruction::report(int it) {
     if (!stall.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", stall.c_str());
 }
 
+/// The phase error of each slice against its truth; the worst slice's is the run's figure.
 PhaseError Reconstruction::compare_truth() {
     const std::vector<Complex> obj = worker_->complex_object();
-    const PhaseError e = phase_error(obj, truth_, ds_.obj_w, roi_[0], roi_[1], roi_[2], roi_[3]);
-    nrmse_ = e.nrmse;
-    rmse_ = e.rmse;
-    return e;
+    const auto on = static_cast<std::ptrdiff_t>(ds_.obj_h) * ds_.obj_w;
+    PhaseError worst;
+    slice_nrmse_.clear();
+    for (std::ptrdiff_t s = 0; s < cfg_.slices; ++s) {
+        const std::vector<Complex> rec(obj.begin() + s * on, obj.begin() + (s + 1) * on);
+        const std::vector<Complex> truth(truth_.begin() + s * on, truth_.begin() + (s + 1) * on);
+        const PhaseError e = phase_error(rec, truth, ds_.obj_w, roi_[0], roi_[1], roi_[2], roi_[3]);
+        slice_nrmse_.push_back(e.nrmse);
+        if (s == 0 || e.nrmse > worst.nrmse) worst = e;
+    }
+    nrmse_ = worst.nrmse;
+    rmse_ = worst.rmse;
+    return worst;
 }
 
 /// The model and the run so far into the output (rank 0; every rank first agrees on the
@@ -147,7 +162,9 @@ void Reconstruction::write_output(bool final) {
     // the new one, never a half-written one (docs/architecture.md, "Output safety").
     PendingOutput pending(cfg_.output_file);
     h5::File f = h5::File::create(pending.temp_path());
-    h5x::write_complex(f, "/object", dims({ds_.obj_h, ds_.obj_w}), obj);
+    // One slice: H x W as always; S slices: S x H x W.
+    h5x::write_complex(f, "/object", cfg_.slices == 1 ? dims({ds_.obj_h, ds_.obj_w}) : dims({cfg_.slices, ds_.obj_h, ds_.obj_w}),
+                       obj);
     h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
     std::vector<double> pos = ds_.positions;
     for (size_t i = 0; i < pos.size(); i += 2) {
@@ -171,6 +188,7 @@ void Reconstruction::write_output(bool final) {
     if (!truth_.empty() && nrmse_ >= 0) {
         f.set_attr("/", "phase_nrmse", nrmse_);
         f.set_attr("/", "phase_rmse", rmse_);
+        if (cfg_.slices > 1) f.set_attr("/", "phase_nrmse_slices", slice_nrmse_);
     }
     if (!final) write_checkpoint(f);
     f.close();
@@ -179,8 +197,13 @@ void Reconstruction::write_output(bool final) {
 }
 
 void Reconstruction::write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe) {
+    // Several slices: the previews show their product, the projected object (phases added).
+    const size_t on = static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
+    std::vector<Complex> shown(obj.begin(), obj.begin() + static_cast<std::ptrdiff_t>(on));
+    for (size_t s = 1; s < static_cast<size_t>(cfg_.slices); ++s)
+        for (size_t i = 0; i < on; ++i) shown[i] *= obj[s * on + i];
     PreviewInputs in;
-    in.object = obj;
+    in.object = std::move(shown);
     in.obj_h = ds_.obj_h;
     in.obj_w = ds_.obj_w;
     in.probe = probe;

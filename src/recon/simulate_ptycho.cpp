@@ -11,6 +11,7 @@
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/error.hpp>
+#include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "src/io/h5.hpp"
@@ -37,15 +38,18 @@ std::uint64_t splitmix(std::uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/// Twisted bilayer: two hexagonal lattices of Gaussian atoms, 3 degrees apart.
-void make_object(const PtychoSimulationOptions& o, int oh, int ow, std::vector<double>& amp, std::vector<double>& phase) {
+/// Twisted bilayer: two hexagonal lattices of Gaussian atoms, 3 degrees apart; slice `slice` of a
+/// thick sample turned by 17 degrees and shifted by (0.37, 0.61) lattice constants per slice
+/// (slice 0 is the thin sample, with the same bits as before slices existed).
+void make_object(const PtychoSimulationOptions& o, int slice, int oh, int ow, std::vector<double>& amp,
+                 std::vector<double>& phase) {
     std::vector<double> s(static_cast<size_t>(oh) * static_cast<size_t>(ow), 0.0);
     const double a = o.lattice, sig = o.atom_sigma;
     const int reach = static_cast<int>(std::ceil(4 * sig));
-    const double cy = 0.5 * oh, cx = 0.5 * ow;
-    const double rmax = 0.75 * std::hypot(oh, ow) + a;
+    const double cy = 0.5 * oh + 0.37 * a * slice, cx = 0.5 * ow + 0.61 * a * slice;
+    const double rmax = 0.75 * std::hypot(oh, ow) + a + std::hypot(cy - 0.5 * oh, cx - 0.5 * ow);
     for (int layer = 0; layer < 2; ++layer) {
-        const double th = (layer == 0 ? 0.0 : 3.0) * M_PI / 180.0;
+        const double th = ((layer == 0 ? 0.0 : 3.0) + 17.0 * slice) * M_PI / 180.0;
         const double weight = layer == 0 ? 1.0 : 0.7;
         const double a1y = a * std::sin(th), a1x = a * std::cos(th);
         const double a2y = a * std::sin(th + M_PI / 3), a2x = a * std::cos(th + M_PI / 3);
@@ -119,6 +123,12 @@ void check_options(const PtychoSimulationOptions& o) {
                           "--position-error >= 0; (modes - 1) x --mode-power below 1");
     if (o.format != "native" && o.format != "cxi")
         throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
+    if (o.slices < 1 || o.slices > kMaxSlices)
+        throw usage_error("simulate ptycho: --slices must be 1.." + std::to_string(kMaxSlices) + ", got " +
+                          std::to_string(o.slices));
+    if (o.slices > 1 && !(o.slice_thickness > 0))
+        throw usage_error("simulate ptycho: --slices " + std::to_string(o.slices) +
+                          " needs --slice-thickness > 0 (metres between slices)");
     if (file_exists(o.out) && !o.overwrite)
         throw usage_error("simulate ptycho: '" + o.out + "' exists; pass --overwrite to replace it");
 }
@@ -251,8 +261,11 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     const std::uint64_t K = static_cast<std::uint64_t>(o.modes), dp = static_cast<std::uint64_t>(o.dp);
     std::vector<Complex> obj(amp.size());
     for (size_t i = 0; i < amp.size(); ++i) obj[i] = std::polar(amp[i], phase[i]);
-    recon::h5x::write_complex(f, "/truth/object", {static_cast<std::uint64_t>(sc.oh), static_cast<std::uint64_t>(sc.ow)}, obj);
+    std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(sc.oh), static_cast<std::uint64_t>(sc.ow)};
+    if (o.slices > 1) shape.insert(shape.begin(), static_cast<std::uint64_t>(o.slices));  // S x H x W
+    recon::h5x::write_complex(f, "/truth/object", shape, obj);
     recon::h5x::write_complex(f, "/truth/probe", {K, dp, dp}, probe);
+    if (o.store_probe) recon::h5x::write_complex(f, "/probe", {K, dp, dp}, probe);  // a known probe to start from
     recon::h5x::write_double(f, "/truth/positions", {static_cast<std::uint64_t>(sc.count), 2}, sc.truth);
     const double R = o.aperture > 0 ? o.aperture : 0.1 * o.dp;
     f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
@@ -273,6 +286,10 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     f.set_attr("/", "wavelength_angstrom", kWavelengthAngstrom);
     f.set_attr("/", "kv", 80.0);
     f.set_attr("/", "conv_angle_mrad", 1e3 * kWavelengthAngstrom * R / (o.dp * kDxAngstrom));
+    if (o.slices > 1) {
+        f.set_attr("/", "slices", static_cast<std::int64_t>(o.slices));
+        f.set_attr("/", "slice_thickness_m", o.slice_thickness);
+    }
 }
 
 }  // namespace
@@ -286,7 +303,12 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
     const Scan sc = make_scan(o);
     std::vector<double> amp, phase;
-    make_object(o, sc.oh, sc.ow, amp, phase);
+    for (int s = 0; s < o.slices; ++s) {  // slice after slice: S x H x W
+        std::vector<double> a, p;
+        make_object(o, s, sc.oh, sc.ow, a, p);
+        amp.insert(amp.end(), a.begin(), a.end());
+        phase.insert(phase.end(), p.begin(), p.end());
+    }
     std::vector<Complex> probe = make_probe(o);
     recon::add_probe_modes(probe, 1, o.modes, o.dp, o.dp, o.mode_power, 1.0);
     recon::scale_probe_power(probe, o.dose > 0 ? o.dose : 1e6);
@@ -295,6 +317,8 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     ReconWorkerOptions wo;
     wo.h = wo.w = o.dp;
     wo.modes = o.modes;
+    wo.slices = o.slices;
+    wo.slice_fresnel = kWavelengthAngstrom * (o.slice_thickness * 1e10) / (kDxAngstrom * kDxAngstrom);
     wo.obj_h = sc.oh;
     wo.obj_w = sc.ow;
     wo.subpixel = true;
@@ -315,6 +339,9 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     f.close();
     pending.commit();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o.slices > 1)
+        std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", o.slices,
+                    o.slice_thickness, kWavelengthAngstrom * (o.slice_thickness * 1e10) / (kDxAngstrom * kDxAngstrom));
     std::printf("simulated %lld patterns %d x %d (%s layout), %d probe mode%s, object %d x %d, %.3g counts per "
                 "pattern, in %.2f s (%d thread%s)\noutput: %s\n",
                 static_cast<long long>(sc.count), o.dp, o.dp, o.format.c_str(), o.modes, o.modes == 1 ? "" : "s", sc.oh,

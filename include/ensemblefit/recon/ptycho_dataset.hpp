@@ -47,7 +47,9 @@ std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, st
 /// The file's probe (K x H x W), or empty.
 std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes);
 
-/// The true object (obj_h x obj_w) of a simulated dataset, or empty.
-std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds);
+/// The true object of a simulated dataset for a reconstruction of `slices` slices: slices x
+/// obj_h x obj_w (a thick truth, /truth/object S x H x W, for as many slices; its slices' product
+/// for one slice), or empty when there is nothing to compare with.
+std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds, int slices = 1);
 
 }  // namespace ef

@@ -19,6 +19,11 @@ namespace ef {
  * radius `aperture` Fourier pixels with defocus chosen so the geometric spot radius is
  * `probe_radius` pixels, centred in the window; extra modes as the reconstruction initialises
  * them (mode 0 times low-order polynomials), each with `mode_power` of the power.
+ *
+ * With `slices` S > 1, a thick sample: S slices, slice s the bilayer turned by 17 s degrees and
+ * shifted by (0.37, 0.61) s lattice constants, the wave carried between them by Fresnel
+ * propagation over `slice_thickness` (the reconstruction's multislice model); /truth/object is
+ * then S x H x W.
  */
 struct PtychoSimulationOptions {
     std::string out;
@@ -42,6 +47,9 @@ struct PtychoSimulationOptions {
     std::string format = "native";  ///< native | cxi
     int compress = 0;             ///< deflate level of /data (0 = contiguous, uncompressed)
     int threads = 0;
+    int slices = 1;               ///< object slices (multislice: a thick sample; each slice its own lattice)
+    double slice_thickness = 0;   ///< metres between slices (> 0 when slices > 1)
+    bool store_probe = false;     ///< also store the true probe as /probe (a reconstruction's start)
 };
 
 /// Rank 0 writes the file; other ranks wait. Throws ef::Error for bad options.

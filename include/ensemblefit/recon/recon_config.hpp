@@ -17,6 +17,9 @@ namespace ef {
  * file, line and key. `ensemblefit reconstruct --help` lists every key with its default
  * (recon_config_help()); docs/reconstruction.md explains them.
  */
+/// The most object slices model.slices takes (each slice is a whole object; memory is checked too).
+inline constexpr int kMaxSlices = 1024;
+
 struct ReconConfig {
     std::string config_file;
 
@@ -28,6 +31,9 @@ struct ReconConfig {
     // [model]
     int modes = 1;                   ///< probe modes K
     std::string subpixel = "auto";   ///< auto | on | off
+    int slices = 1;                  ///< object slices S (multislice)
+    double slice_thickness = 0;      ///< metres between slices (> 0 when slices > 1)
+    double wavelength = 0;           ///< metres; 0 = from the data (multislice)
 
     // [object]
     bool amplitude_phase = true;     ///< parametrization = amplitude-phase | complex

@@ -17,6 +17,8 @@ namespace ef {
 struct ReconWorkerOptions {
     int h = 0, w = 0;          ///< pattern (window) size
     int modes = 1;             ///< probe modes K
+    int slices = 1;            ///< object slices S (multislice; 1 = single slice)
+    double slice_fresnel = 0;  ///< lambda dz / dx^2 of one slice, in pixels (slices > 1)
     int obj_h = 0, obj_w = 0;  ///< object size
     bool poisson = false;      ///< loss: Poisson, else amplitude (PtyRAD's Gaussian NRMSE)
     bool amplitude_phase = true;
@@ -96,7 +98,7 @@ class ReconWorker {
     virtual std::vector<std::complex<double>> probe() = 0;
     virtual void reset_moments(bool object, bool probe) = 0;
     /// The Adam moments in double (exact for float), for checkpoints: the object's m and v of
-    /// both parameters (4 x obj_h x obj_w), then the probe's m and v (2 x 2 K h w).
+    /// both parameters (4 x slices x obj_h x obj_w), then the probe's m and v (2 x 2 K h w).
     virtual std::vector<double> moments() = 0;
     /// Sets them from moments()'s layout (a checkpoint's, of the right size).
     virtual void set_moments(const std::vector<double>& m) = 0;
