@@ -21,6 +21,7 @@
 #include <ensemblefit/sched/work_queue.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "src/fit/correlated.hpp"
 #include "src/io/results_file.hpp"
 #include "src/report/summary_table.hpp"
 #include "src/report/timing_file.hpp"
@@ -170,9 +171,13 @@ void FitRun::set_up() {
 /// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
 void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
+    const CorrelatedInputs correlated = load_correlated(cfg, data);
     trace_.mark("config and data");
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
     trace_.mark("model (tables)");
+    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
+    whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
+    if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
     ShardSpec shard;
     parse_shard(opt_.shard, shard.index, shard.count);
     id_ = identity_of(*pb_, shard);
@@ -181,7 +186,6 @@ void FitRun::read_problem(FitConfig&& cfg) {
                      shard.count, static_cast<long long>(pb_->config.replicas));
     slowdown_ = slowdown_factor(opt_.slowdown, ctx_.rank());
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
-    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
 }
 
 void FitRun::make_worker_for_rank() {
