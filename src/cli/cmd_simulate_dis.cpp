@@ -60,7 +60,8 @@ struct SimulateDisArgs {
  * of sys (n x S) is syst_size F2 cos(k pi t), t = log(x / 1e-3) / log(900) (smooth, one more
  * sign change per k), dataset d(i) = 1 + i D / n (contiguous blocks: D = 2 is proton, neutron),
  * and the data move by F2 (norm_sigma eta_d(i) + sum_k syst_size cos(k pi t) xi_k) with eta, xi
- * standard normal from their own generator (seed + 1), so the uncorrelated draws are unchanged.
+ * standard normal from their own generator (seeded by (seed, 2)), so the uncorrelated draws are
+ * unchanged.
  */
 struct CorrelatedPseudoData {
     std::vector<std::vector<double>> sys;
@@ -70,7 +71,9 @@ struct CorrelatedPseudoData {
 CorrelatedPseudoData add_correlated(const SimulateDisArgs& a, DisPseudoData& d) {
     CorrelatedPseudoData c;
     const size_t n = d.x.size();
-    std::mt19937_64 rng(static_cast<std::uint64_t>(a.seed) + 1);
+    // Its own stream: seeded from (seed, 2), so no --seed's shifts repeat another seed's noise.
+    std::seed_seq seq{static_cast<std::uint64_t>(a.seed), std::uint64_t{2}};
+    std::mt19937_64 rng(seq);
     std::normal_distribution<double> normal;
     for (int k = 0; k < a.syst + a.datasets; ++k) c.shifts.push_back(normal(rng));
     c.sys.assign(static_cast<size_t>(a.syst), std::vector<double>(n));
