@@ -196,7 +196,9 @@ EF_HD bool residuals_white(const Model& m, const FitDataView& d, const double* p
 template <class Model>
 EF_HD bool residuals(const Model& m, const FitDataView& d, const double* p, double* model_ws,
                      double* r, double& chi2) {
+#ifndef __CUDA_ARCH__  // host memory, CPU only (make_worker refuses a GPU worker for it)
     if (d.white != nullptr) return residuals_white(m, d, p, model_ws, r, chi2);
+#endif
     m.prepare(p, model_ws);
     double s = 0.0;
     for (int i = 0; i < d.n; ++i) {
@@ -250,7 +252,9 @@ EF_HD bool jacobian(const Model& m, const FitDataView& d, const double* p, int P
                     const int* free_idx, int nfree, Dual<double, K>* pd, Dual<double, K>* dws,
                     double* J, double* r, double& chi2) {
     using D = Dual<double, K>;
+#ifndef __CUDA_ARCH__
     if (d.white != nullptr) return jacobian_white<K>(m, d, p, P, free_idx, nfree, pd, dws, J, r, chi2);
+#endif
     double s = 0.0;
     const int passes = nfree == 0 ? 1 : (nfree + K - 1) / K;
     for (int pass = 0; pass < passes; ++pass) {
