@@ -42,7 +42,8 @@ void fit_with(const Model& model, const FitPlan& plan, const FitDataView& data, 
             const std::int64_t r = replicas[t];
             resample_replica(plan.bootstrap ? 1 : 0, plan.seed, static_cast<std::uint64_t>(r), n, data.y, data.sigma,
                              y.data(), w.data());
-            const FitDataView view{n, data.nx, data.x, y.data(), data.sigma, plan.bootstrap ? w.data() : nullptr};
+            const FitDataView view{n,           data.nx, data.x, y.data(), data.sigma,
+                                   plan.bootstrap ? w.data() : nullptr, data.white};
             p = start;
             const LmOutcome o = lm_fit<K>(model, view, bounds, plan.settings, p.data(), work.data(),
                                           r == 0 ? cov.data() : nullptr);

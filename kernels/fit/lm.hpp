@@ -8,6 +8,7 @@
 #include "kernels/core/hd.hpp"
 #include "kernels/fit/dense.hpp"
 #include "kernels/fit/lanes.hpp"
+#include "kernels/fit/whiten.hpp"
 
 namespace ef {
 
@@ -38,6 +39,9 @@ struct FitDataView {
     const double* y = nullptr;      ///< n
     const double* sigma = nullptr;  ///< n
     const double* weight = nullptr; ///< n or nullptr
+    /// Correlated data (src/fit/correlated.cpp): residuals are L^-1 f(p) - y with y already
+    /// whitened, sigma all ones and no weights. Host memory: the CPU qr path only.
+    const WhitenView* white = nullptr;
 };
 
 /// Parameter bounds and fixed flags (size P).
@@ -166,10 +170,35 @@ struct LmView {
     }
 };
 
-/// chi^2 and scaled residuals r_i = sqrt(w_i) (f_i - y_i) / sigma_i at p. False if non-finite.
+/// r <- r - y over the whitened model values, chi^2 = |r|^2 (correlated data).
+EF_HD inline bool subtract_white(const FitDataView& d, double* r, double& chi2) {
+    whiten_in_place(*d.white, r);
+    double s = 0.0;
+    for (int i = 0; i < d.n; ++i) {
+        r[i] -= d.y[i];
+        s += r[i] * r[i];
+    }
+    chi2 = s;
+    return isfinite(s);
+}
+
+/// residuals() for correlated data (d.white): r = L^-1 f(p) - y.
+template <class Model>
+EF_HD bool residuals_white(const Model& m, const FitDataView& d, const double* p, double* model_ws,
+                           double* r, double& chi2) {
+    m.prepare(p, model_ws);
+    for (int i = 0; i < d.n; ++i) r[i] = m.value(p, model_ws, d.x + static_cast<long>(i) * d.nx, i);
+    return subtract_white(d, r, chi2);
+}
+
+/// chi^2 and scaled residuals r_i = sqrt(w_i) (f_i - y_i) / sigma_i at p (whitened instead for
+/// correlated data). False if non-finite.
 template <class Model>
 EF_HD bool residuals(const Model& m, const FitDataView& d, const double* p, double* model_ws,
                      double* r, double& chi2) {
+#ifndef __CUDA_ARCH__  // host memory, CPU only (make_worker refuses a GPU worker for it)
+    if (d.white != nullptr) return residuals_white(m, d, p, model_ws, r, chi2);
+#endif
     m.prepare(p, model_ws);
     double s = 0.0;
     for (int i = 0; i < d.n; ++i) {
@@ -186,6 +215,34 @@ EF_HD bool residuals(const Model& m, const FitDataView& d, const double* p, doub
     return isfinite(s);
 }
 
+/// jacobian() for correlated data (d.white): the model's values and derivative columns, each
+/// whitened as a whole, then r = L^-1 f - y.
+template <int K, class Model>
+EF_HD bool jacobian_white(const Model& m, const FitDataView& d, const double* p, int P,
+                          const int* free_idx, int nfree, Dual<double, K>* pd, Dual<double, K>* dws,
+                          double* J, double* r, double& chi2) {
+    using D = Dual<double, K>;
+    const int passes = nfree == 0 ? 1 : (nfree + K - 1) / K;
+    for (int pass = 0; pass < passes; ++pass) {
+        const int b0 = pass * K;
+        for (int q = 0; q < P; ++q) pd[q] = D(p[q]);
+        for (int j = b0; j < nfree && j < b0 + K; ++j) pd[free_idx[j]].d[j - b0] = 1.0;
+        m.prepare(pd, dws);
+        for (int i = 0; i < d.n; ++i) {
+            const D f = m.value(pd, dws, d.x + static_cast<long>(i) * d.nx, i);
+            if (pass == 0) r[i] = f.v;
+            for (int j = b0; j < nfree && j < b0 + K; ++j) J[static_cast<long>(j) * d.n + i] = f.d[j - b0];
+        }
+    }
+    for (int j = 0; j < nfree; ++j) {
+        double* col = J + static_cast<long>(j) * d.n;
+        whiten_in_place(*d.white, col);
+        for (int i = 0; i < d.n; ++i)
+            if (!isfinite(col[i])) return false;
+    }
+    return subtract_white(d, r, chi2);
+}
+
 /**
  * Residuals and the Jacobian columns of the `nfree` parameters listed in free_idx, from dual
  * numbers, K columns per pass. J is n x nfree column-major. False if anything is non-finite.
@@ -195,6 +252,9 @@ EF_HD bool jacobian(const Model& m, const FitDataView& d, const double* p, int P
                     const int* free_idx, int nfree, Dual<double, K>* pd, Dual<double, K>* dws,
                     double* J, double* r, double& chi2) {
     using D = Dual<double, K>;
+#ifndef __CUDA_ARCH__
+    if (d.white != nullptr) return jacobian_white<K>(m, d, p, P, free_idx, nfree, pd, dws, J, r, chi2);
+#endif
     double s = 0.0;
     const int passes = nfree == 0 ? 1 : (nfree + K - 1) / K;
     for (int pass = 0; pass < passes; ++pass) {

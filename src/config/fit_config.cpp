@@ -31,6 +31,11 @@ const KeyInfo kKeys[] = {
     {"data.x", "x", "independent variable column(s), comma-separated for several"},
     {"data.y", "y", "dependent variable column"},
     {"data.sigma", "", "uncertainty: a column name or a positive constant"},
+    {"data.systematics", "", "correlated systematic shift columns, comma-separated: NAME (absolute, "
+                             "additive) or NAME:mult (relative to the t0 prediction, the start point's)"},
+    {"data.dataset", "", "column of dataset numbers, for [normalisation.NAME] sections"},
+    {"data.covariance", "", "FILE.h5:/path: the full n x n covariance of y (replaces sigma^2; "
+                            "systematics and normalisations are added to it)"},
     {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin "
                        "(or `plugin = lib.so`: a model plugin built with ensemblefit_add_model)"},
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
@@ -81,6 +86,11 @@ const KeyInfo kParamKeys[] = {
 
 const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run", "tuning"};
 
+/// [normalisation.NAME] sections: their one key.
+const KeyInfo kNormKeys[] = {
+    {"sigma", "", "relative normalisation uncertainty of dataset NAME (> 0; NAME is a value of [data] dataset)"},
+};
+
 bool is_param_subkey(const std::string& sub) { return ini::find_key(kParamKeys, sub) != nullptr; }
 
 /// Splits "param.NAME.sub" into NAME and sub; false if it is not of that shape.
@@ -94,11 +104,18 @@ bool split_param_key(const std::string& key, std::string& name, std::string& sub
 }
 
 /// The file's keys with their lines, its shape checked, and the [param.NAME] sections in file
-/// order into `param_order`.
-std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::string>& param_order) {
+/// order into `param_order` ([normalisation.NAME] into `norm_order`).
+std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::string>& param_order,
+                                      std::vector<std::string>& norm_order) {
     ini::Rules rules;
     rules.section = [&](const std::string& section, const std::string& at) {
-        if (section.rfind("param.", 0) == 0) {
+        if (section.rfind("normalisation.", 0) == 0) {
+            const std::string name = section.substr(14);
+            if (name.empty() || name.find('.') != std::string::npos ||
+                std::find(norm_order.begin(), norm_order.end(), name) != norm_order.end())
+                throw usage_error(at + "malformed or repeated section [" + excerpt(section) + "]");
+            norm_order.push_back(name);
+        } else if (section.rfind("param.", 0) == 0) {
             const std::string name = section.substr(6);
             if (name.empty() || name.find('.') != std::string::npos)
                 throw usage_error(at + "malformed parameter section [" + excerpt(section) + "]");
@@ -106,11 +123,14 @@ std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::
                 throw usage_error(at + "parameter section [" + excerpt(section) + "] appears twice");
             param_order.push_back(name);
         } else if (!kSections.count(section)) {
-            ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME");
+            ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME, "
+                                              "normalisation.NAME");
         }
     };
     rules.key = [](const std::string& section, const std::string& name, const std::string& at) {
-        if (section.rfind("param.", 0) == 0) {
+        if (section.rfind("normalisation.", 0) == 0) {
+            if (name != "sigma") ini::unknown_key(at, name, section, "sigma");
+        } else if (section.rfind("param.", 0) == 0) {
             if (!is_param_subkey(name)) ini::unknown_key(at, name, section, "start, lower, upper, fixed");
         } else if (section == "model") {
             // Models with options of their own (dis-mellin) validate [model] keys themselves.
@@ -156,6 +176,15 @@ std::string join(const std::vector<std::string>& v) {
 std::string FitConfig::canonical_text() const {
     std::ostringstream os;
     os << "[data]\nx = " << join(x_columns) << "\ny = " << y_column << "\nsigma = " << sigma << "\n";
+    // Written only when set, so that files from before these keys still match.
+    if (!systematics.empty()) {
+        std::vector<std::string> cols;
+        for (size_t k = 0; k < systematics.size(); ++k)
+            cols.push_back(systematics[k] + (systematic_mult[k] ? ":mult" : ""));
+        os << "systematics = " << join(cols) << "\n";
+    }
+    if (!dataset_column.empty()) os << "dataset = " << dataset_column << "\n";
+    if (!covariance.empty()) os << "covariance = " << covariance << "\n";
     os << "[model]\nname = " << model_name << "\n";
     if (model_name == "formula") os << "formula = " << formula << "\n";
     if (model_name == "polynomial") os << "order = " << order << "\n";
@@ -175,6 +204,8 @@ std::string FitConfig::canonical_text() const {
     if (solver == FitSolver::normal) os << "solver = normal\n";
     if (precision == FitPrecision::float32) os << "precision = float\n";
     if (error_scale == ErrorScale::chi2) os << "error_scale = chi2\n";
+    for (const auto& [name, sigma_n] : normalisations)
+        os << "[normalisation." << name << "]\nsigma = " << format_double(sigma_n) << "\n";
     return os.str();
 }
 
@@ -218,9 +249,11 @@ void add_override_params(const std::vector<std::string>& overrides, std::vector<
 /// keys the generic table does not know go to cfg.model_options when they belong to [model].
 po::variables_map parse_values(const std::string& path, const std::vector<ini::ScannedKey>& scanned,
                                const std::vector<std::string>& overrides, const std::vector<std::string>& param_order,
-                               FitConfig& cfg) {
+                               const std::vector<std::string>& norm_order, FitConfig& cfg) {
     po::options_description desc;
     for (const auto& k : kKeys) desc.add_options()(k.key, po::value<std::string>(), k.help);
+    for (const auto& name : norm_order)
+        desc.add_options()(("normalisation." + name + ".sigma").c_str(), po::value<std::string>(), kNormKeys[0].help);
     for (const auto& name : param_order)
         for (const auto& k : kParamKeys)
             desc.add_options()(("param." + name + "." + k.key).c_str(), po::value<std::string>(), k.help);
@@ -307,6 +340,43 @@ void read_data(FitConfig& cfg, const Values& v) {
         if (!(s > 0.0) || !std::isfinite(s))
             throw usage_error(cfg.where("data.sigma") + ": a constant sigma must be positive and "
                                                         "finite, got '" + excerpt(cfg.sigma) + "'");
+    }
+}
+
+/// [data] systematics, dataset, covariance and the [normalisation.NAME] sections.
+void read_correlated(FitConfig& cfg, const Values& v, const std::vector<std::string>& norm_order) {
+    for (const std::string& item : split_list(v.get("data.systematics"))) {
+        const auto colon = item.find(':');
+        const std::string name = trim(item.substr(0, colon));
+        const std::string kind = colon == std::string::npos ? "" : trim(item.substr(colon + 1));
+        if (name.empty() || (kind != "" && kind != "mult" && kind != "add"))
+            throw usage_error(cfg.where("data.systematics") + ": '" + excerpt(item) +
+                              "' is not NAME, NAME:add or NAME:mult");
+        if (std::find(cfg.systematics.begin(), cfg.systematics.end(), name) != cfg.systematics.end())
+            throw usage_error(cfg.where("data.systematics") + ": column '" + excerpt(name) + "' named twice");
+        cfg.systematics.push_back(name);
+        cfg.systematic_mult.push_back(kind == "mult" ? 1 : 0);
+    }
+    cfg.dataset_column = trim(v.get("data.dataset"));
+    cfg.covariance = trim(v.get("data.covariance"));
+    if (!cfg.covariance.empty()) {
+        const auto colon = cfg.covariance.rfind(':');
+        if (colon == std::string::npos || colon == 0 || colon + 1 == cfg.covariance.size())
+            throw usage_error(cfg.where("data.covariance") + ": expected FILE.h5:/dataset, got '" +
+                              excerpt(cfg.covariance) + "'");
+        if (cfg.covariance[0] != '/' && cfg.origins[("data.covariance")].line > 0)
+            cfg.covariance = ini::folder_of(cfg.config_file) + cfg.covariance;
+    }
+    for (const auto& name : norm_order) {
+        const std::string key = "normalisation." + name + ".sigma";
+        const double s = v.real(key, v.required(key));
+        if (!(s > 0.0) || !std::isfinite(s))
+            throw usage_error(cfg.where(key) + ": a normalisation uncertainty must be positive and finite, got '" +
+                              excerpt(trim(v.get(key))) + "'");
+        if (cfg.dataset_column.empty())
+            throw usage_error(cfg.where(key) + ": [normalisation." + excerpt(name) +
+                              "] needs [data] dataset (the column naming each row's dataset)");
+        cfg.normalisations.emplace_back(name, s);
     }
 }
 
@@ -483,10 +553,10 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     const std::vector<std::string> overrides = ini::last_overrides_win(given);
     FitConfig cfg;
     cfg.config_file = path;
-    std::vector<std::string> param_order;
-    const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order);
+    std::vector<std::string> param_order, norm_order;
+    const std::vector<ini::ScannedKey> scanned = scan_ini(path, param_order, norm_order);
     add_override_params(overrides, param_order);
-    const po::variables_map vm = parse_values(path, scanned, overrides, param_order, cfg);
+    const po::variables_map vm = parse_values(path, scanned, overrides, param_order, norm_order, cfg);
     for (const auto& s : scanned)
         if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
     // Model option keys parsed above under their short names: drop the generic ones.
@@ -494,6 +564,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
 
     const Values values(vm, cfg);
     read_data(cfg, values);
+    read_correlated(cfg, values, norm_order);
     read_model(cfg, values);
     read_params(cfg, values, param_order);
     read_fit(cfg, values);
@@ -506,6 +577,7 @@ std::string fit_config_help() {
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
     ini::write_key_help(os, kKeys, 16, "none, required where used");
     os << "  [model] keys of name = dis-mellin (all optional):\n" << dis_mellin_settings_help();
+    os << "  [normalisation.NAME]  sigma: " << kNormKeys[0].help << "\n";
     os << "  [param.NAME]   one section per model parameter, in the model's order\n";
     for (const auto& k : kParamKeys) {
         os << "    " << k.key << std::string(16 - std::string(k.key).size(), ' ') << k.help

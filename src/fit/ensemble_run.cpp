@@ -22,6 +22,7 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/replica_writer.hpp"
+#include "src/fit/correlated.hpp"
 #include "src/io/results_file.hpp"
 #include "kernels/fit/fit_plan.hpp"
 #include "src/report/kernel_roofline.hpp"
@@ -208,9 +209,13 @@ void FitRun::set_up() {
 /// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
 void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
+    const CorrelatedInputs correlated = load_correlated(cfg, data);
     trace_.mark("config and data");
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
     trace_.mark("model (tables)");
+    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
+    whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
+    if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
     ShardSpec shard;
     parse_shard(opt_.shard, shard.index, shard.count);
     id_ = identity_of(*pb_, shard);
@@ -221,7 +226,6 @@ void FitRun::read_problem(FitConfig&& cfg) {
     if (!opt_.baseline.empty()) read_run_timing(opt_.baseline);  // fail now, not after the fit
     if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);
     if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
-    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
 }
 
 void FitRun::make_worker_for_rank() {

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/table_gemm.hpp"
 #include "kernels/fit/lm_batched.hpp"
+#include "src/fit/correlated.hpp"
 #include "src/model/compiled_model.hpp"
 
 namespace ef {
@@ -97,7 +98,8 @@ FitInputs fit_inputs(const FitProblem& pb, const FitPlan& plan) {
     FitInputs in;
     in.model = pb.model->view;
     const DataTable& d = pb.data;
-    in.data = FitDataView{d.n, d.nx, d.x.data(), d.y.data(), d.sigma.data(), nullptr};
+    in.data = FitDataView{d.n, d.nx, d.x.data(), d.y.data(), d.sigma.data(), nullptr,
+                          pb.whitening ? &pb.whitening->view : nullptr};
     if (plan.path == FitPath::gram)
         in.gram = std::make_shared<const GramInputs>(make_gram_inputs(std::get<DisMellinModel>(in.model), plan, in.data));
     return in;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>

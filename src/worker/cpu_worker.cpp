@@ -48,6 +48,10 @@ std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, 
     const bool cpu_only_plugin = plugin != nullptr && plugin->table->gpu == nullptr;
     if (kind == WorkerKind::cpu || (cpu_only_plugin && problem.config.workers == "auto"))
         return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    // Correlated data of a model that is not table-linear are whitened inside the CPU's LM only.
+    if (in.data.white != nullptr)
+        throw usage_error(problem.config.config_file + ": correlated uncertainties with model '" +
+                          problem.config.model_name + "' are fitted by the CPU worker only (use --run.workers cpu)");
     // The GPU worker runs dis-mellin on the batched paths only: its qr path (a thread per
     // replica) is not built for dis-mellin, an instantiation too heavy for the device build.
     if (std::holds_alternative<DisMellinModel>(in.model) && !plan.batched())

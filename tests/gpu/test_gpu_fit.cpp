@@ -20,6 +20,8 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "src/fit/correlated.hpp"
+
 namespace {
 
 // The source tree: $EF_SOURCE_DIR when set (the GPU machine checks the tree out elsewhere).
@@ -109,9 +111,15 @@ void check_identical(const Comparison& c) {
     CHECK(c.max_rel <= kRelTol);
 }
 
+/// The problem a run of `ini` fits, correlated uncertainties whitened as a run whitens them
+/// (inputs/dis-mellin.ini: its table becomes L^-1 T; src/fit/correlated.hpp).
 ef::FitProblem load(const std::string& ini, const std::vector<std::string>& overrides = {}) {
     const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    return ef::make_fit_problem(cfg, ef::load_data(cfg));
+    ef::DataTable data = ef::load_data(cfg);
+    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
+    ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
+    ef::whiten_problem(pb, correlated, 8);
+    return pb;
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ source "$(dirname "$0")/../tools/mpi_common.sh"
 "$EF" simulate dis --out small.h5 --points 400 --seed 3 --noise 0.03 > sim.log
 grep -q "400 points (200 proton, 200 neutron)" sim.log || fail "simulate dis summary"
 expect_error 2 "exists; pass --overwrite" -- "$EF" simulate dis --out small.h5
-sed -e 's/^file = dis-mellin.h5/file = small.h5/' "$SRC/inputs/dis-mellin.ini" > small.ini
+sed -e 's/^file = dis-mellin-lo.h5/file = small.h5/' "$SRC/inputs/stats2.ini" > small.ini
 cp small.h5 "$(dirname small.ini)/" 2>/dev/null || true
 "$EF" fit small.ini --dry-run --output.file dry.h5 > dry.log
 grep -Eq "FLOP per data point, .* per replica LM iteration" dry.log || { cat dry.log; fail "dry run shows no FLOP counts"; }

@@ -201,7 +201,7 @@ ok "predict (formula): central, mean, std, quantiles and replicas equal numpy's;
 
 # --- predict: dis-mellin at its data points reproduces the central fit's chi2 ---------------------
 "$EF" simulate dis --out small.h5 --points 300 --seed 4 --noise 0.03 > sim.log
-sed -e 's/^file = dis-mellin.h5/file = small.h5/' "$SRC/inputs/dis-mellin.ini" > small.ini
+sed -e 's/^file = dis-mellin-lo.h5/file = small.h5/' "$SRC/inputs/stats2.ini" > small.ini
 run_np 2 fit small.ini --fit.replicas 4 --output.file dis.h5 > dis.log
 run_np 2 predict dis.h5 --at small.h5 -o dis_band.h5 2> dpred.log
 $PY - <<'EOF' || fail "dis-mellin predictions against the fit's own chi2"

@@ -55,6 +55,16 @@ struct FitConfig {
     std::string sigma;  ///< column name, or a positive constant as text
     bool sigma_is_constant = false;
     double sigma_constant = 0.0;
+    /// Correlated uncertainties (src/fit/correlated.hpp): systematic shift columns, each
+    /// additive (absolute) or multiplicative (`name:mult`, relative to the t0 prediction).
+    std::vector<std::string> systematics;
+    std::vector<unsigned char> systematic_mult;
+    std::string dataset_column;  ///< the column naming each row's dataset ([normalisation.NAME])
+    std::string covariance;      ///< FILE.h5:/path of a full n x n covariance, or empty
+    /// [normalisation.NAME] sigma: relative normalisation uncertainty of dataset NAME (file order).
+    std::vector<std::pair<std::string, double>> normalisations;
+    /// True when the data have any correlated uncertainty (chi^2 = r^T C^-1 r).
+    bool correlated() const { return !systematics.empty() || !covariance.empty() || !normalisations.empty(); }
 
     // [model]
     std::string model_name;  ///< formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin

@@ -11,6 +11,7 @@
 namespace ef {
 
 class CompiledModel;
+struct Whitening;
 
 /**
  * Everything a worker needs to fit replicas: the resolved config (with `params` reordered into
@@ -21,6 +22,9 @@ struct FitProblem {
     FitConfig config;
     DataTable data;
     std::shared_ptr<const CompiledModel> model;
+    /// Correlated data whose model is not table-linear: the Cholesky factor the LM whitens the
+    /// model's values with (src/fit/correlated.hpp); null otherwise (data already whitened).
+    std::shared_ptr<const Whitening> whitening;
 
     int num_params() const { return static_cast<int>(config.params.size()); }
     /// Model name and a one-line description of its size and cost.
