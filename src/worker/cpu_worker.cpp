@@ -42,13 +42,14 @@ class CpuWorker final : public Worker {
 std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
     FitPlan plan = make_fit_plan(problem);
     FitInputs in = fit_inputs(problem, plan);
-    // A plugin without GPU code runs on the CPU when the worker kind was left to `auto`; asked
-    // for `gpu`, it is refused below.
+    // A plugin without GPU code, and correlated data of a model that is not table-linear (whitened
+    // inside the CPU's LM only), run on the CPU when the worker kind was left to `auto`; asked
+    // for `gpu`, they are refused below.
     const auto* plugin = std::get_if<PluginModel>(&in.model);
     const bool cpu_only_plugin = plugin != nullptr && plugin->table->gpu == nullptr;
-    if (kind == WorkerKind::cpu || (cpu_only_plugin && problem.config.workers == "auto"))
+    const bool cpu_only = cpu_only_plugin || in.data.white != nullptr;
+    if (kind == WorkerKind::cpu || (cpu_only && problem.config.workers == "auto"))
         return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
-    // Correlated data of a model that is not table-linear are whitened inside the CPU's LM only.
     if (in.data.white != nullptr)
         throw usage_error(problem.config.config_file + ": correlated uncertainties with model '" +
                           problem.config.model_name + "' are fitted by the CPU worker only (use --run.workers cpu)");
