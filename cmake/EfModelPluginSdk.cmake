@@ -10,6 +10,7 @@ set(EF_PLUGIN_SDK_HEADERS
     kernels/cpu/replica_paths.hpp
     kernels/fit/dense.hpp kernels/fit/fit_inputs.hpp kernels/fit/fit_plan.hpp kernels/fit/lanes.hpp
     kernels/fit/lm.hpp kernels/fit/lm_normal.hpp kernels/fit/plan_dispatch.hpp kernels/fit/resample.hpp
+    kernels/fit/whiten.hpp
     kernels/models/builtin_models.hpp kernels/models/dis_mellin.hpp kernels/models/formula_model.hpp
     kernels/models/mellin_math.hpp kernels/models/model_variant.hpp kernels/models/plugin_model.hpp
     kernels/plugin/model_plugin_entry.hpp)

@@ -69,7 +69,10 @@ std::vector<std::string> MpiContext::gather(const std::string& s) const {
     return out;
 }
 
-void collective(const MpiContext& ctx, const std::function<void()>& fn) {
+void collective(const MpiContext& ctx, const std::function<void()>& fn) { collective(ctx, fn, nullptr); }
+
+void collective(const MpiContext& ctx, const std::function<void()>& fn,
+                const std::function<void(MPI_Request&)>& wait_for) {
     int code = 0;
     std::string message;
     try {
@@ -83,7 +86,13 @@ void collective(const MpiContext& ctx, const std::function<void()>& fn) {
     }
     // {lowest failing rank, whether every rank failed}, both by MPI_MIN
     int mine[2] = {code ? ctx.rank() : ctx.size(), code ? 1 : 0}, agreed[2] = {0, 0};
-    EF_MPI_CHECK(MPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MIN, ctx.world()));
+    if (wait_for) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        EF_MPI_CHECK(MPI_Iallreduce(mine, agreed, 2, MPI_INT, MPI_MIN, ctx.world(), &req));
+        wait_for(req);
+    } else {
+        EF_MPI_CHECK(MPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MIN, ctx.world()));
+    }
     const int first = agreed[0];
     if (first == ctx.size()) return;
     // An error only some ranks met (a file missing on one node) says where; one every rank met

@@ -263,10 +263,16 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     const size_t r = static_cast<size_t>(ctx_.rank());
     const std::int64_t p0 = schedule_->stratum_begin(bounds[r]), p1 = schedule_->stratum_begin(bounds[r + 1]);
     std::vector<float> share;
-    collective(ctx_, [&] {  // agreed: run() lets the first load's errors reach main, printed once
-        share = read_patterns(ds_, p0, p1 - p0);
-        worker_->set_patterns(p1 - p0, share.data());
-    });
+    collective(
+        ctx_,
+        [&] {  // agreed: run() lets the first load's errors reach main, printed once
+            share = read_patterns(ds_, p0, p1 - p0);
+            worker_->set_patterns(p1 - p0, share.data());
+        },
+        [&](MPI_Request& req) {  // watched: after a rebalance this runs inside the iterations
+            if (heartbeat_) heartbeat_->wait(req, "the agreement after loading a share of the patterns");
+            else EF_MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        });
     my_first_ = p0;
     my_count_ = p1 - p0;
     if (!have_mean_) read_mean_pattern(share);

@@ -67,5 +67,9 @@ class MpiContext {
  * can fail on one rank runs inside one.
  */
 void collective(const MpiContext& ctx, const std::function<void()>& fn);
+/// The same, with the agreement a nonblocking MPI_Iallreduce that `wait_for` completes (a run's
+/// heartbeat watch, so a rank stopped meanwhile is named instead of hanging the others).
+void collective(const MpiContext& ctx, const std::function<void()>& fn,
+                const std::function<void(MPI_Request&)>& wait_for);
 
 }  // namespace ef
