@@ -270,8 +270,7 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
             worker_->set_patterns(p1 - p0, share.data());
         },
         [&](MPI_Request& req) {  // watched: after a rebalance this runs inside the iterations
-            if (heartbeat_) heartbeat_->wait(req, "the agreement after loading a share of the patterns");
-            else EF_MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            heartbeat_->wait(req, "the agreement after loading a share of the patterns");  // made in set_up()
         });
     my_first_ = p0;
     my_count_ = p1 - p0;
