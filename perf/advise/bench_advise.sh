@@ -20,7 +20,7 @@ STAMP=$(date -u +%Y%m%dT%H%MZ)
 TSV=$OUTDIR/$HOST-$STAMP.tsv
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ef-advise-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-cp "$SRC"/inputs/{stats2.ini,dis-mellin.h5,spot.ini,spot.csv,ptycho.ini,ptycho_small.h5} "$WORK"
+cp "$SRC"/inputs/{stats2.ini,dis-mellin-lo.h5,spot.ini,spot.csv,ptycho.ini,ptycho_small.h5} "$WORK"
 cd "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
