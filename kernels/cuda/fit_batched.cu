@@ -208,6 +208,26 @@ struct RoundEvents {
 
 constexpr int kThreads = 64;
 
+/// One round's phases into `t` (the roofline's rows, the trace's device intervals): the times
+/// from the round's events, which have completed; the counts as the CPU worker's run_rounds
+/// counts them (kernels/cpu/fit_kernels.cpp).
+void record_round(KernelTally& t, const RoundEvents& ev, int rows, long Kt, long cols) {
+    float ms[3] = {};
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[0], ev.em, ev.e0));
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[1], ev.e0, ev.e1));
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[2], ev.e1, ev.e2));
+    const KernelTally::Clock::time_point end = KernelTally::Clock::now();
+    const double c = static_cast<double>(cols), kt = static_cast<double>(Kt), r = rows;
+    const double s0 = 1e-3 * ms[0], s1 = 1e-3 * ms[1], s2 = 1e-3 * ms[2];
+    t.add("moments", s0, 0, 8.0 * c * kt, c);
+    t.add("gemm", s1, 2.0 * r * kt * c, 8.0 * (r * kt + kt * c + r * c), c);
+    t.add("lm_steps", s2, 0, 8.0 * r * c, c);
+    using D = KernelTally::Clock::duration;
+    t.interval_ending("lm_steps", end, s2);
+    t.interval_ending("gemm", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s2)), s1);
+    t.interval_ending("moments", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s1 + s2)), s0);
+}
+
 /**
  * Rounds until every slot is done, for either path: moments (prepare and nodes kernels), the
  * deterministic GEMM of `table` (rows x Kt, row-major) with the round's columns through the
@@ -254,6 +274,7 @@ void run_rounds(const DisMellinModel& model, const View& b, int count, const dou
         stats.gemm_seconds += ms * 1e-3;
         EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e1, ev.e2));
         stats.step_seconds += ms * 1e-3;
+        if (stats.tally) record_round(*stats.tally, ev, rows, Kt, plan.cols);
         stats.gemm_flops += 2.0 * rows * static_cast<double>(Kt) * static_cast<double>(plan.cols);
         // Host side of the round: reading the requests, building and uploading the lists.
         stats.host_seconds += std::chrono::duration<double>(h0 - hr).count();
@@ -373,6 +394,7 @@ void BatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out
     Impl& d = *impl_;
     const auto t_start = std::chrono::steady_clock::now();
     stats_ = Stats{};
+    stats_.tally = tally_;
     const size_t slots = static_cast<size_t>(count);
     const int P = d.plan.num_params();
     if (d.plan.path == FitPath::gram) {

@@ -2,9 +2,38 @@
 # SPDX-License-Identifier: MIT
 # `--trace FILE.json`: a Chrome trace-event file (Perfetto, chrome://tracing) with one track per
 # rank whose phase events add up to that rank's wall time in /timing within 1 %, for a fit and
-# a reconstruction; bounded in size; an unwritable trace path is a usage error.
+# a reconstruction; bounded in size; an unwritable trace path is a usage error. Roofline rows
+# (/timing/kernels) for every phase of model work of the fit's paths and the reconstruction's
+# sequences. Where a GPU is visible (the GPU machine), the same on GPU ranks: rows gpu_* set
+# against the probed ceilings, the host/device split, and a device track in the trace.
 source "$(dirname "$0")/../tools/mpi_common.sh"
-cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" "$SRC/inputs/ptycho.ini" "$SRC/inputs/ptycho_small.h5" .
+cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" "$SRC/inputs/ptycho.ini" "$SRC/inputs/ptycho_small.h5" \
+    "$SRC/inputs/stats2.ini" "$SRC/inputs/dis-mellin-lo.h5" .
+
+# check_rows FILE ROW[:fb] ...: each row in /timing/kernels and the run's record, timed (seconds
+# > 0), its achieved rates consistent; f: FLOPs counted, b: bytes counted.
+check_rows() {
+    /usr/bin/python3 - "$@" <<'PY'
+import sys, h5py
+path, rows = sys.argv[1], sys.argv[2:]
+f = h5py.File(path, "r")
+have = sorted(f["/timing/kernels"])
+print(path, "rows:", " ".join(have))
+for spec in rows:
+    name, _, want = spec.partition(":")
+    assert name in have, (path, name, have)
+    for g in ("/timing/kernels/" + name, "/timing/runs/0/kernels/" + name):
+        a = f[g].attrs
+        assert a["seconds"] > 0, (path, g, dict(a))
+        if "f" in want:
+            assert a["flops"] > 0 and abs(a["achieved_flops_per_second"] - a["flops"] / a["seconds"]) <= 1e-9 * a["flops"] / a["seconds"], (g, dict(a))
+        if "b" in want:
+            assert a["bytes"] > 0 and abs(a["achieved_bytes_per_second"] - a["bytes"] / a["seconds"]) <= 1e-9 * a["bytes"] / a["seconds"], (g, dict(a))
+        if name.startswith("gpu_"):
+            assert a["ceiling_flops_per_second"] > 0 and a["ceiling_bytes_per_second"] > 0, (g, dict(a))
+            assert "f" not in want or a["fraction_of_ceiling"] > 0, (g, dict(a))
+PY
+}
 
 check_trace() {  # TRACE.json RESULT.h5 RANKS
     /usr/bin/python3 - "$@" <<'PY'
@@ -40,20 +69,64 @@ run_np 2 reconstruct ptycho.ini --solver.iterations 3 --output.previews false --
 check_trace recon.json recon.h5 2 || fail "reconstruction trace"
 ok "reconstruction on 2 ranks: one track per rank, phases add up to each rank's wall time"
 
-# The roofline rows of each problem's model work: /timing/kernels and report --roofline.
-/usr/bin/python3 - <<'PY' || fail "roofline rows"
-import h5py
-for path, name in (("fit.h5", "lm"), ("recon.h5", "gradient")):
-    for g in ("/timing/kernels/" + name, "/timing/runs/0/kernels/" + name):
-        a = h5py.File(path, "r")[g].attrs
-        assert a["seconds"] > 0 and a["bytes"] > 0, (path, dict(a))
-        assert abs(a["achieved_bytes_per_second"] - a["bytes"] / a["seconds"]) <= 1e-9 * a["bytes"] / a["seconds"]
-    print(path, name, dict(h5py.File(path, "r")["/timing/kernels/" + name].attrs))
-assert h5py.File("fit.h5", "r")["/timing/kernels/lm"].attrs["flops"] > 0
+# The roofline rows of each problem's model work: /timing/kernels and report --roofline. The
+# fit above runs the per-replica path (one row, lm); stats2 the batched table path; the
+# reconstruction the FFTW sequence (with position correction) and the window-resident passes.
+check_rows fit.h5 lm:fb || fail "roofline rows of the per-replica path"
+run_np 1 fit stats2.ini --fit.replicas 3 --run.threads 2 --output.file table.h5 > table.log
+check_rows table.h5 resample:b moments:fb gemm:fb lm_steps:fb || fail "roofline rows of the batched path"
+check_rows recon.h5 gradient:b stage exit_waves_fft:fb modulus ifft_far_field:fb patch_gradients object_gradient \
+    object_step:fb probe_step:fb || fail "roofline rows of the reconstruction"
+run_np 1 reconstruct ptycho.ini --solver.iterations 2 --output.previews false --positions.correct true \
+    --tuning.window on --output.file window.h5 > window.log
+check_rows window.h5 window_forward:fb window_backward:fb probe_spectrum object_step:fb || fail "window passes' rows"
+run_np 1 reconstruct ptycho.ini --solver.iterations 2 --output.previews false --positions.correct true \
+    --output.file positions.h5 > positions.log
+check_rows positions.h5 fft_probe_gradient:fb probe_spectrum_positions || fail "position correction's rows"
+"$EF" report fit.h5 table.h5 recon.h5 window.h5 --roofline > roof.log
+for row in lm gemm moments lm_steps gradient exit_waves_fft window_forward object_step; do
+    grep -q "^  $row  " roof.log || { cat roof.log; fail "report --roofline: no row $row"; }
+done
+ok "roofline rows for every phase of model work (fit: both paths; reconstruction: both sequences) and report --roofline"
+
+if "$EF" devices --no-probe | grep -q "SMs"; then  # the GPU machine: GPU ranks
+    check_device_track() {  # TRACE.json RANKS: every rank's device track, named, with kernel intervals
+        /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ranks = int(sys.argv[2])
+ev = doc["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+for r in range(ranks):
+    assert "device" in names.get(1000 + r, ""), (r, names)
+    dev = [e for e in ev if e.get("ph") == "X" and e["tid"] == 1000 + r]
+    assert dev and all(e["cat"] == "device" and e["dur"] >= 0 for e in dev), (r, dev[:3])
+    print(f"rank {r}: {len(dev)} device intervals, e.g. {sorted(set(e['name'] for e in dev))[:6]}")
 PY
-"$EF" report fit.h5 recon.h5 --roofline > roof.log
-grep -q "^  lm  " roof.log && grep -q "^  gradient  " roof.log || { cat roof.log; fail "report --roofline rows"; }
-ok "roofline rows: lm (fit) and gradient (reconstruction) in /timing/kernels and report --roofline"
+    }
+    run_np 2 fit stats2.ini --fit.replicas 64 --run.workers gpu --trace gfit.json --output.file gfit.h5 > gfit.log
+    check_device_track gfit.json 2 || fail "GPU fit: device track"
+    check_rows gfit.h5 gpu_moments:fb gpu_gemm:fb gpu_lm_steps:fb || fail "GPU fit: rows"
+    grep -q "host/device split" gfit.log || { cat gfit.log; fail "GPU fit: no host/device split"; }
+    run_np 1 fit example.ini --run.workers gpu --trace gqr.json --output.file gqr.h5 > gqr.log
+    check_device_track gqr.json 1 && check_rows gqr.h5 gpu_lm:fb || fail "GPU per-replica fit: rows and track"
+    run_np 2 reconstruct ptycho.ini --solver.iterations 3 --output.previews false --run.workers gpu \
+        --trace grecon.json --output.file grecon.h5 > grecon.log
+    check_device_track grecon.json 2 || fail "GPU reconstruction: device track"
+    check_rows grecon.h5 gradient:b gpu_window_forward:fb gpu_window_backward:fb || fail "GPU reconstruction: rows"
+    /usr/bin/python3 - <<'PY' || fail "host/device split attributes"
+import h5py
+for path in ("gfit.h5", "grecon.h5"):
+    a = h5py.File(path, "r")["/timing"].attrs
+    for k in ("host_parallel_efficiency", "device_offload_efficiency", "device_load_balance",
+              "device_communication_efficiency", "device_orchestration_efficiency", "device_parallel_efficiency"):
+        assert 0 < a[k] <= 1, (path, k, a[k])
+    p = a["device_load_balance"] * a["device_communication_efficiency"] * a["device_orchestration_efficiency"]
+    assert abs(a["device_parallel_efficiency"] - p) < 1e-12, (path, p)
+    print(path, {k: round(float(a[k]), 3) for k in a if k.startswith(("device_", "host_"))})
+PY
+    ok "GPU ranks: device tracks, gpu_* rows against the probed ceilings, the host/device split"
+fi
 
 # Bounded: thousands of short units (one replica each) stay under the per-rank event cap.
 run_np 2 fit example.ini --fit.replicas 3000 --fit.chunk 1 --trace many.json --output.file many.h5 > many.log
