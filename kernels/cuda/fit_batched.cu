@@ -208,6 +208,28 @@ struct RoundEvents {
 
 constexpr int kThreads = 64;
 
+/**
+ * A unit's start into `t`: its resampling (events em..e0: the table path's start kernel, or
+ * the Gram path's columns E and c) and, on the Gram path, b = T^T E (e0..e1, "gemm_rhs"); the
+ * counts as the CPU worker's (kernels/cpu/fit_kernels.cpp). Waits for e0 (or e1), which the
+ * first round's request download waits for anyway.
+ */
+void record_start(KernelTally& t, const RoundEvents& ev, bool gram, int n, int count, long Kt) {
+    const cudaEvent_t last = gram ? ev.e1 : ev.e0;
+    EF_CUDA_CHECK(cudaEventSynchronize(last));
+    const KernelTally::Clock::time_point end = KernelTally::Clock::now();
+    float ms[2] = {};
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[0], ev.em, ev.e0));
+    if (gram) EF_CUDA_CHECK(cudaEventElapsedTime(&ms[1], ev.e0, ev.e1));
+    const double c = count, kt = static_cast<double>(Kt), s0 = 1e-3 * ms[0], s1 = 1e-3 * ms[1];
+    t.add("resample", s0, 0, (gram ? 8.0 : 16.0) * n * c, c);
+    using D = KernelTally::Clock::duration;
+    t.interval_ending("resample", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s1)), s0);
+    if (!gram) return;
+    t.add("gemm_rhs", s1, 2.0 * kt * n * c, 8.0 * (kt * n + n * c + kt * c), c);
+    t.interval_ending("gemm_rhs", end, s1);
+}
+
 /// One round's phases into `t` (the roofline's rows, the trace's device intervals): the times
 /// from the round's events, which have completed; the counts as the CPU worker's run_rounds
 /// counts them (kernels/cpu/fit_kernels.cpp).
@@ -352,8 +374,11 @@ struct BatchFitter::Impl {
         arrays.attach(b, count, replicas);
         arrays.replica.upload(replicas, static_cast<size_t>(count));
         cudaGetLastError();
+        EF_CUDA_CHECK(cudaEventRecord(ev.em));
         start_kernel<<<blocks_for(count, kThreads), kThreads>>>(b, count);
         EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e0));
+        if (stats.tally) record_start(*stats.tally, ev, false, n, count, 0);
         run_rounds(model, b, count, model.table, n, warp(), arrays.request, rb, ev, stats);
     }
 
@@ -363,13 +388,17 @@ struct BatchFitter::Impl {
         arrays.attach(v, count, n, replicas);
         arrays.replica.upload(replicas, static_cast<size_t>(count));
         cudaGetLastError();
+        EF_CUDA_CHECK(cudaEventRecord(ev.em));
         gram_columns_kernel<<<blocks_for(count, kThreads), kThreads>>>(n, plan.seed, arrays.replica.data(), count, y0,
                                                                        sigma, f0.data(), winv.data(), arrays.E.data(),
                                                                        arrays.c.data());
         EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e0));
         launch_table_gemm(tt.data(), arrays.E.data(), arrays.b.data(), static_cast<int>(Kt), n, count);
+        EF_CUDA_CHECK(cudaEventRecord(ev.e1));
         start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
         EF_CUDA_CHECK(cudaGetLastError());
+        if (stats.tally) record_start(*stats.tally, ev, true, n, count, Kt);
         run_rounds(model, v, count, G.data(), static_cast<int>(Kt), warp(), arrays.request, rb, ev, stats);
     }
 };

@@ -52,7 +52,7 @@ TEST_CASE("gpu roofline: the batched path's rounds timed by CUDA events, with de
 
     const auto w = run_gpu(pb, 64);
 
-    for (const char* name : {"moments", "gemm", "lm_steps"}) {
+    for (const char* name : {"resample", "moments", "gemm", "lm_steps"}) {
         const ef::KernelTally::Entry e = phase_of(*w, name);
         INFO(name);
         CHECK(e.calls > 0);

@@ -106,7 +106,7 @@ PY
     }
     run_np 2 fit stats2.ini --fit.replicas 64 --run.workers gpu --trace gfit.json --output.file gfit.h5 > gfit.log
     check_device_track gfit.json 2 || fail "GPU fit: device track"
-    check_rows gfit.h5 gpu_moments:fb gpu_gemm:fb gpu_lm_steps:fb || fail "GPU fit: rows"
+    check_rows gfit.h5 gpu_resample:b gpu_moments:fb gpu_gemm:fb gpu_lm_steps:fb || fail "GPU fit: rows"
     grep -q "host/device split" gfit.log || { cat gfit.log; fail "GPU fit: no host/device split"; }
     run_np 1 fit example.ini --run.workers gpu --trace gqr.json --output.file gqr.h5 > gqr.log
     check_device_track gqr.json 1 && check_rows gqr.h5 gpu_lm:fb || fail "GPU per-replica fit: rows and track"
