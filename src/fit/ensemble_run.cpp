@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <omp.h>
+
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
@@ -191,9 +193,12 @@ void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
     const CorrelatedInputs correlated = load_correlated(cfg, data);
     trace_.mark("config and data");
+    threads_ = resolve_threads(cfg.threads, ctx_.local_size());
+    // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's
+    // threads, not every core of the node, which ranks beside each other would oversubscribe.
+    omp_set_num_threads(threads_.threads);
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
     trace_.mark("model (tables)");
-    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
     whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
     if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
     ShardSpec shard;
