@@ -4,14 +4,14 @@
 # rank whose phase events add up to that rank's wall time in /timing within 1 %, for a fit and
 # a reconstruction; bounded in size; an unwritable trace path is a usage error. Roofline rows
 # (/timing/kernels) for every phase of model work of the fit's paths and the reconstruction's
-# sequences. Where a GPU is visible (the GPU machine), the same on GPU ranks: rows gpu_* set
-# against the probed ceilings, the host/device split, and a device track in the trace.
+# sequences. GPU ranks (device track, gpu_* rows, host/device split): tests/gpu/trace_gpu.sh.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" "$SRC/inputs/ptycho.ini" "$SRC/inputs/ptycho_small.h5" \
     "$SRC/inputs/stats2.ini" "$SRC/inputs/dis-mellin-lo.h5" .
 
 # check_rows FILE ROW[:fb] ...: each row in /timing/kernels and the run's record, timed (seconds
-# > 0), its achieved rates consistent; f: FLOPs counted, b: bytes counted.
+# > 0), its achieved rates consistent; f: FLOPs counted, b: bytes counted; gpu_* rows against
+# the probed ceilings.
 check_rows() {
     /usr/bin/python3 - "$@" <<'PY'
 import sys, h5py
@@ -88,45 +88,6 @@ for row in lm gemm moments lm_steps gradient exit_waves_fft window_forward objec
     grep -q "^  $row  " roof.log || { cat roof.log; fail "report --roofline: no row $row"; }
 done
 ok "roofline rows for every phase of model work (fit: both paths; reconstruction: both sequences) and report --roofline"
-
-if "$EF" devices --no-probe | grep -q "SMs"; then  # the GPU machine: GPU ranks
-    check_device_track() {  # TRACE.json RANKS: every rank's device track, named, with kernel intervals
-        /usr/bin/python3 - "$@" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-ranks = int(sys.argv[2])
-ev = doc["traceEvents"]
-names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
-for r in range(ranks):
-    assert "device" in names.get(1000 + r, ""), (r, names)
-    dev = [e for e in ev if e.get("ph") == "X" and e["tid"] == 1000 + r]
-    assert dev and all(e["cat"] == "device" and e["dur"] >= 0 for e in dev), (r, dev[:3])
-    print(f"rank {r}: {len(dev)} device intervals, e.g. {sorted(set(e['name'] for e in dev))[:6]}")
-PY
-    }
-    run_np 2 fit stats2.ini --fit.replicas 64 --run.workers gpu --trace gfit.json --output.file gfit.h5 > gfit.log
-    check_device_track gfit.json 2 || fail "GPU fit: device track"
-    check_rows gfit.h5 gpu_resample:b gpu_moments:fb gpu_gemm:fb gpu_lm_steps:fb || fail "GPU fit: rows"
-    grep -q "host/device split" gfit.log || { cat gfit.log; fail "GPU fit: no host/device split"; }
-    run_np 1 fit example.ini --run.workers gpu --trace gqr.json --output.file gqr.h5 > gqr.log
-    check_device_track gqr.json 1 && check_rows gqr.h5 gpu_lm:fb || fail "GPU per-replica fit: rows and track"
-    run_np 2 reconstruct ptycho.ini --solver.iterations 3 --output.previews false --run.workers gpu \
-        --trace grecon.json --output.file grecon.h5 > grecon.log
-    check_device_track grecon.json 2 || fail "GPU reconstruction: device track"
-    check_rows grecon.h5 gradient:b gpu_window_forward:fb gpu_window_backward:fb || fail "GPU reconstruction: rows"
-    /usr/bin/python3 - <<'PY' || fail "host/device split attributes"
-import h5py
-for path in ("gfit.h5", "grecon.h5"):
-    a = h5py.File(path, "r")["/timing"].attrs
-    for k in ("host_parallel_efficiency", "device_offload_efficiency", "device_load_balance",
-              "device_communication_efficiency", "device_orchestration_efficiency", "device_parallel_efficiency"):
-        assert 0 < a[k] <= 1, (path, k, a[k])
-    p = a["device_load_balance"] * a["device_communication_efficiency"] * a["device_orchestration_efficiency"]
-    assert abs(a["device_parallel_efficiency"] - p) < 1e-12, (path, p)
-    print(path, {k: round(float(a[k]), 3) for k in a if k.startswith(("device_", "host_"))})
-PY
-    ok "GPU ranks: device tracks, gpu_* rows against the probed ceilings, the host/device split"
-fi
 
 # Bounded: thousands of short units (one replica each) stay under the per-rank event cap.
 run_np 2 fit example.ini --fit.replicas 3000 --fit.chunk 1 --trace many.json --output.file many.h5 > many.log
