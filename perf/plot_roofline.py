@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The roofline of runs' model work: one point per kernel of each result file's /timing/kernels
 (arithmetic intensity = counted FLOPs / bytes against the achieved FLOP/s), under the ceilings
-the run stored (the `devices` probe) or those given here (--peak-gflops, --peak-gbs, e.g. from
+the run stored (its GPU rows: the device probed at the end of the run) or those given here (--peak-gflops, --peak-gbs, e.g. from
 `ensemblefit devices` on the machine that ran). Kernels with no counted FLOPs (a
 reconstruction's gradient: bytes only) are drawn at their bandwidth on the right axis' scale
 as a horizontal tick instead.
@@ -48,8 +48,9 @@ def main():
             peak_f = peak_f or k["ceiling_flops_per_second"]
             peak_b = peak_b or k["ceiling_bytes_per_second"]
             label = f"{path}: {k['name']}"
-            if k["flops"] > 0 and k["bytes"] > 0:
-                ax.loglog(k["arithmetic_intensity"], k["achieved_flops_per_second"], "o", label=label)
+            if k["flops"] > 0 and k["bytes"] > 0:  # GPU rows (gpu_*) as squares, CPU rows as circles
+                marker = "s" if k["name"].startswith("gpu_") else "o"
+                ax.loglog(k["arithmetic_intensity"], k["achieved_flops_per_second"], marker, label=label)
                 points += 1
             elif k["bytes"] > 0:
                 print(f"{label}: {k['achieved_bytes_per_second'] / 1e9:.3g} GB/s, FLOPs not counted")

@@ -3,6 +3,7 @@
 // device memory bandwidth (a large device-to-device copy) and pinned host-to-device bandwidth.
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <vector>
 
 #include <ensemblefit/worker/device_probe.hpp>
@@ -116,6 +117,25 @@ std::vector<DeviceInfo> probe_devices(bool measure) {
         out.push_back(info);
     }
     return out;
+}
+
+DeviceInfo probe_ceilings(int ordinal) {
+    DeviceInfo info;
+    info.ordinal = ordinal;
+    try {
+        EF_CUDA_CHECK(cudaSetDevice(ordinal));
+        cudaDeviceProp p{};
+        EF_CUDA_CHECK(cudaGetDeviceProperties(&p, ordinal));
+        info.name = p.name;
+        info.sms = p.multiProcessorCount;
+        info.fp64_tflops = fma_tflops<double>(info.sms);
+        info.fp32_tflops = fma_tflops<float>(info.sms);
+        info.device_bandwidth_gbs = copy_gbs(size_t(1) << 28, cudaMemcpyDeviceToDevice);
+    } catch (const std::exception&) {  // no room left on the device, say: no ceilings, not a failed run
+        cudaGetLastError();
+        return DeviceInfo{};
+    }
+    return info;
 }
 
 }  // namespace ef

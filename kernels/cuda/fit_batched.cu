@@ -209,6 +209,48 @@ struct RoundEvents {
 constexpr int kThreads = 64;
 
 /**
+ * A unit's start into `t`: its resampling (events em..e0: the table path's start kernel, or
+ * the Gram path's columns E and c) and, on the Gram path, b = T^T E (e0..e1, "gemm_rhs"); the
+ * counts as the CPU worker's (kernels/cpu/fit_kernels.cpp). Waits for e0 (or e1), which the
+ * first round's request download waits for anyway.
+ */
+void record_start(KernelTally& t, const RoundEvents& ev, bool gram, int n, int count, long Kt) {
+    const cudaEvent_t last = gram ? ev.e1 : ev.e0;
+    EF_CUDA_CHECK(cudaEventSynchronize(last));
+    const KernelTally::Clock::time_point end = KernelTally::Clock::now();
+    float ms[2] = {};
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[0], ev.em, ev.e0));
+    if (gram) EF_CUDA_CHECK(cudaEventElapsedTime(&ms[1], ev.e0, ev.e1));
+    const double c = count, kt = static_cast<double>(Kt), s0 = 1e-3 * ms[0], s1 = 1e-3 * ms[1];
+    t.add("resample", s0, 0, (gram ? 8.0 : 16.0) * n * c, c);
+    using D = KernelTally::Clock::duration;
+    t.interval_ending("resample", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s1)), s0);
+    if (!gram) return;
+    t.add("gemm_rhs", s1, 2.0 * kt * n * c, 8.0 * (kt * n + n * c + kt * c), c);
+    t.interval_ending("gemm_rhs", end, s1);
+}
+
+/// One round's phases into `t` (the roofline's rows, the trace's device intervals): the times
+/// from the round's events, which have completed; the counts as the CPU worker's run_rounds
+/// counts them (kernels/cpu/fit_kernels.cpp).
+void record_round(KernelTally& t, const RoundEvents& ev, int rows, long Kt, long cols) {
+    float ms[3] = {};
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[0], ev.em, ev.e0));
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[1], ev.e0, ev.e1));
+    EF_CUDA_CHECK(cudaEventElapsedTime(&ms[2], ev.e1, ev.e2));
+    const KernelTally::Clock::time_point end = KernelTally::Clock::now();
+    const double c = static_cast<double>(cols), kt = static_cast<double>(Kt), r = rows;
+    const double s0 = 1e-3 * ms[0], s1 = 1e-3 * ms[1], s2 = 1e-3 * ms[2];
+    t.add("moments", s0, 0, 8.0 * c * kt, c);
+    t.add("gemm", s1, 2.0 * r * kt * c, 8.0 * (r * kt + kt * c + r * c), c);
+    t.add("lm_steps", s2, 0, 8.0 * r * c, c);
+    using D = KernelTally::Clock::duration;
+    t.interval_ending("lm_steps", end, s2);
+    t.interval_ending("gemm", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s2)), s1);
+    t.interval_ending("moments", end - std::chrono::duration_cast<D>(std::chrono::duration<double>(s1 + s2)), s0);
+}
+
+/**
  * Rounds until every slot is done, for either path: moments (prepare and nodes kernels), the
  * deterministic GEMM of `table` (rows x Kt, row-major) with the round's columns through the
  * epilogue SlotStore, then the LM steps (a warp or a thread per replica: the plan's
@@ -254,6 +296,7 @@ void run_rounds(const DisMellinModel& model, const View& b, int count, const dou
         stats.gemm_seconds += ms * 1e-3;
         EF_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.e1, ev.e2));
         stats.step_seconds += ms * 1e-3;
+        if (stats.tally) record_round(*stats.tally, ev, rows, Kt, plan.cols);
         stats.gemm_flops += 2.0 * rows * static_cast<double>(Kt) * static_cast<double>(plan.cols);
         // Host side of the round: reading the requests, building and uploading the lists.
         stats.host_seconds += std::chrono::duration<double>(h0 - hr).count();
@@ -331,8 +374,11 @@ struct BatchFitter::Impl {
         arrays.attach(b, count, replicas);
         arrays.replica.upload(replicas, static_cast<size_t>(count));
         cudaGetLastError();
+        EF_CUDA_CHECK(cudaEventRecord(ev.em));
         start_kernel<<<blocks_for(count, kThreads), kThreads>>>(b, count);
         EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e0));
+        if (stats.tally) record_start(*stats.tally, ev, false, n, count, 0);
         run_rounds(model, b, count, model.table, n, warp(), arrays.request, rb, ev, stats);
     }
 
@@ -342,13 +388,17 @@ struct BatchFitter::Impl {
         arrays.attach(v, count, n, replicas);
         arrays.replica.upload(replicas, static_cast<size_t>(count));
         cudaGetLastError();
+        EF_CUDA_CHECK(cudaEventRecord(ev.em));
         gram_columns_kernel<<<blocks_for(count, kThreads), kThreads>>>(n, plan.seed, arrays.replica.data(), count, y0,
                                                                        sigma, f0.data(), winv.data(), arrays.E.data(),
                                                                        arrays.c.data());
         EF_CUDA_CHECK(cudaGetLastError());
+        EF_CUDA_CHECK(cudaEventRecord(ev.e0));
         launch_table_gemm(tt.data(), arrays.E.data(), arrays.b.data(), static_cast<int>(Kt), n, count);
+        EF_CUDA_CHECK(cudaEventRecord(ev.e1));
         start_kernel<<<blocks_for(count, kThreads), kThreads>>>(v, count);
         EF_CUDA_CHECK(cudaGetLastError());
+        if (stats.tally) record_start(*stats.tally, ev, true, n, count, Kt);
         run_rounds(model, v, count, G.data(), static_cast<int>(Kt), warp(), arrays.request, rb, ev, stats);
     }
 };
@@ -373,6 +423,7 @@ void BatchFitter::fit(const std::int64_t* replicas, int count, ReplicaBlock& out
     Impl& d = *impl_;
     const auto t_start = std::chrono::steady_clock::now();
     stats_ = Stats{};
+    stats_.tally = tally_;
     const size_t slots = static_cast<size_t>(count);
     const int P = d.plan.num_params();
     if (d.plan.path == FitPath::gram) {

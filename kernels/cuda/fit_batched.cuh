@@ -7,6 +7,7 @@
 
 #include <ensemblefit/fit/replica_block.hpp>
 
+#include "kernels/core/kernel_tally.hpp"
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/fit/fit_inputs.hpp"
 #include "kernels/fit/fit_plan.hpp"
@@ -61,13 +62,18 @@ class BatchFitter {
         double moment_seconds = 0.0;  ///< the moments kernels (prepare, nodes)
         double host_seconds = 0.0;    ///< reading each round's requests, building and uploading its lists
         double total_seconds = 0.0;
+        KernelTally* tally = nullptr;  ///< also gets each round's phases and device intervals
     };
     const Stats& stats() const { return stats_; }
+    /// Every later fit's rounds also go to `t` (moments, gemm, lm_steps: CUDA events), for the
+    /// roofline and the trace; null: not kept.
+    void record_to(KernelTally* t) { tally_ = t; }
 
    private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
     Stats stats_;
+    KernelTally* tally_ = nullptr;
 };
 
 }  // namespace ef::cuda

@@ -109,6 +109,37 @@ void upload_model(const ModelVariant& host, DeviceModel& dm) {
     }
 }
 
+/**
+ * Two events around one launch group on a stream, read into a KernelTally once the stream is
+ * known to have passed them: the per-replica paths' "lm" phase (items: the LM iterations of the
+ * replicas it fitted) and its device interval.
+ */
+struct LaunchEvents {
+    cudaEvent_t begin{}, end{};  // made at first use, on the worker's device (not at construction)
+    LaunchEvents() = default;
+    ~LaunchEvents() {
+        if (begin) cudaEventDestroy(begin);
+        if (end) cudaEventDestroy(end);
+    }
+    LaunchEvents(const LaunchEvents&) = delete;
+    LaunchEvents& operator=(const LaunchEvents&) = delete;
+    static void record(cudaEvent_t& e, cudaStream_t s) {
+        if (!e) EF_CUDA_CHECK(cudaEventCreate(&e));
+        EF_CUDA_CHECK(cudaEventRecord(e, s));
+    }
+    void start(cudaStream_t s = nullptr) { record(begin, s); }
+    void stop(cudaStream_t s = nullptr) { record(end, s); }
+    void tally(KernelTally& t, const char* name, const ReplicaBlock& out, int b0, int count) const {
+        EF_CUDA_CHECK(cudaEventSynchronize(end));
+        float ms = 0;
+        EF_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
+        double iterations = 0;
+        for (int i = b0; i < b0 + count; ++i) iterations += static_cast<double>(out.iterations[static_cast<size_t>(i)]);
+        t.add(name, 1e-3 * ms, 0, 0, iterations);
+        t.interval_ending(name, KernelTally::Clock::now(), 1e-3 * ms);
+    }
+};
+
 /// Runs a fit plan on one GPU: the batched paths through BatchFitter, the per-replica paths
 /// (qr, normal) with one thread per replica.
 class CudaWorker final : public Worker {
@@ -148,11 +179,13 @@ class CudaWorker final : public Worker {
         if (plan_.batched())
             batch_ = std::make_unique<BatchFitter>(plan_, in_, std::get<DisMellinModel>(model_.view), y_.data(),
                                                    sigma_.data(), *dp_);
+        if (batch_) batch_->record_to(&tally_);
         mark("kernels and batched fitter");
     }
 
     WorkerKind kind() const override { return WorkerKind::gpu; }
     std::string describe() const override { return "gpu " + std::to_string(device_) + ": " + name_; }
+    const KernelTally* kernel_tally() const override { return &tally_; }
 
     void run(const WorkUnit& unit, ReplicaBlock& out) override {
         EF_CUDA_CHECK(cudaSetDevice(device_));
@@ -253,6 +286,7 @@ class CudaWorker final : public Worker {
         PinnedBuffer<double> h_params, h_chi2, h_cov;
         PinnedBuffer<std::int64_t> h_reps, h_status, h_iters;
         int b0 = 0, count = 0;  ///< the piece of the unit in flight (count 0: none)
+        LaunchEvents ev;        ///< around the piece's kernel (the roofline's "lm" phase)
 
         /// Arrays for a piece of c replicas of n points (P parameters; weights when bootstrap).
         template <class Real>
@@ -325,9 +359,14 @@ class CudaWorker final : public Worker {
         const auto t0 = std::chrono::steady_clock::now();
         double host_wait = 0.0;
         int launched = 0;
+        auto drain = [&](NormalLane& l) {  // the finished piece, and its device time to the tally
+            const int first = l.b0, c = l.count;
+            host_wait += l.drain(unit, P, out);
+            if (c > 0) l.ev.tally(tally_, "lm", out, first, c);
+        };
         for (int b0 = 0; b0 < total; b0 += piece) {
             NormalLane& l = normal_lanes_[launched++ % 2];
-            host_wait += l.drain(unit, P, out);
+            drain(l);
             const int count = std::min(piece, total - b0);
             const size_t c = static_cast<size_t>(count);
             l.b0 = b0;
@@ -338,16 +377,18 @@ class CudaWorker final : public Worker {
             EF_CUDA_CHECK(cudaMemcpyAsync(l.reps.data(), l.h_reps.data(), c * sizeof(std::int64_t), cudaMemcpyHostToDevice, st));
             const int threads = 64;
             cudaGetLastError();
+            l.ev.start(st);
             normal_fit_kernel<Real, K><<<(count + threads - 1) / threads, threads, 0, st>>>(
                 model, data, dp_->bounds, plan_.settings, bootstrap ? 1 : 0, plan_.seed, y_.data(), sigma_.data(),
                 l.reps.data(), count, dp_->start.data(), reinterpret_cast<Real*>(l.ybuf.data()),
                 reinterpret_cast<Real*>(l.wbuf.data()), l.params.data(), l.chi2.data(), l.status.data(), l.iters.data(),
                 l.cov.data());
             EF_CUDA_CHECK(cudaGetLastError());
+            l.ev.stop(st);
             l.fetch(P);
         }
-        host_wait += normal_lanes_[launched % 2].drain(unit, P, out);
-        host_wait += normal_lanes_[(launched + 1) % 2].drain(unit, P, out);
+        drain(normal_lanes_[launched % 2]);
+        drain(normal_lanes_[(launched + 1) % 2]);
         if (diag_.gpu_stats) {
             const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             std::fprintf(stderr, "[gpu %d] normal solver, %s, %d replicas in %d pieces on 2 streams: %.4f s (%.3g fits/s), "
@@ -409,13 +450,16 @@ class CudaWorker final : public Worker {
             const int threads = 64;
             const int blocks = (count + threads - 1) / threads;
             cudaGetLastError();  // a failure reported earlier must not be blamed on this launch
+            qr_ev_.start();
             lm_fit_kernel<K><<<blocks, threads>>>(model, data, dp_->bounds, plan_.settings, plan_.bootstrap ? 1 : 0,
                                                    plan_.seed, reps_.data(), count, dp_->start.data(), ybuf_.data(),
                                                    wbuf_.data(), work_.data(), layout.total, params_.data(),
                                                    chi2_.data(), status_.data(), iters_.data(), cov_.data());
             EF_CUDA_CHECK(cudaGetLastError());
+            qr_ev_.stop();
             EF_CUDA_CHECK(cudaDeviceSynchronize());
             download_batch(unit, b0, count, P, out);
+            qr_ev_.tally(tally_, "lm", out, b0, count);
         }
     }
 
@@ -431,6 +475,8 @@ class CudaWorker final : public Worker {
     NormalLane normal_lanes_[2];
     DeviceBuffer<double> x_, y_, sigma_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;
+    KernelTally tally_;   // the phases of model work (kernel_tally())
+    LaunchEvents qr_ev_;  // around the qr path's kernel
 };
 
 }  // namespace

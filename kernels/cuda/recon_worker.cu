@@ -19,6 +19,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "kernels/core/kernel_tally.hpp"
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/peer_sum.cuh"
 #include "kernels/recon/engine_worker.hpp"
@@ -589,10 +590,11 @@ class CudaBackend {
         // partial_ is reused by the next reduction on the same stream: stream order keeps it safe.
     }
 
-    /// Phase marks: with the phase trace (EF_RECON_PHASES=1), GPU time between consecutive marks
-    /// is summed per name (events; read at each synchronize) and printed when the worker ends.
+    /// Phase marks: GPU time between consecutive marks (events, read at each synchronize) goes
+    /// to tally() under the first one's name ("" ends a phase), with the counts added meanwhile
+    /// and, for the trace, the interval; the phase trace (EF_RECON_PHASES=1) also prints the
+    /// sums when the worker ends.
     void mark(const char* name) {
-        if (!phases_) return;
         if (marks_.size() == events_.size()) {
             cudaEvent_t e;
             EF_CUDA_CHECK(cudaEventCreate(&e));
@@ -600,11 +602,26 @@ class CudaBackend {
         }
         EF_CUDA_CHECK(cudaEventRecord(events_[marks_.size()], stream_));
         marks_.push_back(name);
+        mark_counts_.resize(marks_.size());
+        mark_counts_.back() = {0.0, 0.0};
     }
+    /// FLOPs and bytes of the open phase (the roofline's counts).
+    void count(double flops, double bytes) {
+        if (marks_.empty()) return;
+        mark_counts_.back().first += flops;
+        mark_counts_.back().second += bytes;
+    }
+    /// The FFTs of the open phase: 5 n log2 n FLOPs, the windows read and written once.
+    void count_fft(std::int64_t count) {
+        const double n = static_cast<double>(h_) * w_, c = static_cast<double>(count);
+        this->count(fft_flops(n, c), 2.0 * sizeof(Cx<T>) * n * c);
+    }
+    const KernelTally& tally() const { return tally_; }
 
     void fft(Cx<T>* data, std::int64_t count, bool inverse) {
         if (count <= 0) return;
         EF_CUFFT_CHECK(CufftTraits<T>::exec(plan_for(count), data, inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+        count_fft(count);
     }
 
     template <class U>
@@ -688,21 +705,13 @@ class CudaBackend {
 
     /// Waits for the stream; hands over pending reduction results and times the marked phases.
     void synchronize() {
-        if (phases_ && !marks_.empty()) mark("");
+        if (!marks_.empty()) mark("");
         if (side_) EF_CUDA_CHECK(cudaStreamSynchronize(side_));
         EF_CUDA_CHECK(cudaStreamSynchronize(stream_));
         for (size_t i = 0; i < pending_.size(); ++i)
             std::copy(host_sums_[i].data(), host_sums_[i].data() + pending_[i].second, pending_[i].first);
         pending_.clear();
-        if (phases_ && marks_.size() > 1) {
-            for (size_t i = 0; i + 1 < marks_.size(); ++i) {
-                float ms = 0;
-                EF_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
-                auto it = std::find_if(phase_ms_.begin(), phase_ms_.end(), [&](const auto& p) { return p.first == marks_[i]; });
-                if (it == phase_ms_.end()) phase_ms_.push_back({marks_[i], ms});
-                else it->second += ms;
-            }
-        }
+        if (marks_.size() > 1) tally_phases();
         marks_.clear();
     }
 
@@ -808,6 +817,29 @@ class CudaBackend {
     }
 
    private:
+    /// The marked phases since the last synchronize (the stream is idle now) into tally_ and
+    /// phase_ms_; each phase's interval on the host's clock from its length and the lengths
+    /// after it (the last mark completed just before now).
+    void tally_phases() {
+        const KernelTally::Clock::time_point now = KernelTally::Clock::now();
+        std::vector<float> ms(marks_.size() - 1, 0.0f);
+        for (size_t i = 0; i + 1 < marks_.size(); ++i)
+            EF_CUDA_CHECK(cudaEventElapsedTime(&ms[i], events_[i], events_[i + 1]));
+        double after = 0;  // seconds from the end of phase i to the last mark
+        for (size_t i = ms.size(); i-- > 0;) {
+            const double sec = 1e-3 * ms[i];
+            if (!marks_[i].empty()) {
+                tally_.add(marks_[i], sec, mark_counts_[i].first, mark_counts_[i].second);
+                tally_.interval_ending(marks_[i], now - std::chrono::duration_cast<KernelTally::Clock::duration>(
+                                                           std::chrono::duration<double>(after)), sec);
+                auto it = std::find_if(phase_ms_.begin(), phase_ms_.end(), [&](const auto& p) { return p.first == marks_[i]; });
+                if (it == phase_ms_.end()) phase_ms_.push_back({marks_[i], ms[i]});
+                else it->second += ms[i];
+            }
+            after += sec;
+        }
+    }
+
     void print_phases() const {
         double total = 0;
         for (const auto& p : phase_ms_) total += p.second;
@@ -864,6 +896,8 @@ class CudaBackend {
     std::map<std::pair<const void*, int>, int> cluster_room_;  // window_clusters(): clusters that fit
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> marks_;
+    std::vector<std::pair<double, double>> mark_counts_;  // FLOPs and bytes counted in each marked phase
+    KernelTally tally_;                                   // the marked phases (tally())
     std::vector<cudaEvent_t> stamps_;         // stamp()
     static constexpr unsigned kStageSlots = 4;  // upload_staged()
     PinnedBuffer<unsigned char> stage_pin_[kStageSlots];

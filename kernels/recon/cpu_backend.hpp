@@ -15,6 +15,7 @@
 
 #include <ensemblefit/recon/recon_worker.hpp>
 
+#include "kernels/core/kernel_tally.hpp"
 #include "kernels/recon/ptycho_math.hpp"
 #include "kernels/recon/window_fft.hpp"
 
@@ -103,7 +104,7 @@ class CpuBackend {
 
     /// `tuning`: the [tuning] choices, decided here once (automatic = off for both on the CPU).
     CpuBackend(int h, int w, int threads, bool fft_measure, const ReconTuning& tuning = {})
-        : threads_(threads < 1 ? 1 : threads), fft_(h, w, threads_, fft_measure),
+        : threads_(threads < 1 ? 1 : threads), n_(static_cast<std::int64_t>(h) * w), fft_(h, w, threads_, fft_measure),
           window_(tuning.window == TuningSwitch::on), defer_(tuning.deferred == TuningSwitch::on) {}
 
     int threads() const { return threads_; }
@@ -144,7 +145,15 @@ class CpuBackend {
         }
     }
 
-    void fft(Cx<T>* data, std::int64_t count, bool inverse) { fft_.run(data, count, inverse); }
+    void fft(Cx<T>* data, std::int64_t count, bool inverse) {
+        fft_.run(data, count, inverse);
+        count_fft(count);
+    }
+    /// The FFTs of the open phase: 5 n log2 n FLOPs, the windows read and written once.
+    void count_fft(std::int64_t count) {
+        const double c = static_cast<double>(count);
+        marks_.count(fft_flops(static_cast<double>(n_), c), 2.0 * sizeof(Cx<T>) * static_cast<double>(n_) * c);
+    }
 
     /**
      * Window size of the window-resident passes (window_passes.hpp), 0 for the FFTW sequence.
@@ -186,8 +195,11 @@ class CpuBackend {
     bool spectrum_and_positions(std::int64_t, const S&, bool, const P&, Sum2*, bool = false) {
         return false;
     }
-    /// Phase marks (timed by the CUDA backend); nothing here.
-    void mark(const char*) {}
+    /// Phase marks: the time from one to the next (the host's clock: work here is synchronous)
+    /// and the counts added meanwhile go to tally() under the first one's name; "" ends a phase.
+    void mark(const char* name) { marks_.mark(name); }
+    void count(double flops, double bytes) { marks_.count(flops, bytes); }
+    const KernelTally& tally() const { return marks_.tally(); }
 
     template <class U>
     void upload(U* dst, const U* src, std::size_t n) {
@@ -201,7 +213,7 @@ class CpuBackend {
     void upload_staged(void* dst, const void* src, std::size_t bytes) {
         if (bytes) std::memcpy(dst, src, bytes);
     }
-    void synchronize() {}
+    void synchronize() { marks_.mark(""); }
     void side_begin(bool = true) {}  // one stream of work here: nothing beside it
     void side_end() {}
     void side_join() {}
@@ -233,10 +245,12 @@ class CpuBackend {
 
    private:
     int threads_;
+    std::int64_t n_;  // points of a window
     CpuFft<T> fft_;
     bool window_;  // window-resident passes (tuning.window = on)
     bool defer_;   // deferred steps (tuning.deferred = on)
     std::vector<std::chrono::steady_clock::time_point> stamps_;
+    HostPhaseMarks marks_;
 };
 
 }  // namespace ef::recon

@@ -65,6 +65,7 @@ class EngineWorker final : public ReconWorker {
     ReconBatchTerms gradients(const ReconBatch& batch, bool probe_grad, bool position_grad) override {
         BatchSpec b{batch.pattern_of, batch.positions};
         BatchTerms t = engine_.gradients(b, probe_grad, position_grad);
+        be_->mark("");  // the last phase ends here, not at the next mark after the sum over ranks
         return ReconBatchTerms{t.loss_a, t.loss_b, std::move(t.position_terms), std::move(t.position_grad)};
     }
     double* gradient_buffer(bool with_probe, std::size_t& count) override {
@@ -72,7 +73,10 @@ class EngineWorker final : public ReconWorker {
         return engine_.host_gradients();
     }
     std::vector<std::complex<double>> probe_gradient() override { return engine_.probe_gradient(); }
-    void update(const ReconUpdate& u) override { engine_.update(u); }
+    void update(const ReconUpdate& u) override {
+        engine_.update(u);
+        be_->mark("");
+    }
     void keep_gradients_on_device(bool on) override { engine_.set_device_only(on); }
     std::vector<char> device_sum_id() override { return be_->device_sum_id(); }
     bool device_sum_init(const std::vector<char>& id, int ranks, int rank, std::string& why) override {
@@ -99,11 +103,13 @@ class EngineWorker final : public ReconWorker {
                             std::int64_t total) override {
         be_->stamp(stamps_++);
         engine_.gradients_deferred(BatchSpec{batch.pattern_of, batch.positions}, probe_grad, position_grad, offset, total);
+        be_->mark("");
         be_->stamp(stamps_++);
     }
     void update_deferred(const ReconUpdate& u, double pixels, std::int64_t batch) override {
         be_->stamp(stamps_++);
         engine_.update_deferred(u, pixels, batch);
+        be_->mark("");
         be_->stamp(stamps_++);
     }
     ReconDeferredResults end_deferred(std::int64_t batches) override {
@@ -125,6 +131,7 @@ class EngineWorker final : public ReconWorker {
     double traffic_bytes(bool probe_grad, bool position_grad) const override {
         return engine_.traffic_bytes(probe_grad, position_grad);
     }
+    const KernelTally* kernel_tally() const override { return &be_->tally(); }
 
    private:
     WorkerKind kind_;

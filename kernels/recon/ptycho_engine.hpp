@@ -417,6 +417,11 @@ class PtychoEngine {
             be_.side_begin();  // beside the probe's step (FFTs of few windows, latency-bound)
             const T lo = o_.amplitude_phase ? static_cast<T>(o_.amplitude_min) : -inf;
             const T hi = o_.amplitude_phase ? static_cast<T>(o_.amplitude_max) : inf;
+            // Counted for the roofline (estimates): per element, two Adam updates (p, m, v read
+            // and written, the double gradient read; about 12 FLOP each) and the complex object
+            // written (about 20 FLOP for its sine and cosine).
+            be_.count(44.0 * static_cast<double>(on),
+                      (2.0 * (6.0 * sizeof(T) + sizeof(double)) + sizeof(C)) * static_cast<double>(on));
             be_.for_each(on, ObjectStep<T>{
                                  AdamUpdate<T, double>{p0_.data(), m0_.data(), v0_.data(), grad_.data(),
                                                        coefficients(u, u.lr_p0, u.t_object), lo, hi, scale},
@@ -429,6 +434,7 @@ class PtychoEngine {
             be_.mark("probe step");
             T* probe = reinterpret_cast<T*>(probe_.data());
             const AdamCoefficients<T> a = coefficients(u, u.lr_probe, u.t_probe);
+            be_.count(12.0 * static_cast<double>(kn2), (6.0 * sizeof(T) + sizeof(double)) * static_cast<double>(kn2));
             if (o_.subpixel) {
                 if (!loss_scale) be_.for_each(kn2 / 2, to_working);
                 be_.fft(probe_tmp_.data(), d_.modes, true);
@@ -806,6 +812,7 @@ class PtychoEngine {
         // intensities itself, and the loss terms come per group, added in group order.
         const bool clusters = G > 1 && be_.template window_clusters<WindowForward<T, N>>(G);
         be_.window_pass(fwd, b * G, G == 1 || clusters ? per_out : nullptr, sink != nullptr, clusters ? G : 1);
+        be_.count_fft(b * K * (shifted ? 2 : 1));  // the pass's FFTs (an inverse for the shifted probe)
         if (G > 1 && !clusters) {
             be_.mark("window modulus");
             be_.reduce_groups(b, n,
@@ -820,6 +827,7 @@ class PtychoEngine {
                                  G > 1 ? patch_part_.data() : patch_grad_.data()};
         bwd.groups = G;
         be_.window_pass(bwd, b * G, !want_pg ? nullptr : G > 1 ? pg_part_out : pg_out, pos_sink != nullptr);
+        be_.count_fft(b * K * (gp_fft ? 2 : 1));  // an inverse, and a forward for the probe gradient
         // Deferred steps: the mode groups' sums and the object gather on the side stream, beside
         // the probe-gradient spectrum (and, with peer sums, the object's part of the sum beside
         // the probe's: sum_split()).

@@ -9,13 +9,27 @@
 #   perf/advise/bench_advise.sh [BUILD_DIR]   (EF_BENCH_SIZE=small|full; default small;
 #                                             EF_BENCH_ROWS=all: every placement of the table)
 # small sizes keep the whole script to a few minutes on 2 cores; full uses the issue's sizes.
+# On the GPU machine (no build tree, no Python needed): the bundle that `perf/recon/gpu_run.sh
+# prepare` makes here, carried as .gpu-run, from the repository root:
+#   EF_BUNDLE=.gpu-run EF_BENCH_ROWS=all perf/advise/bench_advise.sh
+# (every row: CPU ranks on all cores, the GPU with 1, 2 and 4 ranks, both together).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build}
-EF=$BUILD/ensemblefit
+if [ -n "${EF_BUNDLE:-}" ]; then
+    # shellcheck disable=SC1090,SC1091
+    source "$(cd "$EF_BUNDLE" && pwd)/env.sh"
+    # shellcheck disable=SC1091
+    source "$SRC/perf/recon/bench_config.sh"
+    gpu_machine_env  # cuFFT from the machine's toolkit (or PyTorch's wheels, where Python is)
+    EF=$(command -v ensemblefit)
+else
+    BUILD=${1:-$SRC/build}
+    EF=$BUILD/ensemblefit
+fi
+[ -x "$EF" ] || { echo "no ensemblefit at '$EF' (give BUILD_DIR, or EF_BUNDLE on the GPU machine)" >&2; exit 2; }
 OUTDIR=$SRC/perf/advise/results
 mkdir -p "$OUTDIR"
-HOST=$(hostname -s)
+HOST=$(hostname -s 2>/dev/null || cat /proc/sys/kernel/hostname)
 STAMP=$(date -u +%Y%m%dT%H%MZ)
 TSV=$OUTDIR/$HOST-$STAMP.tsv
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ef-advise-bench.XXXXXX")

@@ -157,6 +157,7 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
         if (!s->measured) continue;
         std::printf("  %s unit: %.4g s + %.4g s per %s%s; set-up and other %.3f s", s == &m.cpu ? "cpu" : "gpu",
                     s->unit.a, s->unit.b, item, s == &m.cpu ? " on one thread" : "", s->fixed);
+        if (s->fixed_threaded > 0) std::printf(" (%.3f s of it shared by a rank's threads)", s->fixed_threaded);
         if (s == &m.cpu && m.cores > 1) std::printf("; thread efficiency at %d threads %.2f", m.cores, s->thread_efficiency);
         std::printf("\n");
     }

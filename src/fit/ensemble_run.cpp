@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <omp.h>
+
 #include <ensemblefit/core/config.hpp>
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
@@ -23,6 +25,7 @@
 
 #include "src/io/replica_writer.hpp"
 #include "src/fit/correlated.hpp"
+#include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
 #include "kernels/fit/fit_plan.hpp"
 #include "src/report/kernel_roofline.hpp"
@@ -68,26 +71,6 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 /// (h5::File::reserve): 5 datasets of at most P x P doubles, per-rank timing rows and placement.
 std::uint64_t tail_bytes(std::size_t P, int ranks) {
     return (1u << 20) + 16 * (2 * P * P + 7 * P) + 16384 * static_cast<std::uint64_t>(ranks);
-}
-
-/**
- * The fit's model work on the roofline: counted FLOPs per LM iteration (as --dry-run prints
- * them) times the iterations of the fits stored; bytes: the data (x, y, sigma) read once per
- * model pass (the Jacobian's dual passes and the trial), an estimate; the time: every rank's
- * compute. No ceiling: the CPU's is not probed, and a GPU's costs a probe per run.
- */
-KernelRecord lm_kernel(const FitProblem& pb, double iterations, const std::vector<RankTiming>& ranks) {
-    int nfree = 0;
-    for (const auto& p : pb.config.params) nfree += p.fixed ? 0 : 1;
-    const int K = qr_dual_width(nfree);
-    const double passes = 1.0 + static_cast<double>((nfree + K - 1) / K);
-    KernelRecord k;
-    k.name = "lm";
-    k.what = "FLOP counted per LM iteration x iterations; bytes: the data per model pass (estimated)";
-    k.flops = pb.flops_per_iteration() * iterations;
-    k.bytes = iterations * passes * pb.data.n * (pb.data.nx + 2) * 8.0;
-    for (const RankTiming& r : ranks) k.seconds += r.phase[static_cast<size_t>(Phase::compute)];
-    return k;
 }
 
 /// The dispatcher's and the results writer's account and the policy, as attributes of /timing
@@ -190,7 +173,6 @@ class FitRun {
     DispatchStats dispatch_;
     int stopped_ = 0;               // the signal that stopped the run early
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
-    double iterations_ = 0;         // LM iterations of the replica fits stored (rank 0)
 };
 
 /// Every step that can fail on one rank only (a config or data file missing on one node, the
@@ -211,9 +193,12 @@ void FitRun::read_problem(FitConfig&& cfg) {
     DataTable data = load_data(cfg);
     const CorrelatedInputs correlated = load_correlated(cfg, data);
     trace_.mark("config and data");
+    threads_ = resolve_threads(cfg.threads, ctx_.local_size());
+    // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's
+    // threads, not every core of the node, which ranks beside each other would oversubscribe.
+    omp_set_num_threads(threads_.threads);
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
     trace_.mark("model (tables)");
-    threads_ = resolve_threads(pb_->config.threads, ctx_.local_size());
     whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
     if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
     ShardSpec shard;
@@ -363,7 +348,6 @@ void FitRun::fit_pending() {
     };
     if (ctx_.is_root()) writer_ = std::make_unique<ReplicaWriter>(*out_, writer_options());
     h.store = [&](const ReplicaBlock& b) {
-        for (std::int64_t it : b.iterations) iterations_ += static_cast<double>(it);
         writer_->add(ReplicaBlock(b));
         progress.update(stored += static_cast<std::int64_t>(b.size()));
     };
@@ -408,7 +392,15 @@ void FitRun::report_timing() {
     mine_.mpi_calls += ctx_.is_root() ? dispatch_.mpi_calls : 0;
     mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
     GatheredTiming t = gather_timing(ctx_, timer_, mine_, TimingColumns{});
-    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit fit " + opt_.config_path);
+    const KernelTally* tally = worker_->kernel_tally();
+    const bool gpu = worker_->kind() == WorkerKind::gpu;
+    const std::vector<KernelSum> sums = gather_kernel_sums(ctx_, tally, gpu);
+    const DeviceTimes device_seconds = gather_device_seconds(ctx_, tally, gpu);
+    const Ceilings ceilings = gpu_ceilings(ctx_, gpu ? device_ : -1, false);
+    if (!opt_.trace.empty()) {
+        if (tally) add_device_intervals(timeline_, *tally);
+        write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit fit " + opt_.config_path);
+    }
     if (!ctx_.is_root()) return;
     if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
@@ -418,11 +410,15 @@ void FitRun::report_timing() {
         write_dispatch_timing(out_->file(), group, dispatch_, writer_stats, policy,
                               t.metrics.speedup > 0 ? opt_.baseline : "");
     if (!opt_.predicted.empty()) store_prediction(out_->file(), {"/timing", record}, opt_.predicted, placement_);
-    write_kernels(out_->file(), {"/timing", record}, {lm_kernel(*pb_, iterations_, t.ranks)});
+    write_kernels(out_->file(), {"/timing", record}, fit_kernel_records(*pb_, sums, ceilings));
+    const DeviceSplit split = device_split(t.ranks, device_seconds, t.metrics.runtime,
+                                           t.metrics.parallel_efficiency);
+    if (split.gpu_ranks > 0) write_device_split(out_->file(), {"/timing", record}, split);
     out_->file().flush();
     const std::string json = pb_->config.output_file + ".timing.json";
     write_timing_json(json, t, placement_, dispatch_json(dispatch_, writer_stats, policy));
     print_dispatch_timing(t, dispatch_, policy);
+    if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
     std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
 }
 

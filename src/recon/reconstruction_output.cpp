@@ -261,6 +261,34 @@ KernelRecord gradient_kernel(const std::vector<RankTiming>& ranks) {
     return k;
 }
 
+/**
+ * The reconstruction's rows: "gradient" above, then each phase the engine marks (kernels/recon/
+ * ptycho_engine.hpp: the FFTs, window passes, object and probe steps, position terms), its time
+ * from the host's clock (CPU) or CUDA events (GPU) and what it counted: the FFTs' 5 n log2 n
+ * FLOPs and one read and write of their windows, the Adam steps (estimated); other
+ * elementwise work is not counted.
+ */
+std::vector<KernelRecord> recon_kernels(const std::vector<RankTiming>& ranks, const std::vector<KernelSum>& sums,
+                                        const Ceilings& gpu) {
+    std::vector<KernelRecord> out = {gradient_kernel(ranks)};
+    for (const KernelSum& s : sums) {
+        KernelRecord k;
+        k.name = kernel_row_name(s);
+        k.seconds = s.seconds;
+        k.flops = s.flops;
+        k.bytes = s.bytes;
+        k.what = std::string("FLOP, bytes: its FFTs (5 n log2 n; windows read and written once) and Adam steps "
+                             "(estimated), other elementwise work not counted; time: ") +
+                 (s.gpu ? "CUDA events" : "host clock");
+        if (s.gpu) {
+            k.ceiling_flops = gpu.flops;
+            k.ceiling_bytes = gpu.bytes;
+        }
+        out.push_back(k);
+    }
+    return out;
+}
+
 }  // namespace
 
 /// Per-rank phases, counts and the reconstruction's columns under /timing (gather_timing,
@@ -276,15 +304,25 @@ void Reconstruction::report_timing() {
     mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
     mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_)};
     const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
-    if (!opt_.trace.empty()) write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit reconstruct " + opt_.config_path);
+    const KernelTally* tally = worker_->kernel_tally();
+    const bool gpu = worker_->kind() == WorkerKind::gpu;
+    const std::vector<KernelSum> sums = gather_kernel_sums(ctx_, tally, gpu);
+    const DeviceTimes device_seconds = gather_device_seconds(ctx_, tally, gpu, deferred_trace_[1]);
+    const Ceilings ceilings = gpu_ceilings(ctx_, gpu ? device_ : -1, true);  // the GPU worker works in float
+    if (!opt_.trace.empty()) {
+        if (tally) add_device_intervals(timeline_, *tally);
+        write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit reconstruct " + opt_.config_path);
+    }
     if (!ctx_.is_root()) return;
+    const DeviceSplit split = device_split(t.ranks, device_seconds, t.metrics.runtime, t.metrics.parallel_efficiency);
     const double per_it = seconds_per_iteration();
     const double traffic_iter = traffic_per_position * static_cast<double>(ds_.count);  // all ranks, one iteration
     {
         h5::File f = h5::File::open_write(cfg_.output_file);
         const std::string record = write_timing(f, t, placement_);
         if (!opt_.predicted.empty()) store_prediction(f, {"/timing", record}, opt_.predicted, placement_);
-        write_kernels(f, {"/timing", record}, {gradient_kernel(t.ranks)});
+        write_kernels(f, {"/timing", record}, recon_kernels(t.ranks, sums, ceilings));
+        if (split.gpu_ranks > 0) write_device_split(f, {"/timing", record}, split);
         f.set_attr("/timing", "seconds_per_iteration", per_it);
         f.set_attr("/timing", "traffic_bytes_per_iteration", traffic_iter);
         f.set_attr("/timing", "rebalances", static_cast<std::int64_t>(rebalances_));
@@ -295,6 +333,7 @@ void Reconstruction::report_timing() {
                 per_it, iteration_seconds_.size() > 2 ? " without the first" : "", traffic_iter / 1e9);
     for (const RankTiming& r : t.ranks) std::printf(" %.1f", r.extra[0] > 0 ? r.extra[1] / r.extra[0] / 1e9 : 0.0);
     std::printf(" GB/s\n");
+    if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
 }
 
 }  // namespace ef::recon

@@ -2,9 +2,135 @@
 #include "src/report/kernel_roofline.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <sstream>
+
+#include <ensemblefit/worker/device_probe.hpp>
+
+#include "kernels/core/kernel_tally.hpp"
 
 namespace ef {
+
+std::vector<KernelSum> gather_kernel_sums(const MpiContext& ctx, const KernelTally* tally, bool gpu) {
+    std::ostringstream os;
+    os.precision(17);
+    if (tally)  // one line per phase: gpu seconds flops bytes items calls name (the name last: it has spaces)
+        for (const KernelTally::Entry& e : tally->entries())
+            os << (gpu ? 1 : 0) << ' ' << e.seconds << ' ' << e.flops << ' ' << e.bytes << ' ' << e.items << ' '
+               << e.calls << ' ' << e.name << '\n';
+    std::vector<KernelSum> out;
+    for (const std::string& text : ctx.gather(os.str())) {
+        std::istringstream is(text);
+        KernelSum k;
+        int g = 0;
+        while (is >> g >> k.seconds >> k.flops >> k.bytes >> k.items >> k.calls) {
+            is.get();
+            std::getline(is, k.name);
+            k.gpu = g != 0;
+            auto it = std::find_if(out.begin(), out.end(), [&](const KernelSum& o) { return o.name == k.name && o.gpu == k.gpu; });
+            if (it == out.end()) {
+                k.ranks = 1;
+                out.push_back(k);
+                continue;
+            }
+            it->seconds += k.seconds;
+            it->flops += k.flops;
+            it->bytes += k.bytes;
+            it->items += k.items;
+            it->calls += k.calls;
+            it->ranks += 1;
+        }
+    }
+    return out;
+}
+
+Ceilings gpu_ceilings(const MpiContext& ctx, int device, bool single_precision) {
+    int me = device >= 0 ? ctx.rank() : ctx.size(), first = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, ctx.world()));
+    Ceilings c;
+    if (first >= ctx.size()) return c;
+    double v[2] = {0, 0};
+    std::string name;
+    if (ctx.rank() == first) {
+        const DeviceInfo d = probe_ceilings(device);
+        v[0] = (single_precision ? d.fp32_tflops : d.fp64_tflops) * 1e12;
+        v[1] = d.device_bandwidth_gbs * 1e9;
+        name = d.name;
+    }
+    EF_MPI_CHECK(MPI_Bcast(v, 2, MPI_DOUBLE, first, ctx.world()));
+    c.flops = v[0];
+    c.bytes = v[1];
+    c.device = name;
+    return c;
+}
+
+DeviceTimes gather_device_seconds(const MpiContext& ctx, const KernelTally* tally, bool gpu, double transfers) {
+    const double mine[2] = {gpu && tally ? tally->seconds() : -1.0, gpu ? transfers : 0.0};
+    std::vector<double> all(ctx.is_root() ? 2 * static_cast<size_t>(ctx.size()) : 0);
+    EF_MPI_CHECK(MPI_Gather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, ctx.world()));
+    DeviceTimes t;
+    for (size_t r = 0; 2 * r < all.size(); ++r) {
+        t.kernels.push_back(all[2 * r]);
+        t.transfers.push_back(all[2 * r + 1]);
+    }
+    return t;
+}
+
+DeviceSplit device_split(const std::vector<RankTiming>& ranks, const DeviceTimes& device, double runtime,
+                         double host_parallel) {
+    DeviceSplit s;
+    double kernels = 0, busiest = 0, busiest_all = 0, host = 0;
+    for (size_t r = 0; r < device.kernels.size() && r < ranks.size(); ++r) {
+        const double k = device.kernels[r];
+        if (k < 0) continue;
+        ++s.gpu_ranks;
+        kernels += k;
+        busiest = std::max(busiest, k);
+        busiest_all = std::max(busiest_all, k + device.transfers[r]);
+        host += ranks[r].phase[static_cast<size_t>(Phase::compute)];
+    }
+    if (s.gpu_ranks == 0) return s;
+    s.host_parallel = host_parallel;
+    s.offload = host > 0 ? std::min(1.0, kernels / host) : 0.0;
+    s.device_load_balance = busiest > 0 ? kernels / s.gpu_ranks / busiest : 0.0;
+    s.device_communication = busiest_all > 0 ? busiest / busiest_all : 1.0;
+    s.orchestration = runtime > 0 ? std::min(1.0, busiest_all / runtime) : 0.0;
+    return s;
+}
+
+void write_device_split(h5::File& f, const std::vector<std::string>& groups, const DeviceSplit& s) {
+    for (const std::string& g : groups) {
+        f.set_attr(g, "host_parallel_efficiency", s.host_parallel);
+        f.set_attr(g, "device_offload_efficiency", s.offload);
+        f.set_attr(g, "host_efficiency", s.host());
+        f.set_attr(g, "device_load_balance", s.device_load_balance);
+        f.set_attr(g, "device_communication_efficiency", s.device_communication);
+        f.set_attr(g, "device_orchestration_efficiency", s.orchestration);
+        f.set_attr(g, "device_parallel_efficiency", s.device());
+    }
+}
+
+std::string format_device_split(const DeviceSplit& s) {
+    char b[512];
+    std::snprintf(b, sizeof b,
+                  "  host/device split (%d GPU rank%s; the two sides are not multiplied together):\n"
+                  "    host:   MPI parallel efficiency %.3f x device offload efficiency %.3f = %.3f\n"
+                  "    device: load balance %.3f x communication %.3f x orchestration %.3f = parallel efficiency %.3f\n",
+                  s.gpu_ranks, s.gpu_ranks == 1 ? "" : "s", s.host_parallel, s.offload, s.host(), s.device_load_balance,
+                  s.device_communication, s.orchestration, s.device());
+    return b;
+}
+
+std::string kernel_row_name(const KernelSum& s) {
+    std::string n = s.gpu ? "gpu_" : "";
+    for (char ch : s.name) {
+        if (std::isalnum(static_cast<unsigned char>(ch))) n += ch;
+        else if (!n.empty() && n.back() != '_') n += '_';
+    }
+    while (!n.empty() && n.back() == '_') n.pop_back();
+    return n.empty() ? "phase" : n;
+}
 
 double KernelRecord::fraction() const {
     double bound = 0;
@@ -58,13 +184,13 @@ std::vector<KernelRecord> read_kernels(const h5::File& f, const std::string& gro
 std::string format_kernels(const std::vector<KernelRecord>& kernels) {
     std::string s;
     char b[512];
-    std::snprintf(b, sizeof b, "  %-10s %11s %11s %9s %10s %9s %9s %9s  %s\n", "kernel", "FLOP", "bytes", "seconds",
+    std::snprintf(b, sizeof b, "  %-24s %11s %11s %9s %10s %9s %9s %9s  %s\n", "kernel", "FLOP", "bytes", "seconds",
                   "GFLOP/s", "GB/s", "FLOP/B", "fraction", "counts");
     s += b;
     for (const KernelRecord& k : kernels) {
         char frac[16] = "n/a";
         if (k.ceiling_flops > 0 || k.ceiling_bytes > 0) std::snprintf(frac, sizeof frac, "%.3f", k.fraction());
-        std::snprintf(b, sizeof b, "  %-10s %11.4g %11.4g %9.3f %10.4g %9.4g %9.4g %9s  %s\n", k.name.c_str(), k.flops,
+        std::snprintf(b, sizeof b, "  %-24s %11.4g %11.4g %9.3f %10.4g %9.4g %9.4g %9s  %s\n", k.name.c_str(), k.flops,
                       k.bytes, k.seconds, k.flop_rate() / 1e9, k.byte_rate() / 1e9, k.intensity(), frac, k.what.c_str());
         s += b;
     }

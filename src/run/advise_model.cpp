@@ -96,7 +96,8 @@ double launch(const ProblemModel& m, const Placement& p) { return m.launch + m.l
 
 /// The start-up before the first unit and the output after the last, on the slowest rank.
 double outside_compute(const ProblemModel& m, const Placement& p, double items) {
-    const double fixed = std::max(p.cpu_ranks > 0 ? m.cpu.fixed : 0.0, p.gpu_ranks() > 0 ? m.gpu.fixed : 0.0);
+    const double fixed =
+        std::max(p.cpu_ranks > 0 ? m.cpu.fixed_at(p.threads) : 0.0, p.gpu_ranks() > 0 ? m.gpu.fixed : 0.0);
     return launch(m, p) + fixed + m.io.at(items);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,12 @@ struct WorkerSpeed {
     bool measured = false;
     Linear unit;
     double thread_efficiency = 1.0;  ///< at all the node's cores; 1 thread is 1 by definition
-    double fixed = 0.0;
+    double fixed = 0.0;           ///< on one thread
+    /// The part of `fixed` that a rank's threads share (the model's tables, built with the
+    /// rank's threads): a rank with T threads spends fixed - threaded + threaded / T. Every rank
+    /// builds its own, so ranks do not share it.
+    double fixed_threaded = 0.0;
+    double fixed_at(int threads) const { return fixed - fixed_threaded + fixed_threaded / std::max(threads, 1); }
 };
 
 /// The problem as the prediction sees it, from its config and the calibration runs.

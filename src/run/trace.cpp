@@ -7,6 +7,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "kernels/core/kernel_tally.hpp"
+
 namespace ef {
 
 namespace {
@@ -103,8 +105,16 @@ void PhaseTrace::push(const Event& e) {
 }
 
 void PhaseTrace::add_device(const std::string& name, Clock::time_point begin, Clock::time_point end) {
-    if (device_.size() >= max_events_) return;  // bounded: the first kernels of a long run
+    if (device_.size() >= max_events_) {  // bounded: the first kernels of a long run
+        ++device_dropped_;
+        return;
+    }
     device_.push_back(Device{name, since_origin(begin), since_origin(end)});
+}
+
+void add_device_intervals(PhaseTrace& trace, const KernelTally& tally) {
+    for (const KernelTally::Interval& i : tally.intervals()) trace.add_device(i.name, i.begin, i.end);
+    trace.add_device_dropped(tally.dropped_intervals());
 }
 
 std::vector<PhaseTrace::Event> PhaseTrace::events() {
@@ -130,6 +140,11 @@ std::string rank_events(const PhaseTrace& trace, const std::vector<PhaseTrace::E
         }
         print_event(os, to_string(e.main()), "phase", rank, e.begin + shift, e.end + shift, args);
     }
+    if (trace.device_intervals().empty()) return os.str();
+    char b[256];
+    std::snprintf(b, sizeof b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"args\":{\"name\":\"rank %d: "
+                  "device (CUDA events)%s\"}}", 1000 + rank, rank, trace.device_dropped() ? ", first intervals only" : "");
+    os << b;
     for (const auto& d : trace.device_intervals()) print_event(os, d.name, "device", 1000 + rank, d.begin + shift, d.end + shift, "");
     return os.str();
 }

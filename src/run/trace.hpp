@@ -43,6 +43,9 @@ class PhaseTrace : public PhaseRecorder {
         double begin, end;
     };
     const std::vector<Device>& device_intervals() const { return device_; }
+    /// Device intervals left out (over max_events, or over the tally's own bound).
+    size_t device_dropped() const { return device_dropped_; }
+    void add_device_dropped(size_t n) { device_dropped_ += n; }
 
    private:
     void push(const Event& e);
@@ -56,9 +59,16 @@ class PhaseTrace : public PhaseRecorder {
     Event pending_;
     bool has_pending_ = false;
     std::vector<Device> device_;
+    size_t device_dropped_ = 0;
     friend void write_trace(const MpiContext&, PhaseTrace&, const std::string&, const std::vector<std::string>&,
                             const std::string&);
 };
+
+class KernelTally;
+
+/// A GPU worker's device intervals (CUDA events, on the host's clock) onto the trace's device
+/// track; those the tally could not keep are counted in the track's name.
+void add_device_intervals(PhaseTrace& trace, const KernelTally& tally);
 
 /// Rank 0, before the run: exit 2 now, not after the run, when `path` cannot be written.
 void check_trace_path(const std::string& path);

@@ -6,6 +6,7 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
+#include "kernels/core/kernel_tally.hpp"
 #include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/cuda/fit_kernels.hpp"
 #include "src/fit/fit_plan.hpp"
@@ -27,14 +28,16 @@ class CpuWorker final : public Worker {
     }
     void run(const WorkUnit& unit, ReplicaBlock& out) override {
         cpu::fit_replicas(plan_, in_, unit.replicas.data(), static_cast<int>(unit.replicas.size()), threads_, out,
-                          ctx_.get());
+                          ctx_.get(), &tally_);
     }
+    const KernelTally* kernel_tally() const override { return &tally_; }
 
    private:
     const FitPlan plan_;
     const FitInputs in_;  ///< views into the problem, which outlives the worker
     int threads_;
     std::shared_ptr<const cpu::FitContext> ctx_;
+    KernelTally tally_;
 };
 
 }  // namespace

@@ -18,5 +18,6 @@ int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { return ""; }
 std::string cuda_device_pci_bus_id(int) { return ""; }
 std::vector<DeviceInfo> probe_devices(bool) { return {}; }
+DeviceInfo probe_ceilings(int) { return {}; }
 
 }  // namespace ef

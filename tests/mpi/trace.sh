@@ -2,9 +2,38 @@
 # SPDX-License-Identifier: MIT
 # `--trace FILE.json`: a Chrome trace-event file (Perfetto, chrome://tracing) with one track per
 # rank whose phase events add up to that rank's wall time in /timing within 1 %, for a fit and
-# a reconstruction; bounded in size; an unwritable trace path is a usage error.
+# a reconstruction; bounded in size; an unwritable trace path is a usage error. Roofline rows
+# (/timing/kernels) for every phase of model work of the fit's paths and the reconstruction's
+# sequences. GPU ranks (device track, gpu_* rows, host/device split): tests/gpu/trace_gpu.sh.
 source "$(dirname "$0")/../tools/mpi_common.sh"
-cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" "$SRC/inputs/ptycho.ini" "$SRC/inputs/ptycho_small.h5" .
+cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" "$SRC/inputs/ptycho.ini" "$SRC/inputs/ptycho_small.h5" \
+    "$SRC/inputs/stats2.ini" "$SRC/inputs/dis-mellin-lo.h5" .
+
+# check_rows FILE ROW[:fb] ...: each row in /timing/kernels and the run's record, timed (seconds
+# > 0), its achieved rates consistent; f: FLOPs counted, b: bytes counted; gpu_* rows against
+# the probed ceilings.
+check_rows() {
+    /usr/bin/python3 - "$@" <<'PY'
+import sys, h5py
+path, rows = sys.argv[1], sys.argv[2:]
+f = h5py.File(path, "r")
+have = sorted(f["/timing/kernels"])
+print(path, "rows:", " ".join(have))
+for spec in rows:
+    name, _, want = spec.partition(":")
+    assert name in have, (path, name, have)
+    for g in ("/timing/kernels/" + name, "/timing/runs/0/kernels/" + name):
+        a = f[g].attrs
+        assert a["seconds"] > 0, (path, g, dict(a))
+        if "f" in want:
+            assert a["flops"] > 0 and abs(a["achieved_flops_per_second"] - a["flops"] / a["seconds"]) <= 1e-9 * a["flops"] / a["seconds"], (g, dict(a))
+        if "b" in want:
+            assert a["bytes"] > 0 and abs(a["achieved_bytes_per_second"] - a["bytes"] / a["seconds"]) <= 1e-9 * a["bytes"] / a["seconds"], (g, dict(a))
+        if name.startswith("gpu_"):
+            assert a["ceiling_flops_per_second"] > 0 and a["ceiling_bytes_per_second"] > 0, (g, dict(a))
+            assert "f" not in want or a["fraction_of_ceiling"] > 0, (g, dict(a))
+PY
+}
 
 check_trace() {  # TRACE.json RESULT.h5 RANKS
     /usr/bin/python3 - "$@" <<'PY'
@@ -40,20 +69,25 @@ run_np 2 reconstruct ptycho.ini --solver.iterations 3 --output.previews false --
 check_trace recon.json recon.h5 2 || fail "reconstruction trace"
 ok "reconstruction on 2 ranks: one track per rank, phases add up to each rank's wall time"
 
-# The roofline rows of each problem's model work: /timing/kernels and report --roofline.
-/usr/bin/python3 - <<'PY' || fail "roofline rows"
-import h5py
-for path, name in (("fit.h5", "lm"), ("recon.h5", "gradient")):
-    for g in ("/timing/kernels/" + name, "/timing/runs/0/kernels/" + name):
-        a = h5py.File(path, "r")[g].attrs
-        assert a["seconds"] > 0 and a["bytes"] > 0, (path, dict(a))
-        assert abs(a["achieved_bytes_per_second"] - a["bytes"] / a["seconds"]) <= 1e-9 * a["bytes"] / a["seconds"]
-    print(path, name, dict(h5py.File(path, "r")["/timing/kernels/" + name].attrs))
-assert h5py.File("fit.h5", "r")["/timing/kernels/lm"].attrs["flops"] > 0
-PY
-"$EF" report fit.h5 recon.h5 --roofline > roof.log
-grep -q "^  lm  " roof.log && grep -q "^  gradient  " roof.log || { cat roof.log; fail "report --roofline rows"; }
-ok "roofline rows: lm (fit) and gradient (reconstruction) in /timing/kernels and report --roofline"
+# The roofline rows of each problem's model work: /timing/kernels and report --roofline. The
+# fit above runs the per-replica path (one row, lm); stats2 the batched table path; the
+# reconstruction the FFTW sequence (with position correction) and the window-resident passes.
+check_rows fit.h5 lm:fb || fail "roofline rows of the per-replica path"
+run_np 1 fit stats2.ini --fit.replicas 3 --run.threads 2 --output.file table.h5 > table.log
+check_rows table.h5 resample:b moments:fb gemm:fb lm_steps:fb || fail "roofline rows of the batched path"
+check_rows recon.h5 gradient:b stage exit_waves_fft:fb modulus ifft_far_field:fb patch_gradients object_gradient \
+    object_step:fb probe_step:fb || fail "roofline rows of the reconstruction"
+run_np 1 reconstruct ptycho.ini --solver.iterations 2 --output.previews false --positions.correct true \
+    --tuning.window on --output.file window.h5 > window.log
+check_rows window.h5 window_forward:fb window_backward:fb probe_spectrum object_step:fb || fail "window passes' rows"
+run_np 1 reconstruct ptycho.ini --solver.iterations 2 --output.previews false --positions.correct true \
+    --output.file positions.h5 > positions.log
+check_rows positions.h5 fft_probe_gradient:fb probe_spectrum_positions || fail "position correction's rows"
+"$EF" report fit.h5 table.h5 recon.h5 window.h5 --roofline > roof.log
+for row in lm gemm moments lm_steps gradient exit_waves_fft window_forward object_step; do
+    grep -q "^  $row  " roof.log || { cat roof.log; fail "report --roofline: no row $row"; }
+done
+ok "roofline rows for every phase of model work (fit: both paths; reconstruction: both sequences) and report --roofline"
 
 # Bounded: thousands of short units (one replica each) stay under the per-rank event cap.
 run_np 2 fit example.ini --fit.replicas 3000 --fit.chunk 1 --trace many.json --output.file many.h5 > many.log

@@ -66,6 +66,17 @@ TEST_CASE("a fit's predicted wall time is start-up, whole rounds of units and ou
     CHECK(two.efficiency == Approx(17 * 1.1 / 2 / two.wall));
 }
 
+TEST_CASE("set-up built with a rank's threads is shared by its threads, not by ranks", "[advise]") {
+    ProblemModel m = fit_model();
+    m.cpu.fixed_threaded = 0.6;  // of the 1.0 s set-up on one thread
+
+    const Prediction one = predict(m, Placement{1, 2, 0, 0});  // 0.4 + 0.6 / 2
+    const Prediction two = predict(m, Placement{2, 1, 0, 0});  // every rank builds its own: 0.4 + 0.6
+
+    CHECK(one.wall == Approx(0.5 + 0.7 + 0.2 + 9 * 1.1));
+    CHECK(two.wall == Approx(0.5 + 0.1 + 1.0 + 0.2 + 9 * 1.1));
+}
+
 TEST_CASE("threads beyond the cores slow every unit down in proportion", "[advise]") {
     const ProblemModel m = fit_model();
 

@@ -13,6 +13,8 @@
 
 namespace ef {
 
+class KernelTally;
+
 /// Sizes and model choices of a reconstruction, fixed for its whole run.
 struct ReconWorkerOptions {
     int h = 0, w = 0;          ///< pattern (window) size
@@ -166,6 +168,10 @@ class ReconWorker {
     virtual std::vector<double> model_intensity(const ReconBatch& batch) = 0;
     /// Bytes the step moves through device memory per batch position (traffic model).
     virtual double traffic_bytes(bool probe_grad, bool position_grad) const = 0;
+    /// The time and counts of the engine's phases so far (the marks of kernels/recon/
+    /// ptycho_engine.hpp: host clock on a CPU worker, CUDA events on a GPU worker) and a GPU's
+    /// device intervals (kernels/core/kernel_tally.hpp); null: none kept.
+    virtual const KernelTally* kernel_tally() const { return nullptr; }
 };
 
 std::unique_ptr<ReconWorker> make_recon_worker(WorkerKind kind, const ReconWorkerOptions& options);

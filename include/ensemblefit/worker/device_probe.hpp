@@ -26,4 +26,9 @@ struct DeviceInfo {
 /// Empty when built without CUDA or when no device is visible.
 std::vector<DeviceInfo> probe_devices(bool measure);
 
+/// The roofline's ceilings of device `ordinal` only, by a shorter probe (tens of milliseconds:
+/// FP64 and FP32 FMA throughput, device memory bandwidth; no GEMM, no host copies), for a run's
+/// /timing/kernels. Zeros when built without CUDA or when the probe fails.
+DeviceInfo probe_ceilings(int ordinal);
+
 }  // namespace ef

@@ -13,6 +13,7 @@
 namespace ef {
 
 struct FitProblem;
+class KernelTally;
 
 /// A unit of work: the replica numbers to fit (a contiguous range except after --resume).
 struct WorkUnit {
@@ -38,6 +39,9 @@ class Worker {
     virtual std::string describe() const = 0;
     /// Fits every replica of `unit`; `out` is resized and filled in the unit's order.
     virtual void run(const WorkUnit& unit, ReplicaBlock& out) = 0;
+    /// The time, counts and (GPU) device intervals of its phases of model work so far
+    /// (kernels/core/kernel_tally.hpp), for /timing/kernels and the trace; null: none kept.
+    virtual const KernelTally* kernel_tally() const { return nullptr; }
 };
 
 /**
