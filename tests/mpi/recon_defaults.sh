@@ -18,6 +18,36 @@
 source "$(dirname "$0")/../tools/mpi_common.sh"
 ITERATIONS=100
 
+# The simulated scan: by default a Fermat spiral of N x M points whose mean nearest-neighbour
+# distance is --step (what the corners' overlap means), no two points on a common grid;
+# --scan-pattern raster the exact grid; anything else refused before a file is made.
+"$EF" simulate ptycho --out spiral.h5 --scan 12x9 --dp 32 --modes 1 --step 3 > spiral.log || fail "simulate spiral"
+"$EF" simulate ptycho --out grid.h5 --scan 12x9 --dp 32 --modes 1 --step 3 --scan-pattern raster > grid.log ||
+    fail "simulate raster"
+/usr/bin/python3 - <<'PY' || fail "scan patterns"
+import h5py, numpy as np
+def nn(p):
+    d = np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)) + np.eye(len(p)) * 1e9
+    return d.min(1)
+s = h5py.File("spiral.h5")
+p = s["/positions"][:]
+assert p.shape == (108, 2) and s.attrs["scan_pattern"] in (b"fermat", "fermat"), (p.shape, s.attrs["scan_pattern"])
+assert abs(nn(p).mean() - 3) < 1e-9, nn(p).mean()
+assert nn(p).min() > 1.5, nn(p).min()  # evenly spread: no two points close
+frac = np.abs(p / 3 - np.round(p / 3)).max(1)
+assert (frac > 1e-3).sum() > 100, "spiral points on the raster's grid"
+ext = p.max(0) - p.min(0)
+assert 1.05 < ext[0] / ext[1] < 1.6, ext  # the 12 x 9 raster's rectangle (11 x 8 steps)
+g = h5py.File("grid.h5")["/positions"][:]
+d = g - g[0]
+assert np.allclose(d / 3, np.round(d / 3), atol=1e-12) and len(np.unique(np.round(d[:, 0] / 3))) == 12
+print("spiral: 108 points, mean nearest neighbour %.12g, min %.3g; raster exact" % (nn(p).mean(), nn(p).min()))
+PY
+ok "simulate ptycho: Fermat spiral by default (mean nearest-neighbour step = --step), --scan-pattern raster the grid"
+expect_error 2 "simulate ptycho: --scan-pattern must be fermat or raster, got 'hex'" -- \
+    "$EF" simulate ptycho --out never.h5 --scan 4 --dp 16 --scan-pattern hex
+[ ! -e never.h5 ] || fail "a refused simulate left never.h5"
+
 # corner NAME DOSE STEP MODES LIMIT(%): simulate, reconstruct with defaults, NRMSE below LIMIT.
 corner() {
     local name=$1 dose=$2 step=$3 modes=$4 limit=$5
