@@ -7,14 +7,15 @@
 # Sized for CI's 2 cores by taking the range's smallest scan (16 x 16 = 256 patterns) and
 # pattern size (64 x 64): an iteration is 1/64 of the largest corner's, and the corners' other
 # axes (dose 1e5 and 1e9, overlap 60 and 85 %, 1 and 4 probe modes in the data) are kept.
-# ITERATIONS = 100, half the issue's 200: at this size the corners have settled by then (the
-# NRMSE moved by under 0.8 % between iterations 50 and 100). Not fewer: the rates decay over the
-# run, and 50 iterations leave the 60 % overlap corner at 38 % instead of 21 %.
-# Limits: the issue's 5 % at the corner the defaults reach it (1e9 counts, 85 % overlap: 0.48 %
-# after 100 iterations); elsewhere the measured NRMSE plus 20-30 %, a guard against regressions,
-# not the goal: at 60 % overlap the regular raster's grid ambiguity stalls the phase near 18-21 %
-# even without noise, and at 1e5 counts with 85 % overlap it stays near 9 % (perf/RESULTS.md,
-# "Default convergence", says why).
+# ITERATIONS = 100, half the issue's 200: at this size the corners have settled by then. Not
+# fewer: the rates decay over the run, so a shorter run is another schedule.
+# Data: simulate's default scan, a Fermat spiral whose mean nearest-neighbour step is the step
+# below. Defaults: 4 probe modes, amplitude data term (docs/architecture.md says why).
+# Limits: the issue's 5 % at the corner the defaults reach it (1e9 counts, 85 % overlap: 0.69 %
+# after 100 iterations); elsewhere the measured NRMSE plus about 30 %, a guard against
+# regressions, not the goal (measured, 1 rank, the same data: 1e9 / 60 % / 4 modes 6.88 %,
+# 1e5 / 85 % / 4 modes 6.86 %, 1e5 / 60 % / 1 mode 10.33 %; perf/RESULTS.md, "Default
+# convergence", says where each stops and why).
 source "$(dirname "$0")/../tools/mpi_common.sh"
 ITERATIONS=100
 
@@ -66,6 +67,6 @@ corner() {
 
 # overlap 60 % = step 6.4 px, 85 % = 2.4 px (probe disc diameter dp / 4 = 16 px)
 corner dose9_overlap85_modes1 1e9 2.4 1 5
-corner dose9_overlap60_modes4 1e9 6.4 4 25
-corner dose5_overlap85_modes4 1e5 2.4 4 11
-corner dose5_overlap60_modes1 1e5 6.4 1 22
+corner dose9_overlap60_modes4 1e9 6.4 4 9
+corner dose5_overlap85_modes4 1e5 2.4 4 9
+corner dose5_overlap60_modes1 1e5 6.4 1 13.5
