@@ -4,16 +4,27 @@
 # per pattern, scan 16..64, patterns 64..128 px, 1..4 probe modes, overlap 60..85 %, each
 # reconstructed with a minimal config (the data file and the output, nothing else: every step
 # size, the batch and the schedule are defaults) for ITERATIONS iterations, the phase NRMSE
-# against the simulated truth read at every iteration.
+# against the simulated truth read at every iteration. Minimal config: 4 probe modes, the
+# amplitude data term and simulate's Fermat-spiral scan are defaults too.
 #   bash perf/recon/sweep_defaults.sh [GRID] [ITERATIONS]        (from the repository root)
 # GRID: corners  the 2^5 = 32 corners of the range (the default)
 #       small    the 4 corners of tests/mpi/recon_defaults.sh (scan 16, 64 px: CPU-sized)
 #       full     corners plus the middle of each axis (3^5 = 243 cases: a GPU machine's job)
-# Overlap is the linear one of the probe's geometric disc (diameter dp / 4, simulate's default
-# probe radius dp / 8): step = (1 - overlap) x dp / 4 pixels.
+# Overlap is 1 - mean nearest-neighbour step / probe diameter (the geometric disc, diameter
+# dp / 4 with simulate's default probe radius dp / 8): step = (1 - overlap) x dp / 4 pixels.
 # Environment: EF (the program; build/ensemblefit), MPIRUN ("" = one rank, else e.g.
 # "mpirun -np 2 --oversubscribe"), EXTRA (more reconstruct options, e.g. "--run.workers gpu";
-# anything but the worker kind changes what is measured), OUT (folder, perf/recon/out/sweep).
+# anything but the worker kind changes what is measured), OUT (folder, perf/recon/out/sweep),
+# DOSES (a subset of the grid's doses, e.g. "1e5", to split a grid over several calls),
+# EF_BUNDLE (a runtime bundle from `perf/recon/gpu_run.sh prepare`, e.g. .gpu-run: the GPU
+# machine, which has no MPI or HDF5 of its own; EF is then the bundle's ensemblefit).
+# The scan is simulate's default, a Fermat spiral whose mean nearest-neighbour step is `step`
+# (SCAN_PATTERN=raster measures the regular grid and its ambiguity instead). Needs only bash,
+# awk and the program: ensemblefit prints the NRMSE itself, no Python.
+# On the GPU machine (carry .gpu-run; 16 cases a call, one call per dose to stay within a
+# command's time limit):
+#   EF_BUNDLE=.gpu-run DOSES=1e5 OUT=$OUT/sweep-1e5 EXTRA="--run.workers gpu" \
+#       bash perf/recon/sweep_defaults.sh corners 200
 # Prints one row per case and writes $OUT/sweep.tsv: the case, the final NRMSE, the first
 # iteration whose NRMSE is below 5 % (- if none), the noise floor estimate (below), seconds.
 #
@@ -26,10 +37,16 @@ set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
 GRID=${1:-corners}
 ITERATIONS=${2:-200}
+if [ -n "${EF_BUNDLE:-}" ]; then
+    # shellcheck disable=SC1090,SC1091
+    source "$EF_BUNDLE/env.sh" && source perf/recon/bench_config.sh && gpu_machine_env
+    EF=${EF:-$(command -v ensemblefit)}
+fi
 EF=${EF:-$PWD/build/ensemblefit}
 OUT=${OUT:-$PWD/perf/recon/out/sweep}
 MPIRUN=${MPIRUN:-}
 EXTRA=${EXTRA:-}
+SCAN_PATTERN=${SCAN_PATTERN:-}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/ef-sweep.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -40,6 +57,7 @@ case "$GRID" in
     full) doses="1e5 1e7 1e9"; scans="16 32 64"; dps="64 96 128"; modes_list="1 2 4"; overlaps="60 72 85" ;;
     *) echo "sweep_defaults.sh: GRID is corners, small or full, not '$GRID'" >&2; exit 2 ;;
 esac
+doses=${DOSES:-$doses}
 
 # small: only the corners where dose and overlap go together or apart with 1 and 4 modes
 keep() {  # dose overlap modes
@@ -56,7 +74,7 @@ for dose in $doses; do for scan in $scans; do for dp in $dps; do for modes in $m
     floor=$(awk -v c="$dose" -v s="$step" 'BEGIN { printf "%.2f", 100 * 0.5 / sqrt(c / (s * s)) / 0.116 }')
     name="d${dose}_s${scan}_p${dp}_m${modes}_o${ov}"
     "$EF" simulate ptycho --out "$W/$name.h5" --scan "$scan" --dp "$dp" --modes "$modes" --dose "$dose" \
-        --step "$step" > "$W/$name.sim.log" 2>&1 || { echo "!! $name: simulate failed"; continue; }
+        --step "$step" ${SCAN_PATTERN:+--scan-pattern "$SCAN_PATTERN"} > "$W/$name.sim.log" 2>&1 || { echo "!! $name: simulate failed"; continue; }
     printf '[data]\nfile = %s.h5\n[output]\nfile = %s/%s.out.h5\npreviews = false\n' "$name" "$W" "$name" > "$W/$name.ini"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086

@@ -26,13 +26,17 @@ const char* kHelp =
     "mixed-state probe; the truth is stored as /truth/object, /truth/probe, /truth/positions.\n\n"
     "options (pixels unless said):\n"
     "  --out FILE.h5          output file (required)\n"
-    "  --scan N | NxM         raster of N x N (or N x M) positions (128)\n"
+    "  --scan N | NxM         N x N (or N x M) scan positions (128)\n"
+    "  --scan-pattern P       fermat: a Fermat spiral filling the N x M raster's rectangle, its mean\n"
+    "                         nearest-neighbour distance --step (the default: no periodic grid, whose\n"
+    "                         ambiguity no reconstruction removes); raster: the regular grid\n"
     "  --dp N                 pattern size N x N (128)\n"
     "  --modes K              probe modes (12)\n"
     "  --dose D               mean counts per pattern; 0 = noiseless intensities (1e6)\n"
     "  --seed S               seed of the noise and jitter (1)\n"
-    "  --step S               raster step (2.87)\n"
-    "  --jitter S             std of the true positions around the raster (0)\n"
+    "  --step S               mean nearest-neighbour step (the raster's step) (2.87); overlap =\n"
+    "                         1 - step / probe diameter (2 x --probe-radius)\n"
+    "  --jitter S             std of the true positions around the pattern's (0)\n"
     "  --position-error S     std of errors added to the stored /positions (0)\n"
     "  --object-size N        object N x N (0 = scanned area + window + margins)\n"
     "  --aperture R           probe aperture radius in Fourier pixels (0 = 0.1 dp)\n"
@@ -68,6 +72,13 @@ std::string short_number(double v) {
 int integer(const std::string& opt, const std::string& v, int hi = 1000000000) {
     number(opt, v);  // "expected a number" first, for text
     return static_cast<int>(ini::to_integer(v, "simulate ptycho: " + opt, 0, hi));
+}
+
+/// --scan N or NxM.
+void scan_shape(const std::string& opt, const std::string& s, PtychoSimulationOptions& o) {
+    const auto x = s.find('x');
+    o.scan_y = integer(opt, s.substr(0, x));
+    o.scan_x = x == std::string::npos ? o.scan_y : integer(opt, s.substr(x + 1));
 }
 
 /**
@@ -131,10 +142,7 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
         } else if (a == "--out" || a == "-o") {
             o.out = value();
         } else if (a == "--scan") {
-            const std::string s = value();
-            const auto x = s.find('x');
-            o.scan_y = integer(a, s.substr(0, x));
-            o.scan_x = x == std::string::npos ? o.scan_y : integer(a, s.substr(x + 1));
+            scan_shape(a, value(), o);
         } else if (a == "--dp") {
             o.dp = integer(a, value());
         } else if (a == "--modes") {
@@ -145,6 +153,8 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
             o.seed = static_cast<std::uint64_t>(integer(a, value()));
         } else if (a == "--step") {
             o.step = measure(a, value(), true);
+        } else if (a == "--scan-pattern") {
+            o.scan_pattern = value();  // checked with the others by simulate_ptycho
         } else if (a == "--jitter") {
             o.jitter = measure(a, value());
         } else if (a == "--position-error") {

@@ -28,7 +28,8 @@ const KeyInfo kKeys[] = {
     {"data.format", "auto", "auto | native | cxi"},
     {"data.pixel_size", "0", "object pixel size in metres for CXI translations (0 = from the CXI "
                              "energy, distance and detector pixel size)"},
-    {"model.modes", "1", "probe modes K (mixed-state probe)"},
+    {"model.modes", "4", "probe modes K (mixed-state probe; 4 by default, orthogonalised and sorted by power, so "
+                            "data with a partly incoherent probe are not forced into one mode)"},
     {"model.subpixel", "auto", "auto | on | off: shift the probe by each position's sub-pixel "
                                "remainder (auto = when positions are not integers or are corrected)"},
     {"model.slices", "1", "object slices S (multislice: Fresnel propagation between slices by the angular "

@@ -14,6 +14,7 @@
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
+#include "src/core/text.hpp"
 #include "src/io/h5.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/provenance.hpp"
@@ -123,6 +124,8 @@ void check_options(const PtychoSimulationOptions& o) {
                           "--position-error >= 0; (modes - 1) x --mode-power below 1");
     if (o.format != "native" && o.format != "cxi")
         throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
+    if (o.scan_pattern != "fermat" && o.scan_pattern != "raster")
+        throw usage_error("simulate ptycho: --scan-pattern must be fermat or raster, got '" + excerpt(o.scan_pattern) + "'");
     if (o.slices < 1 || o.slices > kMaxSlices)
         throw usage_error("simulate ptycho: --slices must be 1.." + std::to_string(kMaxSlices) + ", got " +
                           std::to_string(o.slices));
@@ -133,7 +136,7 @@ void check_options(const PtychoSimulationOptions& o) {
         throw usage_error("simulate ptycho: '" + o.out + "' exists; pass --overwrite to replace it");
 }
 
-/// The scan: true positions (raster + jitter, top-left corners), the object that holds them
+/// The scan: true positions (Fermat spiral or raster, + jitter; top-left corners), the object that holds them
 /// centred, and the stored positions (the truth + position errors).
 struct Scan {
     std::int64_t count = 0;
@@ -141,19 +144,69 @@ struct Scan {
     std::vector<double> truth, stored;  ///< count x 2 (y, x), object frame
 };
 
+/// Mean distance from each point (y, x pairs) to its nearest neighbour: a sweep over the points
+/// sorted by y, each search stopped once the y gap alone exceeds the best distance so far.
+double mean_nearest_neighbour(const std::vector<double>& pos) {
+    const size_t n = pos.size() / 2;
+    if (n < 2) return 0.0;
+    std::vector<size_t> order(n);
+    for (size_t k = 0; k < n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pos[2 * a] < pos[2 * b]; });
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double y = pos[2 * order[i]], x = pos[2 * order[i] + 1];
+        double best2 = 1e300;
+        for (size_t j = i + 1; j < n && (pos[2 * order[j]] - y) * (pos[2 * order[j]] - y) < best2; ++j)
+            best2 = std::min(best2, std::pow(pos[2 * order[j]] - y, 2) + std::pow(pos[2 * order[j] + 1] - x, 2));
+        for (size_t j = i; j-- > 0 && (y - pos[2 * order[j]]) * (y - pos[2 * order[j]]) < best2;)
+            best2 = std::min(best2, std::pow(pos[2 * order[j]] - y, 2) + std::pow(pos[2 * order[j] + 1] - x, 2));
+        sum += std::sqrt(best2);
+    }
+    return sum / static_cast<double>(n);
+}
+
+/**
+ * scan_y x scan_x points of a Fermat spiral (point k at radius sqrt(k + 1/2), angle k times the
+ * golden angle: one point per pi of area, evenly spread, no period), kept in spiral order where
+ * they fall inside a rectangle of the raster's aspect ratio and area, then scaled so that the
+ * mean nearest-neighbour distance is `step`. Top-left origin is arbitrary: make_scan centres it.
+ */
+void fermat_scan(const PtychoSimulationOptions& o, std::vector<double>& pos) {
+    const size_t count = static_cast<size_t>(o.scan_y) * static_cast<size_t>(o.scan_x);
+    const double area = M_PI * static_cast<double>(count);
+    const double half_y = 0.5 * std::sqrt(area * o.scan_y / o.scan_x), half_x = 0.5 * std::sqrt(area * o.scan_x / o.scan_y);
+    const double golden = M_PI * (3.0 - std::sqrt(5.0));
+    pos.clear();
+    for (std::int64_t k = 0; pos.size() < 2 * count; ++k) {
+        const double r = std::sqrt(static_cast<double>(k) + 0.5), th = golden * static_cast<double>(k);
+        const double y = r * std::sin(th), x = r * std::cos(th);
+        if (std::abs(y) > half_y || std::abs(x) > half_x) continue;
+        pos.push_back(y);
+        pos.push_back(x);
+    }
+    const double nn = mean_nearest_neighbour(pos);
+    const double scale = nn > 0 ? o.step / nn : o.step;
+    for (double& p : pos) p *= scale;
+}
+
 Scan make_scan(const PtychoSimulationOptions& o) {
     std::mt19937_64 rng(splitmix(o.seed));
     std::normal_distribution<double> gauss(0.0, 1.0);
     Scan sc;
     sc.count = static_cast<std::int64_t>(o.scan_y) * o.scan_x;
     std::vector<double>& pos = sc.truth;
-    pos.resize(static_cast<size_t>(2 * sc.count));
-    for (int i = 0; i < o.scan_y; ++i)
-        for (int j = 0; j < o.scan_x; ++j) {
-            const size_t k = static_cast<size_t>(i) * static_cast<size_t>(o.scan_x) + static_cast<size_t>(j);
-            pos[2 * k] = i * o.step + o.jitter * gauss(rng);
-            pos[2 * k + 1] = j * o.step + o.jitter * gauss(rng);
-        }
+    if (o.scan_pattern == "fermat") {
+        fermat_scan(o, pos);
+    } else {
+        pos.resize(static_cast<size_t>(2 * sc.count));
+        for (int i = 0; i < o.scan_y; ++i)
+            for (int j = 0; j < o.scan_x; ++j) {
+                const size_t k = static_cast<size_t>(i) * static_cast<size_t>(o.scan_x) + static_cast<size_t>(j);
+                pos[2 * k] = i * o.step;
+                pos[2 * k + 1] = j * o.step;
+            }
+    }
+    for (double& p : pos) p += o.jitter * gauss(rng);  // drawn even at 0: the raster's bits as before
     double min_y = 1e300, min_x = 1e300, max_y = -1e300, max_x = -1e300;
     for (size_t k = 0; k < static_cast<size_t>(sc.count); ++k) {
         min_y = std::min(min_y, pos[2 * k]);
@@ -278,6 +331,7 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     f.set_attr("/", "seed", static_cast<std::int64_t>(o.seed));
     recon::set_attr_int64s(f, "/", "scan", {o.scan_y, o.scan_x});
     f.set_attr("/", "step_px", o.step);
+    f.set_attr("/", "scan_pattern", o.scan_pattern);
     f.set_attr("/", "modes", static_cast<std::int64_t>(o.modes));
     f.set_attr("/", "mode_power", o.mode_power);
     f.set_attr("/", "jitter_px", o.jitter);

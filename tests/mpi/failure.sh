@@ -84,10 +84,13 @@ stopped 1 stop1.h5   # rank 0's dispatcher sees rank 1 silent while it holds a u
 stopped 0 stop0.h5   # rank 1 waits for rank 0's answer in vain
 
 # --- the same for a reconstruction: set-up agreed, a stopped rank reported at a batch barrier --
+# (one probe mode, not the default 4: the first checkpoint must come within the wait below)
 "$EF" simulate ptycho --out sim.h5 --scan 12 --dp 64 --dose 1e6 --seed 3 > sim.log
 cat > recon.ini <<'INI'
 [data]
 file = sim.h5
+[model]
+modes = 1
 [solver]
 iterations = 100000
 batch_size = 16

@@ -30,6 +30,7 @@ cat > ms2.ini <<'INI'
 [data]
 file = ms2.h5
 [model]
+modes = 1
 slices = 2
 slice_thickness = 1e-9
 [object]
@@ -126,6 +127,7 @@ cat > ms4.ini <<'INI'
 [data]
 file = ms4.h5
 [model]
+modes = 1
 slices = 4
 slice_thickness = 2.5e-9
 [object]

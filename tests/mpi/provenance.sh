@@ -11,7 +11,7 @@ source "$(dirname "$0")/../tools/mpi_common.sh"
 PY=/usr/bin/python3
 
 "$EF" simulate ptycho --out sim.h5 --scan 8 --dp 32 --modes 2 --dose 1e7 --step 3.5 --seed 5 --mode-power 0.1 \
-    > sim.log || { cat sim.log; fail "simulate ptycho"; }
+    --scan-pattern raster > sim.log || { cat sim.log; fail "simulate ptycho"; }
 cat > recon.ini <<'INI'
 [data]
 file = sim.h5
@@ -78,6 +78,7 @@ with h5py.File("sim.h5", "r") as s:
         "command": (S, lambda v: "simulate ptycho --out sim.h5 --scan 8 --dp 32" in v),
         "date": (S, lambda v: re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v)),
         "dose": (F, 1e7), "kv": (F, 80.0), "step_px": (F, 3.5), "seed": (I, 5), "scan": (I, [8, 8]),
+        "scan_pattern": (S, "raster"),
         "modes": (I, 2), "mode_power": (F, 0.1), "jitter_px": (F, 0.0), "position_error_px": (F, 0.0),
         "dp": (I, 32), "aperture_px": (F, 3.2), "dx_angstrom": (F, pos), "wavelength_angstrom": (F, pos),
         "conv_angle_mrad": (F, pos), "object_shape": (I, lambda v: np.shape(v) == (2,) and np.all(v >= 32)),

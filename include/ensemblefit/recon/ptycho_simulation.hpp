@@ -20,6 +20,13 @@ namespace ef {
  * `probe_radius` pixels, centred in the window; extra modes as the reconstruction initialises
  * them (mode 0 times low-order polynomials), each with `mode_power` of the power.
  *
+ * Scan: `scan_y` x `scan_x` positions. `raster` is the regular grid of step `step`; `fermat` (the
+ * default) is a Fermat spiral (r = c sqrt(k), golden-angle turns) clipped to a rectangle of the
+ * raster's aspect ratio, scaled so that its mean nearest-neighbour distance is `step`: the same
+ * density and overlap (1 - mean step / probe diameter) without the raster's periodicity, whose
+ * grid ambiguity a reconstruction cannot remove (Thibault et al. 2009; Huang et al. 2014).
+ * `jitter` adds Gaussian displacements to either.
+ *
  * With `slices` S > 1, a thick sample: S slices, slice s the bilayer turned by 17 s degrees and
  * shifted by (0.37, 0.61) s lattice constants, the wave carried between them by Fresnel
  * propagation over `slice_thickness` (the reconstruction's multislice model); /truth/object is
@@ -33,7 +40,8 @@ struct PtychoSimulationOptions {
     int modes = 12;
     double dose = 1e6;            ///< mean counts per pattern (0 = noiseless intensities)
     std::uint64_t seed = 1;
-    double step = 2.87;           ///< raster step, pixels
+    double step = 2.87;           ///< mean nearest-neighbour step, pixels (the raster's step)
+    std::string scan_pattern = "fermat";  ///< fermat (spiral filling the scan's rectangle) | raster
     double jitter = 0.0;          ///< std of the true positions around the raster, pixels
     double position_error = 0.0;  ///< std of the errors added to the stored /positions, pixels
     int object_size = 0;          ///< 0 = scanned extent + window + 2 margins

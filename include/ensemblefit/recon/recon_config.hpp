@@ -29,7 +29,7 @@ struct ReconConfig {
     double pixel_size = 0.0;           ///< object pixel (m) for CXI translations; 0 = from metadata
 
     // [model]
-    int modes = 1;                   ///< probe modes K
+    int modes = 4;                   ///< probe modes K (a few by default: docs/architecture.md)
     std::string subpixel = "auto";   ///< auto | on | off
     int slices = 1;                  ///< object slices S (multislice)
     double slice_thickness = 0;      ///< metres between slices (> 0 when slices > 1)
