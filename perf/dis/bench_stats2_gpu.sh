@@ -43,7 +43,7 @@ cat "$OUT/devices.log"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
     step "GPU tests of the batched paths (bit for bit against the CPU; device loop = host loop)"
-    timed gpu_tests gpu_tests "[dis-mellin],[roundloop]"
+    timed gpu_tests gpu_tests "[dis-mellin],[roundloop],[gemm]"
     tail -4 "$OUT/gpu_tests.log"
 fi
 step "export the stats2 tables and replicas 0..$R for the peer"
