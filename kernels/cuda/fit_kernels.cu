@@ -259,10 +259,12 @@ class CudaWorker final : public Worker {
     void print_batch_stats(int count) const {
         const BatchFitter::Stats& st = batch_->stats();
         std::fprintf(stderr, "[gpu %d] %d replicas: %.3f s, %d rounds, table GEMM %.3f s at %.2f TFLOP/s, LM steps %.3f s, "
-                     "moments %.3f s, host lists %.3f s\n",
+                     "moments %.3f s, %s lists %.3f s; %s loop: %d launches, %d host syncs, %d graphs per unit; GEMM tiling %s\n",
                      device_, count, st.total_seconds, st.rounds, st.gemm_seconds,
                      st.gemm_seconds > 0 ? st.gemm_flops / st.gemm_seconds / 1e12 : 0.0, st.step_seconds,
-                     st.moment_seconds, st.host_seconds);
+                     st.moment_seconds, st.device_loop ? "device" : "host", st.host_seconds,
+                     st.device_loop ? "device" : "host", st.launches, st.host_syncs, st.graphs,
+                     st.gemm_pairs ? "pairs" : "blocked");
     }
 
     /// 1 / sigma in the normal path's Real, once per run: Real arrays are carved from double

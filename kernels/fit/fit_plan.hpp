@@ -27,6 +27,11 @@ enum class FitPath { qr, normal, table, gram };
 /// Never changes results: both are the same arithmetic, bit for bit.
 enum class GpuLmSteps { warp, thread };
 
+/// Who drives a GPU's batched rounds: the device (the request lists built by a kernel, rounds
+/// replayed as CUDA graphs, the host waiting once per graph) or the host (the requests read back
+/// and the lists built and uploaded every round). Never changes results: the same lists.
+enum class GpuRoundLoop { device, host };
+
 /// The parameter arrays a worker hands its LM, in model order (host memory; GPU workers upload
 /// them).
 struct ParamArrays {
@@ -67,6 +72,7 @@ struct FitPlan {
     bool bootstrap = false;  ///< replicas resample by bootstrap multiplicities, else smear
     std::uint64_t seed = 1;
     GpuLmSteps gpu_lm_steps = GpuLmSteps::warp;
+    GpuRoundLoop gpu_round_loop = GpuRoundLoop::device;
 
     int num_params() const { return params.size(); }
     bool batched() const { return path == FitPath::table || path == FitPath::gram; }

@@ -9,10 +9,28 @@
 #
 # usage: perf/dis/bench_stats2.sh [REPLICAS (default 64)] [--build]
 #   BIN=path/to/ensemblefit overrides build/ensemblefit; WORK=dir keeps the run's files there.
+#
+# GPU mode (issue #27), on the GPU machine from the repository root with the .gpu-run bundle
+# (perf/recon/gpu_run.sh prepare makes it: ensemblefit and gpu_tests for sm_90):
+#   bash perf/dis/bench_stats2.sh --gpu [REPLICAS (default 2560)]
+# runs, each step on its own (a failing step is reported and the others still run), logs and
+# summary.json under $OUT (default perf/dis/out): `ensemblefit devices` (the FP64 FMA peak and the
+# table GEMM at the stats2 shape against cuBLAS), the GPU tests of the batched paths, stats2 on
+# one GPU with the Gram path (solver = normal, the default for stats2) and the QR table path, each
+# with the round loop on the device and on the host ([tuning] gpu_round_loop), EF_GPU_STATS on,
+# and the PyTorch peer (perf/peers/dis_torch.py) on the same GPU, same tables and replicas. It
+# prints fits/s over the fitting and for the whole process, the peer's, launches and host syncs
+# per unit, the GEMM's TFLOP/s and its fraction of the peak, and whether device and host loops
+# gave the same bits. SKIP_TESTS=1 skips the tests; SOLVERS="normal qr" and LOOPS="device host"
+# choose the runs.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+if [ "${1:-}" = --gpu ]; then
+    shift
+    exec bash "$root/perf/dis/bench_stats2_gpu.sh" "$@"
+fi
 R=64
 build=0
 for a in "$@"; do

@@ -75,6 +75,9 @@ const KeyInfo kKeys[] = {
     {"tuning.gpu_lm_steps", "warp", "warp | thread: a GPU runs the batched LM steps (dis-mellin) with a warp "
                                     "per replica, or one thread per replica (slower; the same bits, which "
                                     "checks that the reductions do not depend on the backend)"},
+    {"tuning.gpu_round_loop", "device", "device | host: a GPU runs the batched LM's rounds (dis-mellin) from "
+                                        "the device (CUDA graphs of rounds, lists built on the GPU), or "
+                                        "from the host, one round trip per round (slower; the same bits)"},
 };
 
 const KeyInfo kParamKeys[] = {
@@ -214,7 +217,8 @@ std::string FitConfig::resolved_text() const {
     os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
        << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\nbind = " << bind
-       << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps << "\n";
+       << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
+       << "\ngpu_round_loop = " << gpu_round_loop << "\n";
     return os.str();
 }
 
@@ -545,6 +549,7 @@ void read_run(FitConfig& cfg, const Values& v) {
         throw usage_error(cfg.where("run.heartbeat_timeout") + ": must be seconds in 0..1e6 (0 = never), got '" +
                           trim(v.get("run.heartbeat_timeout")) + "'");
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
+    cfg.gpu_round_loop = choice(cfg, v, "tuning.gpu_round_loop", "value", {"device", "host"});
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ FitPlan make_fit_plan(const FitProblem& pb) {
     plan.seed = cfg.seed;
     plan.single_precision = cfg.precision == FitPrecision::float32;
     plan.gpu_lm_steps = cfg.gpu_lm_steps == "thread" ? GpuLmSteps::thread : GpuLmSteps::warp;
+    plan.gpu_round_loop = cfg.gpu_round_loop == "host" ? GpuRoundLoop::host : GpuRoundLoop::device;
     const bool normal = cfg.solver == FitSolver::normal;
     // A table-linear model takes the batched paths while one pass of duals holds its free
     // parameters (more: the qr path, several passes per Jacobian).

@@ -189,3 +189,15 @@ TEST_CASE("dis-mellin: auto is the Gram path with smeared replicas, QR otherwise
     const ef::FitProblem pb = ef::make_fit_problem(by_default, ef::load_data(by_default));
     CHECK(ef::make_fit_plan(pb).path == ef::FitPath::gram);
 }
+
+// [tuning] gpu_round_loop (issue #27): who drives a GPU's batched rounds; the device by default,
+// the host loop a key away (the GPU tests compare the two bit for bit), anything else refused.
+TEST_CASE("dis-mellin: tuning.gpu_round_loop reaches the fit plan", "[dis-mellin][fit][config]") {
+    using Catch::Matchers::Contains;
+    const std::string ini = std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini";
+    CHECK(ef::make_fit_plan(load_example(ini, {})).gpu_round_loop == ef::GpuRoundLoop::device);
+    CHECK(ef::make_fit_plan(load_example(ini, {"--tuning.gpu_round_loop", "host"})).gpu_round_loop ==
+          ef::GpuRoundLoop::host);
+    REQUIRE_THROWS_WITH(ef::load_fit_config(ini, {"--tuning.gpu_round_loop", "sideways"}),
+                        Contains("tuning.gpu_round_loop") && Contains("sideways"));
+}

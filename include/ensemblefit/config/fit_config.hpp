@@ -109,6 +109,9 @@ struct FitConfig {
     /// warp | thread: a GPU runs the batched LM steps with a warp per replica, or one thread
     /// per replica (the same lanes arithmetic, kernels/fit/lanes.hpp; kept to check exactly that).
     std::string gpu_lm_steps = "warp";
+    /// device | host: a GPU runs the batched LM's rounds from the device (CUDA graphs, lists
+    /// built on the GPU) or from the host (one round trip per round; kept to check exactly that).
+    std::string gpu_round_loop = "device";
 
     /// Origin of every key that was set, keyed "section.key".
     std::map<std::string, KeyOrigin> origins;
