@@ -124,7 +124,7 @@ for R in $SIZES; do
     done
 done
 echo
-column -t -s $'\t' bounds.tsv
+column -t -s $'\t' bounds.tsv 2>/dev/null || cat bounds.tsv
 echo
-column -t -s $'\t' phases.tsv
+column -t -s $'\t' phases.tsv 2>/dev/null || cat phases.tsv
 echo "(tables in $OUT/phases.tsv and $OUT/bounds.tsv; /timing per run in *.report.txt)"
