@@ -32,5 +32,8 @@ std::string cuda_device_pci_bus_id(int ordinal) {
     return id;
 }
 
+void cuda_create_context(int ordinal) {
+    if (cudaSetDevice(ordinal) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+}
 
 }  // namespace ef

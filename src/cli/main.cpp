@@ -2,11 +2,13 @@
 // The ensemblefit command line: subcommands over one MPI_Init/Finalize.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -23,6 +25,7 @@
 #include "src/run/environment.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/run_args.hpp"
+#include "src/run/setup_trace.hpp"
 #include "src/run/stop_request.hpp"
 
 namespace po = boost::program_options;
@@ -132,10 +135,17 @@ int main(int argc, char** argv) {
     // calls at a time, so SERIALIZED is enough.
     int provided = 0;
     record_command_line(argc, argv);
+    auto t0 = std::chrono::steady_clock::now();
+    const auto seconds_since = [](std::chrono::steady_clock::time_point& t) {
+        const auto now = std::chrono::steady_clock::now();
+        return std::chrono::duration<double>(now - std::exchange(t, now)).count();
+    };
+    prepare_mpi_singleton();  // no launcher: no orted, no UCX (src/run/environment.hpp)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     int code = 0;
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    trace_process_step("MPI_Init", seconds_since(t0), rank);  // EF_SETUP_TRACE: where start-up goes
     if (provided < MPI_THREAD_SERIALIZED) {
         if (rank == 0)
             std::fprintf(stderr, "ensemblefit: error: the MPI library does not support MPI_THREAD_SERIALIZED\n");
@@ -180,6 +190,8 @@ int main(int argc, char** argv) {
     if (code == 0 && stopped_early()) code = static_cast<int>(ExitCode::stopped);
     release_output_locks();  // every output is closed; before a launcher may kill this rank
     std::fflush(stdout);
+    trace_process_step("the command (its objects freed)", seconds_since(t0), rank);
     MPI_Finalize();
+    trace_process_step("MPI_Finalize", seconds_since(t0), rank);
     return code;
 }

@@ -164,6 +164,7 @@ class FitRun {
     ThreadPlan threads_;
     std::string binding_;  // how this rank's cores were decided (apply_binding)
     int device_ = 0;
+    std::jthread context_;  // creates the GPU's context beside read_problem() (cuda_create_context)
     std::unique_ptr<Worker> worker_;
     std::vector<std::string> placement_;
     std::unique_ptr<ResultsFile> out_;
@@ -181,6 +182,11 @@ void FitRun::set_up() {
     FitConfig cfg;
     collective(ctx_, [&] { cfg = load_fit_config(opt_.config_path, opt_.overrides); });
     binding_ = apply_binding(ctx_, cfg.bind);  // before any OpenMP region: threads inherit the cores
+    if (EF_HAVE_CUDA && cfg.workers != "cpu")  // the device's context, made while the data are read
+        context_ = std::jthread([this, want = cfg.workers] {
+            const DevicePlan d = choose_device(want, ctx_);
+            if (d.kind == WorkerKind::gpu) cuda_create_context(d.device);
+        });
     collective(ctx_, [&] { read_problem(std::move(cfg)); });
     make_worker_for_rank();
     trace_.mark("worker");
@@ -214,6 +220,10 @@ void FitRun::read_problem(FitConfig&& cfg) {
 }
 
 void FitRun::make_worker_for_rank() {
+    if (context_.joinable()) {
+        context_.join();
+        trace_.mark("waiting for the device context (made beside the data)");
+    }
     collective(ctx_, [&] {
         const DevicePlan device = choose_device(pb_->config.workers, ctx_);
         device_ = device.device;
@@ -322,6 +332,10 @@ ReplicaWriter::Options FitRun::writer_options() const {
     const std::size_t P = id_.param_names.size();
     o.buffer_rows = ReplicaWriter::buffer_rows_for(replica_chunk_rows(static_cast<std::uint64_t>(id_.span.size()), P), P);
     o.debug_pause = opt_.slow_writes;
+    if (static_cast<std::int64_t>(pending_.size()) == id_.span.size() + (id_.span.central ? 1 : 0)) {
+        o.kept_begin = id_.span.begin;  // every row is this run's: the summary needs no read-back
+        o.kept_rows = static_cast<std::size_t>(id_.span.size());
+    }
     return o;
 }
 
@@ -356,16 +370,20 @@ void FitRun::fit_pending() {
     h.heartbeat_timeout = ctx_.size() > 1 ? pb_->config.heartbeat_timeout : 0;
     UnitDispatch<ReplicaBlock> dispatch(ctx_, timer_, mine_, std::move(h));
     dispatch_ = dispatch.run(queue.get(), M);
+    trace_.stage("end");
+    trace_.mark("plan printed, every unit fitted");
     stopped_ = stored < M ? dispatch.stopped() : 0;
     stored_ = stored;
     if (writer_) {
         PhaseTimer::Scope io(timer_, Phase::io);  // what is still buffered, written now
         writer_->finish();
+        trace_.mark("the writer's last blocks");
     }
     if (ctx_.is_root() && !stopped_) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
     Heartbeat(ctx_, pb_->config.heartbeat_timeout).barrier("the barrier after the last unit");
     EF_MPI_CHECK(MPI_Bcast(&stopped_, 1, MPI_INT, 0, ctx_.world()));
+    trace_.mark("barrier");
 }
 
 /// A stopped run's notice: what is on disk and the command that finishes it.
@@ -381,10 +399,15 @@ void FitRun::summarize_results() {
     if (!ctx_.is_root()) return;
     PhaseTimer::Scope io(timer_, Phase::io);
     out_->file().reserve(tail_bytes(id_.param_names.size(), ctx_.size()), "the summary and the timing");
-    const ReplicaBlock all = out_->read_replicas();
-    const EnsembleSummary s = summarize(all.params, all.status, all.P);
+    // The rows as the writer wrote them (every row this run's), else as the file holds them.
+    ReplicaBlock all = writer_ ? writer_->take_kept_rows() : ReplicaBlock{};
+    if (all.status.size() != static_cast<std::size_t>(id_.span.size())) all = out_->read_replicas();
+    trace_.mark("rows for the summary");
+    const EnsembleSummary s = summarize(all.params, all.status, static_cast<int>(id_.param_names.size()));
+    trace_.mark("summary statistics");
     out_->write_summary(s);
     print_summary(*pb_, out_->file(), all, s, std::cout);
+    trace_.mark("summary written and printed");
 }
 
 /// Every rank's phases to rank 0; /timing, the JSON sidecar and the table there.
@@ -420,10 +443,12 @@ void FitRun::report_timing() {
     print_dispatch_timing(t, dispatch_, policy);
     if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
     std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
+    trace_.mark("timing gathered, written and printed");
 }
 
 void FitRun::close() {
     if (out_) out_->close();
+    trace_.mark("output closed");
 }
 
 /// Every shard's run records (or, from a file before records, its /timing) as records of the

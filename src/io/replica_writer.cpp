@@ -2,6 +2,7 @@
 #include "src/io/replica_writer.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace ef {
@@ -112,6 +113,7 @@ void ReplicaWriter::write_buffer(std::vector<ReplicaBlock>& buffer) {
     const ReplicaBlock block = gather_sorted(buffer);
     buffer.clear();
     auto t0 = Clock::now();
+    keep(block);
     file_.write_values(block);
     double busy = seconds_since(t0);
     if (opt_.debug_pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.debug_pause));
@@ -122,6 +124,30 @@ void ReplicaWriter::write_buffer(std::vector<ReplicaBlock>& buffer) {
     stats_.write_seconds += busy;
     stats_.writes += 1;
     stats_.rows += static_cast<std::int64_t>(block.size());
+}
+
+// The first call fills the whole array (page faults and all) here, beside the fit, not after it.
+void ReplicaWriter::keep(const ReplicaBlock& b) {
+    if (opt_.kept_rows == 0 || b.size() == 0) return;
+    const std::size_t P = static_cast<std::size_t>(b.P);
+    if (kept_.status.empty()) {
+        kept_.P = b.P;
+        kept_.params.assign(opt_.kept_rows * P, std::numeric_limits<double>::quiet_NaN());
+        kept_.status.assign(opt_.kept_rows, -1);
+    }
+    const auto end = opt_.kept_begin + static_cast<std::int64_t>(opt_.kept_rows);
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        if (b.index[i] < opt_.kept_begin || b.index[i] >= end) continue;
+        const auto row = static_cast<std::size_t>(b.index[i] - opt_.kept_begin);
+        std::copy_n(&b.params[i * P], P, &kept_.params[row * P]);
+        kept_.status[row] = b.status[i];
+    }
+}
+
+ReplicaBlock ReplicaWriter::take_kept_rows() {
+    ReplicaBlock out = std::move(kept_);
+    kept_ = ReplicaBlock{};
+    return out;
 }
 
 void ReplicaWriter::finish() {

@@ -40,6 +40,11 @@ class ReplicaWriter {
         /// `--debug.slow-writes`: seconds the writer waits between a block's values and its
         /// status, so a test can kill the run in the middle of a write.
         double debug_pause = 0.0;
+        /// Rows [kept_begin, kept_begin + kept_rows) of the replica numbers, when this run
+        /// writes every one of them: their params and status are kept in memory as they are
+        /// written (kept_rows()), so the summary after the last fit reads nothing back. 0: none.
+        std::int64_t kept_begin = 1;
+        std::size_t kept_rows = 0;
     };
     struct Stats {
         double write_seconds = 0.0;  ///< the writer thread in HDF5 calls (beside the fit)
@@ -61,6 +66,10 @@ class ReplicaWriter {
     /// For the abort path: writes what is buffered unless a write already failed; never throws.
     void finish_quietly() noexcept;
     Stats stats() const;
+    /// After finish(): the kept rows' params and status, as /replicas holds them (rows never
+    /// written: NaN and -1, the file's fill values); index, chi2 and iterations are left empty.
+    /// Moves them out: once only.
+    ReplicaBlock take_kept_rows();
 
     /// Rows per write for rows of `P` parameters: about 4 MiB, a whole number of chunks.
     static std::size_t buffer_rows_for(std::size_t chunk_rows, std::size_t P);
@@ -69,6 +78,7 @@ class ReplicaWriter {
     void loop();
     void write_buffer(std::vector<ReplicaBlock>& buffer);
     bool due(std::chrono::steady_clock::time_point now) const;
+    void keep(const ReplicaBlock& block);
 
     ResultsFile& file_;
     Options opt_;
@@ -83,6 +93,7 @@ class ReplicaWriter {
     bool finished_ = false;
     std::exception_ptr error_;
     Stats stats_;
+    ReplicaBlock kept_;  // the writer thread's alone until finish(); allocated at its first write
     std::thread thread_;  // last: started once everything above exists
 };
 

@@ -54,6 +54,18 @@ const LauncherEnvironment& launcher_environment() {
     return env;
 }
 
+void prepare_mpi_singleton() {
+    // Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun), PMI (MPICH's hydra, srun --mpi=pmi2),
+    // a Slurm step or an Open MPI daemon: launched, so the launcher's choices stand.
+    for (const char* launched : {"OMPI_COMM_WORLD_SIZE", "OMPI_MCA_orte_hnp_uri", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                 "PMI_FD", "SLURM_STEP_ID"})
+        if (std::getenv(launched) != nullptr) return;
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);  // 0: never over a value the user set
+    setenv("OMPI_MCA_pml", "ob1", 0);
+    setenv("OMPI_MCA_btl", "self", 0);
+    setenv("OMPI_MCA_osc", "^ucx", 0);
+}
+
 std::string user_cache_home() {
     const char* xdg = std::getenv("XDG_CACHE_HOME");
     if (xdg != nullptr && xdg[0] == '/') return xdg;

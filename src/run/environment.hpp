@@ -35,6 +35,17 @@ const std::string& command_line();
 /// The same command line as the program's argv, one token each (for the resume command).
 const std::vector<std::string>& command_args();
 
+/**
+ * Before MPI_Init: a process started without a launcher (no mpirun, srun, PMI or PMIx
+ * variables) becomes an MPI singleton, one rank that talks to nobody. Open MPI 4 would start an
+ * `orted` daemon for it (for MPI_Comm_spawn, which ensemblefit never calls) and initialise UCX
+ * (for networks it will not use): about 0.7 s of the 1.0 s that `ensemblefit --version` took on
+ * a 2-core VM. This sets OMPI_MCA_ess_singleton_isolated=1, OMPI_MCA_pml=ob1, OMPI_MCA_btl=self
+ * and OMPI_MCA_osc=^ucx for such a process, each only where the user has not set it; it changes
+ * nothing under a launcher nor for other MPI libraries (they ignore OMPI_ variables).
+ */
+void prepare_mpi_singleton();
+
 /// The user's cache folder: $XDG_CACHE_HOME when absolute, else $HOME/.cache; empty when
 /// neither is set (formulas compiled at run time are cached under it).
 std::string user_cache_home();

@@ -17,6 +17,7 @@ std::unique_ptr<Worker> make_fit_worker(FitPlan, FitInputs, const WorkerOptions&
 int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { return ""; }
 std::string cuda_device_pci_bus_id(int) { return ""; }
+void cuda_create_context(int) {}
 std::vector<DeviceInfo> probe_devices(bool) { return {}; }
 DeviceInfo probe_ceilings(int) { return {}; }
 

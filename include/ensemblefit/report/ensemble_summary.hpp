@@ -39,8 +39,9 @@ EnsembleSummary summarize(const std::vector<double>& params, const std::vector<s
  */
 std::vector<double> correlation_of(const std::vector<double>& covariance, int P);
 
-/// kQuantileLevels of `values` (sorted in place) by linear interpolation between order
-/// statistics, as numpy's default; NaN for an empty list.
+/// kQuantileLevels of `values` by linear interpolation between order statistics, as numpy's
+/// default; NaN for an empty list. `values` is reordered in place: the order statistics are
+/// selected (nth_element), not sorted, unless a value is NaN (then sorted, as before).
 std::array<double, 5> quantiles_of(std::vector<double>& values);
 
 }  // namespace ef

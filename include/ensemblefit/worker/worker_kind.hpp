@@ -17,5 +17,10 @@ int cuda_device_count();
 std::string cuda_device_name(int ordinal);
 /// PCI bus id of device `ordinal` ("0000:3b:00.0"; "" when unavailable).
 std::string cuda_device_pci_bus_id(int ordinal);
+/// Creates device `ordinal`'s primary context on the calling thread (the driver's start and the
+/// context, 0.1-0.3 s on a large GPU), so a thread can pay for it while the run reads its data;
+/// the worker made later on that device finds it ready. Errors are cleared and dropped: the
+/// worker reports them. Does nothing without CUDA.
+void cuda_create_context(int ordinal);
 
 }  // namespace ef
