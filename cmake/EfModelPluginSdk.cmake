@@ -7,13 +7,13 @@
 # installed: nothing of src/ and no backend source.
 set(EF_PLUGIN_SDK_HEADERS
     kernels/core/complex.hpp kernels/core/dual.hpp kernels/core/ef_math.hpp kernels/core/hd.hpp
-    kernels/cpu/replica_paths.hpp
+    kernels/cpu/replica_paths.hpp kernels/cuda/replica_kernels.cuh
     kernels/fit/dense.hpp kernels/fit/fit_inputs.hpp kernels/fit/fit_plan.hpp kernels/fit/lanes.hpp
     kernels/fit/lm.hpp kernels/fit/lm_normal.hpp kernels/fit/plan_dispatch.hpp kernels/fit/resample.hpp
     kernels/fit/whiten.hpp
     kernels/models/builtin_models.hpp kernels/models/dis_mellin.hpp kernels/models/formula_model.hpp
     kernels/models/mellin_math.hpp kernels/models/model_variant.hpp kernels/models/plugin_model.hpp
-    kernels/plugin/model_plugin_entry.hpp)
+    kernels/plugin/model_plugin_entry.hpp kernels/plugin/model_plugin_gpu.cuh)
 foreach(h ${EF_PLUGIN_SDK_HEADERS})
   get_filename_component(dir ${h} DIRECTORY)
   install(FILES ${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ensemblefit/${dir})

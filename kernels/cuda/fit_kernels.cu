@@ -2,7 +2,9 @@
 // The CUDA fitting worker: one thread per replica runs the same single-source resampling and
 // bounded LM (kernels/fit/*.hpp) as the CPU worker, on a device copy of the data and of the
 // model's tables. Per-backend code here is only memory, launch and batching.
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/fit_batched.cuh"
 #include "kernels/cuda/fit_kernels.hpp"
+#include "kernels/cuda/replica_kernels.cuh"
 #include "kernels/fit/lm.hpp"
 #include "kernels/fit/plan_dispatch.hpp"
 #include "kernels/fit/resample.hpp"
@@ -27,61 +30,131 @@ namespace ef::cuda {
 namespace {
 
 /**
- * Bytes per replica in flight: LM scratch (Jacobian n x P dominates), resampled y and weights.
- * One launch fits `count` replicas, one per thread, 64 threads per block.
+ * The driver entry points that load and launch a module compiled at run time (a formula's
+ * solver kernel, NVRTC). Opened with dlopen from the driver the runtime already loaded, so the
+ * library links no libcuda (it must load on machines without a GPU). Null when missing.
  */
-template <int K, class Model>
-__global__ void lm_fit_kernel(Model model, FitDataView data, ParamBoundsView bounds, LmSettings settings,
-                              int bootstrap, std::uint64_t seed, const std::int64_t* replicas, int count,
-                              const double* start, double* ybuf, double* wbuf, double* work, size_t work_stride,
-                              double* params, double* chi2, std::int64_t* status, std::int64_t* iterations,
-                              double* central_cov) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    const int n = data.n;
-    const int P = bounds.P;
-    const std::int64_t r = replicas[t];
-    double* y = ybuf + static_cast<size_t>(t) * n;
-    double* w = wbuf + static_cast<size_t>(t) * n;
-    resample_replica(bootstrap, seed, static_cast<std::uint64_t>(r), n, data.y, data.sigma, y, w);
-    FitDataView view = data;
-    view.y = y;
-    view.weight = bootstrap ? w : nullptr;
-    double* p = params + static_cast<size_t>(t) * P;
-    for (int q = 0; q < P; ++q) p[q] = start[q];
-    const LmOutcome o = lm_fit<K>(model, view, bounds, settings, p, work + static_cast<size_t>(t) * work_stride,
-                                  r == 0 ? central_cov : nullptr);
-    chi2[t] = o.chi2;
-    status[t] = static_cast<std::int64_t>(o.status);
-    iterations[t] = o.iterations;
+struct DriverApi {
+    CUresult (*load)(CUmodule*, const void*) = nullptr;
+    CUresult (*function)(CUfunction*, CUmodule, const char*) = nullptr;
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                       void**, void**) = nullptr;
+    CUresult (*unload)(CUmodule) = nullptr;
+    bool ok() const { return load && function && launch && unload; }
+};
+
+const DriverApi& driver_api() {
+    static const DriverApi api = [] {
+        DriverApi d;
+        void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (h == nullptr) return d;
+        // POSIX: an object pointer from dlsym converts to a function pointer.
+        d.load = reinterpret_cast<decltype(d.load)>(dlsym(h, "cuModuleLoadData"));
+        d.function = reinterpret_cast<decltype(d.function)>(dlsym(h, "cuModuleGetFunction"));
+        d.launch = reinterpret_cast<decltype(d.launch)>(dlsym(h, "cuLaunchKernel"));
+        d.unload = reinterpret_cast<decltype(d.unload)>(dlsym(h, "cuModuleUnload"));
+        return d;
+    }();
+    return api;
 }
 
+/// The Model argument of a formula's compiled kernel: the generated ef::FormulaJitModel is
+/// `struct { int params; }` plus member functions (formula_jit.cpp, formula_cuda_model).
+struct FormulaJitModelArg {
+    int params = 0;
+};
+
 /**
- * The normal-equations LM, one thread per replica with its whole state in registers: the
- * thread resamples its replica into column t of the point-major y (and w) arrays, so that a
- * warp's 32 replicas read consecutive addresses at every point, then fits.
+ * A formula's solver kernel compiled at run time and loaded into this worker's context: the
+ * kernel the plan needs (normal_fit_kernel<Real, K> or lm_fit_kernel<K> of
+ * replica_kernels.cuh), launched with the interpreter kernel's arguments.
  */
+class JitKernel {
+   public:
+    JitKernel() = default;
+    JitKernel(const JitKernel&) = delete;
+    JitKernel& operator=(const JitKernel&) = delete;
+    ~JitKernel() {
+        if (module_ != nullptr) driver_api().unload(module_);
+    }
+
+    /// Loads `k`'s module; false (and `why`) when the driver refuses it.
+    bool load(const FormulaDeviceKernel& k, std::string& why) {
+        const DriverApi& d = driver_api();
+        if (!d.ok()) {
+            why = "the CUDA driver's module API (libcuda.so.1) is not available";
+            return false;
+        }
+        CUresult rc = d.load(&module_, k.ptx.c_str());
+        if (rc == CUDA_SUCCESS) rc = d.function(&function_, module_, k.entry.c_str());
+        if (rc != CUDA_SUCCESS) {
+            why = "the driver could not load the compiled kernel (CUresult " + std::to_string(static_cast<int>(rc)) + ")";
+            function_ = nullptr;
+            return false;
+        }
+        return true;
+    }
+    explicit operator bool() const { return function_ != nullptr; }
+
+    /// Launches the kernel on `stream` with `args` (the interpreter kernel's, the model first).
+    template <class... Args>
+    void launch(int blocks, int threads, cudaStream_t stream, Args... args) const {
+        void* ptrs[] = {static_cast<void*>(&args)...};
+        const CUresult rc = driver_api().launch(function_, static_cast<unsigned>(blocks), 1, 1,
+                                                static_cast<unsigned>(threads), 1, 1, 0, stream, ptrs, nullptr);
+        if (rc != CUDA_SUCCESS)
+            throw Error(ExitCode::runtime, "cuLaunchKernel (formula kernel) failed: CUresult " +
+                                               std::to_string(static_cast<int>(rc)));
+    }
+
+   private:
+    CUmodule module_ = nullptr;
+    CUfunction function_ = nullptr;
+};
+
+/// The normal solver's kernel for Real, K and Model: its launch, and its name as a plugin's
+/// launcher and NVRTC (with the model added) know it.
 template <class Real, int K, class Model>
-__global__ void normal_fit_kernel(Model model, NormalFitData<Real> data, ParamBoundsView bounds, LmSettings settings,
-                                  int bootstrap, std::uint64_t seed, const double* y0, const double* sigma,
-                                  const std::int64_t* replicas, int count, const double* start, Real* ybuf,
-                                  Real* wbuf, double* params, double* chi2, std::int64_t* status,
-                                  std::int64_t* iterations, double* central_cov) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    const std::int64_t r = replicas[t];
-    resample_replica_strided<Real>(bootstrap, seed, static_cast<std::uint64_t>(r), data.n, y0, sigma, ybuf + t,
-                                   bootstrap ? wbuf + t : nullptr, count);
-    NormalFitData<Real> view = data;
-    view.y = ybuf + t;
-    view.w = bootstrap ? wbuf + t : nullptr;
-    view.stride = count;
-    double* p = params + static_cast<size_t>(t) * bounds.P;
-    for (int q = 0; q < bounds.P; ++q) p[q] = start[q];
-    const LmOutcome o = lm_normal_fit<Real, K>(model, view, bounds, settings, p, r == 0 ? central_cov : nullptr);
-    chi2[t] = o.chi2;
-    status[t] = static_cast<std::int64_t>(o.status);
-    iterations[t] = o.iterations;
+struct NormalKernel {
+    template <class... Args>
+    static void run(int blocks, int threads, cudaStream_t stream, const Model& model, Args... args) {
+        normal_fit_kernel<Real, K, Model><<<blocks, threads, 0, stream>>>(model, args...);
+    }
+    static std::string name() {
+        return std::string("normal_fit_kernel<") + (sizeof(Real) == 4 ? "float" : "double") + ", " +
+               std::to_string(K) + ">";
+    }
+};
+
+/// The qr path's kernel for K and Model (as NormalKernel).
+template <int K, class Model>
+struct QrKernel {
+    template <class... Args>
+    static void run(int blocks, int threads, cudaStream_t stream, const Model& model, Args... args) {
+        lm_fit_kernel<K, Model><<<blocks, threads, 0, stream>>>(model, args...);
+    }
+    static std::string name() { return "lm_fit_kernel<" + std::to_string(K) + ">"; }
+};
+
+/// with_normal_kernel's choice of Real and K for a model whose parameter count only the plan
+/// knows (a plugin's): K from the plan's normal width.
+template <class F>
+void with_plan_normal_kernel(const FitPlan& plan, F&& f) {
+    auto with_real = [&](auto real) {
+        if (plan.normal_width == 3) f(real, std::integral_constant<int, 3>{});
+        else if (plan.normal_width == 5) f(real, std::integral_constant<int, 5>{});
+        else if (plan.normal_width == 8) f(real, std::integral_constant<int, 8>{});
+        else f(real, std::integral_constant<int, kNormalMaxParams>{});
+    };
+    if (plan.single_precision) with_real(float{});
+    else with_real(double{});
+}
+
+/// The per-replica workspace of a model (a plugin's from its GPU table).
+template <class Model>
+int workspace_of(const Model& model) {
+    if constexpr (std::is_same_v<Model, PluginModel>) return model.table->gpu->workspace_size;
+    else return model.workspace_size();
 }
 
 /// Device copies of what a model view points to, and the view rewritten to point at them.
@@ -175,7 +248,10 @@ class CudaWorker final : public Worker {
             else upload_inv_sigma<double>();
         }
         mark("data, bounds and model upload");
-        if (plan_.path == FitPath::normal) preload_normal_kernel();
+        cc_major_ = prop.major;
+        cc_minor_ = prop.minor;
+        if (prepare_formula_kernel()) mark("formula kernel (NVRTC and module load)");
+        if (plan_.path == FitPath::normal && !jit_) preload_normal_kernel();
         if (plan_.batched())
             batch_ = std::make_unique<BatchFitter>(plan_, in_, std::get<DisMellinModel>(model_.view), y_.data(),
                                                    sigma_.data(), *dp_);
@@ -200,9 +276,14 @@ class CudaWorker final : public Worker {
             case FitPath::normal:
                 std::visit(
                     [&](const auto& model) {
-                        with_normal_kernel(model, plan_, [&](auto real, auto width) {
+                        auto go = [&](auto real, auto width) {
                             run_normal<decltype(real), decltype(width)::value>(model, unit, out);
-                        });
+                        };
+                        // A plugin's kernels are instantiated in the plugin, for every width.
+                        if constexpr (std::is_same_v<std::decay_t<decltype(model)>, PluginModel>)
+                            with_plan_normal_kernel(plan_, go);
+                        else
+                            with_normal_kernel(model, plan_, go);
                     },
                     model_.view);
                 return;
@@ -215,10 +296,8 @@ class CudaWorker final : public Worker {
                         // per-thread instantiation out of the device build.
                         if constexpr (std::is_same_v<M, DisMellinModel>) {
                             throw usage_error("dis-mellin on the GPU needs at most 16 free parameters");
-                        } else if constexpr (std::is_same_v<M, PluginModel>) {
-                            // make_worker refuses a plugin without GPU code before this worker exists.
-                            throw usage_error("model plugin: no GPU code");
                         } else {
+                            // make_worker refuses a plugin without GPU code before this worker exists.
                             with_dual_width(plan_, [&](auto width) { run_with<decltype(width)::value>(model, unit, out); });
                         }
                     },
@@ -380,11 +459,11 @@ class CudaWorker final : public Worker {
             const int threads = 64;
             cudaGetLastError();
             l.ev.start(st);
-            normal_fit_kernel<Real, K><<<(count + threads - 1) / threads, threads, 0, st>>>(
-                model, data, dp_->bounds, plan_.settings, bootstrap ? 1 : 0, plan_.seed, y_.data(), sigma_.data(),
-                l.reps.data(), count, dp_->start.data(), reinterpret_cast<Real*>(l.ybuf.data()),
-                reinterpret_cast<Real*>(l.wbuf.data()), l.params.data(), l.chi2.data(), l.status.data(), l.iters.data(),
-                l.cov.data());
+            launch_fit<NormalKernel<Real, K, Model>>(model, (count + threads - 1) / threads, threads, st, data,
+                       dp_->bounds, plan_.settings, bootstrap ? 1 : 0, plan_.seed, y_.data(), sigma_.data(),
+                       l.reps.data(), count, dp_->start.data(), reinterpret_cast<Real*>(l.ybuf.data()),
+                       reinterpret_cast<Real*>(l.wbuf.data()), l.params.data(), l.chi2.data(), l.status.data(),
+                       l.iters.data(), l.cov.data());
             EF_CUDA_CHECK(cudaGetLastError());
             l.ev.stop(st);
             l.fetch(P);
@@ -393,10 +472,78 @@ class CudaWorker final : public Worker {
         drain(normal_lanes_[(launched + 1) % 2]);
         if (diag_.gpu_stats) {
             const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::fprintf(stderr, "[gpu %d] normal solver, %s, %d replicas in %d pieces on 2 streams: %.4f s (%.3g fits/s), "
-                         "host waiting %.4f s\n", device_, sizeof(Real) == 4 ? "float" : "double", total, launched, sec,
-                         total / sec, host_wait);
+            std::fprintf(stderr, "[gpu %d] normal solver, %s%s, %d replicas in %d pieces on 2 streams: %.4f s (%.3g fits/s), "
+                         "host waiting %.4f s\n", device_, sizeof(Real) == 4 ? "float" : "double", formula_note_.c_str(),
+                         total, launched, sec, total / sec, host_wait);
         }
+    }
+
+    /**
+     * Launches a per-replica solver kernel (NormalKernel or QrKernel): a plugin's through its
+     * launcher (the plugin instantiated it), a formula's compiled at run time when there is one
+     * (its model argument is the formula's parameter count), else nvcc's. All take the same
+     * arguments after the model, on the same stream.
+     */
+    template <class Kernel, class Model, class... Args>
+    void launch_fit(const Model& model, int blocks, int threads, cudaStream_t stream, Args... args) {
+        if constexpr (std::is_same_v<Model, PluginModel>) {
+            void* ptrs[] = {static_cast<void*>(&args)...};
+            const char* e = model.table->gpu->launch(Kernel::name().c_str(), static_cast<unsigned>(blocks),
+                                                     static_cast<unsigned>(threads), stream,
+                                                     static_cast<int>(sizeof...(args)), ptrs);
+            if (e != nullptr) throw runtime_error(std::string("model plugin '") + model.table->name + "': " + e);
+        } else {
+            if constexpr (std::is_same_v<Model, FormulaModel>) {
+                if (jit_) return jit_.launch(blocks, threads, stream, FormulaJitModelArg{model.params}, args...);
+            }
+            Kernel::run(blocks, threads, stream, model, args...);
+        }
+    }
+
+    /// The name expression of the solver kernel a formula needs under this plan (kernels of
+    /// replica_kernels.cuh, the same widths as with_normal_kernel and with_dual_width give the
+    /// interpreter); empty for the batched paths.
+    std::string formula_kernel_name() const {
+        const std::string m = kFormulaDeviceModel;
+        std::string name;
+        if (plan_.path == FitPath::normal) {
+            with_normal_kernel(FormulaModel{}, plan_, [&](auto real, auto width) {
+                name = NormalKernel<decltype(real), decltype(width)::value, FormulaModel>::name();
+            });
+        } else if (plan_.path == FitPath::qr) {
+            with_dual_width(plan_, [&](auto width) { name = QrKernel<decltype(width)::value, FormulaModel>::name(); });
+        }
+        // "normal_fit_kernel<float, 5>" -> "ef::cuda::normal_fit_kernel<float, 5, ef::FormulaJitModel>"
+        if (!name.empty()) name = "ef::cuda::" + name.substr(0, name.size() - 1) + ", " + m + ">";
+        return name;
+    }
+
+    /**
+     * `[model] compile = auto|jit` on a formula: its solver kernel compiled by NVRTC (or taken
+     * from the cache) and loaded. A failure is one warning line, and the interpreter runs.
+     * Returns whether the model is a formula (for the set-up trace).
+     */
+    bool prepare_formula_kernel() {
+        const auto* f = std::get_if<FormulaModel>(&model_.view);
+        if (f == nullptr) return false;
+        formula_note_ = ", formula interpreted";
+        const std::string kernel = formula_kernel_name();
+        if (f->device_jit == nullptr || !f->device_jit->compile || kernel.empty()) return true;
+        const FormulaDeviceKernel k = f->device_jit->compile(kernel, cc_major_, cc_minor_);
+        std::string why = k.why;
+        if (k.ok && jit_.load(k, why)) {
+            char note[96];
+            if (k.from_cache) std::snprintf(note, sizeof note, ", formula NVRTC-compiled (cached)");
+            else std::snprintf(note, sizeof note, ", formula NVRTC-compiled (compile %.2f s)", k.seconds);
+            formula_note_ = note;
+        } else {
+            std::fprintf(stderr, "ensemblefit: warning: gpu %d: the formula's %s was not compiled, the interpreter "
+                         "runs: %s\n", device_, kernel.c_str(), why.c_str());
+            formula_note_ = ", formula interpreted (NVRTC failed)";
+        }
+        if (diag_.gpu_stats || diag_.setup_trace)
+            std::fprintf(stderr, "[gpu %d] %s%s\n", device_, kernel.c_str(), formula_note_.c_str());
+        return true;
     }
 
     /// Loads the normal solver's kernel for this problem now (CUDA loads modules lazily, at the
@@ -405,10 +552,12 @@ class CudaWorker final : public Worker {
         std::visit(
             [&](const auto& model) {
                 using M = std::decay_t<decltype(model)>;
-                with_normal_kernel(model, plan_, [&](auto real, auto width) {
-                    cudaFuncAttributes a{};
-                    EF_CUDA_CHECK(cudaFuncGetAttributes(&a, normal_fit_kernel<decltype(real), decltype(width)::value, M>));
-                });
+                if constexpr (!std::is_same_v<M, PluginModel>) {  // a plugin loads its own module
+                    with_normal_kernel(model, plan_, [&](auto real, auto width) {
+                        cudaFuncAttributes a{};
+                        EF_CUDA_CHECK(cudaFuncGetAttributes(&a, normal_fit_kernel<decltype(real), decltype(width)::value, M>));
+                    });
+                }
             },
             model_.view);
     }
@@ -433,7 +582,7 @@ class CudaWorker final : public Worker {
     void run_with(const Model& model, const WorkUnit& unit, ReplicaBlock& out) {
         const int n = in_.data.n;
         const int P = plan_.num_params();
-        const LmWorkspaceLayout<K> layout(n, P, model.workspace_size());
+        const LmWorkspaceLayout<K> layout(n, P, workspace_of(model));
         const size_t per_replica = (layout.total + 2 * static_cast<size_t>(n) + 2 * P + 4) * sizeof(double);
         const size_t fit_in = std::max<size_t>(1, (free_bytes_ / 2) / per_replica);
         const int total = static_cast<int>(unit.replicas.size());
@@ -453,10 +602,10 @@ class CudaWorker final : public Worker {
             const int blocks = (count + threads - 1) / threads;
             cudaGetLastError();  // a failure reported earlier must not be blamed on this launch
             qr_ev_.start();
-            lm_fit_kernel<K><<<blocks, threads>>>(model, data, dp_->bounds, plan_.settings, plan_.bootstrap ? 1 : 0,
-                                                   plan_.seed, reps_.data(), count, dp_->start.data(), ybuf_.data(),
-                                                   wbuf_.data(), work_.data(), layout.total, params_.data(),
-                                                   chi2_.data(), status_.data(), iters_.data(), cov_.data());
+            launch_fit<QrKernel<K, Model>>(model, blocks, threads, nullptr, data, dp_->bounds, plan_.settings,
+                       plan_.bootstrap ? 1 : 0, plan_.seed, reps_.data(), count, dp_->start.data(), ybuf_.data(),
+                       wbuf_.data(), work_.data(), layout.total, params_.data(), chi2_.data(), status_.data(),
+                       iters_.data(), cov_.data());
             EF_CUDA_CHECK(cudaGetLastError());
             qr_ev_.stop();
             EF_CUDA_CHECK(cudaDeviceSynchronize());
@@ -474,6 +623,9 @@ class CudaWorker final : public Worker {
     std::unique_ptr<DeviceParams> dp_;
     DeviceModel model_;
     std::unique_ptr<BatchFitter> batch_;
+    int cc_major_ = 0, cc_minor_ = 0;
+    JitKernel jit_;             ///< a formula's solver kernel compiled at run time, when loaded
+    std::string formula_note_;  ///< for EF_GPU_STATS: how a formula runs ("" for other models)
     NormalLane normal_lanes_[2];
     DeviceBuffer<double> x_, y_, sigma_, ybuf_, wbuf_, work_, params_, chi2_, cov_, nsigma_;
     DeviceBuffer<std::int64_t> reps_, status_, iters_;

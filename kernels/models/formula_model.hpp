@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include <ensemblefit/model/formula.hpp>
 
 #include "kernels/core/dual.hpp"
@@ -53,6 +56,31 @@ struct FormulaJitTable {
     Entry fn[kFormulaJitSlots] = {};
 };
 
+/// A formula's solver kernel compiled at run time for a GPU (NVRTC), as a GPU worker loads it.
+struct FormulaDeviceKernel {
+    bool ok = false;
+    std::string ptx;         ///< the module, PTX for the device's compute capability
+    std::string entry;       ///< the kernel's mangled name in the module
+    std::string why;         ///< on failure: why, in one line
+    double seconds = 0.0;    ///< NVRTC's compile time (0 when the module came from a cache)
+    bool from_cache = false;
+};
+
+/// The type the generated device source gives the formula model, `struct { int params; }`
+/// plus its value(): the Model argument of the kernel instantiations a GPU worker asks for.
+inline constexpr const char kFormulaDeviceModel[] = "ef::FormulaJitModel";
+
+/**
+ * Compiles a formula's solver kernels for a GPU worker (set by the model factory from
+ * `[model] compile`, src/model/formula_jit.cpp; host only). `kernel` names the instantiation,
+ * e.g. "ef::cuda::normal_fit_kernel<float, 5, ef::FormulaJitModel>" (the templates of
+ * kernels/cuda/replica_kernels.cuh), for compute capability major.minor. Compiled once per
+ * process and kernel, and cached on disk next to the CPU objects.
+ */
+struct FormulaDeviceJit {
+    std::function<FormulaDeviceKernel(const std::string& kernel, int cc_major, int cc_minor)> compile;
+};
+
 /**
  * A user formula as a model: interprets a FormulaProgram (postfix code) on any scalar type.
  * Holds pointers to the code and constants and their lengths, so the same struct works on host
@@ -68,6 +96,9 @@ struct FormulaModel : PointwiseModel {
     /// Compiled entry points (host memory, host only); null: interpret. Device code always
     /// interprets (a GPU worker's copy keeps the host pointer but never calls it).
     const FormulaJitTable* jit = nullptr;
+    /// Device kernels compiled at run time (host memory, host only); null: a GPU worker
+    /// interprets.
+    const FormulaDeviceJit* device_jit = nullptr;
 
     EF_HD int num_params() const { return params; }
 

@@ -9,6 +9,10 @@
 
 #include "kernels/cpu/replica_paths.hpp"
 
+/// The plugin's GPU table, defined by its nvcc-compiled part (model_plugin_gpu.cuh) when it has
+/// one: weak and hidden, so a plugin built without CUDA links it as null.
+extern "C" __attribute__((weak, visibility("hidden"))) const EfModelPluginGpu* ensemblefit_model_plugin_gpu();
+
 namespace ef::plugin {
 
 /**
@@ -67,7 +71,7 @@ struct PluginEntries {
                                      &qr,
                                      &normal<double>,
                                      &normal<float>,
-                                     nullptr};
+                                     ensemblefit_model_plugin_gpu != nullptr ? ensemblefit_model_plugin_gpu() : nullptr};
         return &t;
     }
 };

@@ -7,12 +7,68 @@
 # libm's expf and with ef::math's exp_float).
 #
 #   perf/formula/bench_formula.sh BUILD_DIR [REPLICAS=20000]
+#   bash perf/formula/bench_formula.sh --gpu [REPLICAS=1000000]   # GPU machine, .gpu-run carried
+#
+# --gpu: issue #23's GPU goal on one GPU: the spot as a formula whose solver kernel NVRTC
+# compiles at run time (compile = jit), interpreted (compile = interpret), and gaussian2d, with
+# the normal solver in float and double; fits per second of /timing/compute (the worker's
+# time, set-up and NVRTC excluded: a warm-up run compiles the kernel first, and its compile
+# time is reported), and the ratio gaussian2d / formula jit (goal <= 1.3). Output: a table and
+# perf/formula/results/<host>-gpu-<date>.json.
 #
 # Throughput is replicas per CPU-second of the whole process (user + sys from /usr/bin/time,
 # start-up included), one thread: on a shared machine CPU time is steadier than wall time, but a
 # busy machine still slows every run alike (caches, frequency). The load average is recorded.
 # Output: a table on stdout and perf/formula/results/<host>-<date>.json.
 set -euo pipefail
+if [ "${1:-}" = "--gpu" ]; then
+    R=${2:-1000000}
+    SRC=$(cd "$(dirname "$0")/../.." && pwd)
+    cd "$SRC"
+    [ -n "${OPAL_PREFIX:-}" ] || source .gpu-run/env.sh
+    export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/ef-bench-formula-gpu.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+    export XDG_CACHE_HOME="$WORK/cache"
+    EF=${EF:-ensemblefit}
+    rows=()
+    # gpu_run NAME ARGS...: one GPU run of R replicas; fits per second of the worker's compute.
+    gpu_run() {
+        local name=$1; shift
+        EF_GPU_STATS=1 EF_SETUP_TRACE=1 "$EF" fit inputs/spot.ini --fit.replicas "$R" --fit.solver normal \
+            --run.workers gpu --output.file "$WORK/out.h5" --overwrite "$@" > "$WORK/run.out" 2>&1 ||
+            { cat "$WORK/run.out" >&2; exit 1; }
+        grep -E "formula|warning" "$WORK/run.out" | grep -v "^\[setup" | head -3 | sed 's/^/    /'
+        local fps
+        fps=$(env -u LD_LIBRARY_PATH /usr/bin/python3 -c "import h5py; f = h5py.File('$WORK/out.h5'); \
+print(round((f['replicas/iterations'].shape[0]) / float(max(f['timing/compute'][()]))))")
+        printf "%-34s %12s fits/s\n" "$name" "$fps"
+        rows+=("{\"run\": \"$name\", \"replicas\": $R, \"fits_per_second\": $fps}")
+        eval "FPS_${name//[^a-z0-9]/_}=$fps"
+    }
+    for prec in float double; do
+        echo "== $prec: warm-up (NVRTC compiles the formula's kernel once; later runs load it from the cache)"
+        EF_SETUP_TRACE=1 "$EF" fit inputs/spot.ini --fit.replicas 1000 --fit.solver normal --fit.precision "$prec" \
+            --run.workers gpu --model.compile jit --output.file "$WORK/warm.h5" --overwrite 2>&1 |
+            grep -E "formula|warning" | sed 's/^/    /'
+        gpu_run "formula jit $prec" --fit.precision "$prec" --model.compile jit
+        gpu_run "formula interpret $prec" --fit.precision "$prec" --model.compile interpret
+        gpu_run "gaussian2d $prec" --fit.precision "$prec" --model.name gaussian2d
+        jit=$(eval echo "\$FPS_formula_jit_$prec")
+        g2d=$(eval echo "\$FPS_gaussian2d_$prec")
+        printf "%-34s %12.3f (goal <= 1.3)\n" "gaussian2d / formula jit, $prec" "$(echo "$g2d / $jit" | bc -l)"
+    done
+    out="$SRC/perf/formula/results/$(hostname -s)-gpu-$(date -u +%Y%m%dT%H%MZ).json"
+    {
+        echo "{\"host\": \"$(hostname -s)\", \"gpu\": \"$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)\","
+        echo " \"date\": \"$(date -u +%FT%TZ)\", \"commit\": \"$(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)\","
+        echo " \"runs\": ["
+        (IFS=,; echo "  ${rows[*]}")
+        echo "]}"
+    } > "$out"
+    echo "wrote $out"
+    exit 0
+fi
 BUILD=$(cd "${1:?usage: bench_formula.sh BUILD_DIR [REPLICAS]}" && pwd)
 R=${2:-20000}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)

@@ -85,6 +85,39 @@ std::string formula_nvrtc_source(const FormulaProgram& program);
 std::vector<std::pair<std::string, std::string>> formula_nvrtc_headers();
 
 /**
+ * The NVRTC translation unit of a formula's solver kernels: the kernel templates of
+ * kernels/cuda/replica_kernels.cuh (the ones nvcc builds for the built-in models) and the
+ * formula as ef::FormulaJitModel (formula_cuda_model). Nothing is instantiated in the text:
+ * the kernel a GPU worker needs is named to NVRTC as a name expression.
+ */
+std::string formula_nvrtc_solver_source(const FormulaProgram& program);
+
+/// The in-memory headers of formula_nvrtc_solver_source: the embedded kernels/ and Random123
+/// headers (formula_jit_headers.hpp) and the std shims of formula_nvrtc_headers().
+std::vector<std::pair<std::string, std::string>> formula_nvrtc_solver_headers();
+
+/// The NVRTC options of formula_nvrtc_solver_source beyond compile_with_nvrtc's own.
+const std::vector<std::string>& formula_nvrtc_solver_options();
+
+/**
+ * One solver kernel of `program` (`kernel`: a name expression such as
+ * "ef::cuda::normal_fit_kernel<float, 5, ef::FormulaJitModel>") compiled by NVRTC for `arch`
+ * ("compute_90"), with `extra_options`. Cached by a hash of source, kernel, arch, options and
+ * NVRTC version: in memory for the process, and in `cache_dir` (formula-cuda-HASH.ptx and
+ * .entry, written atomically; a failure's log in .log). Never throws for a compile failure:
+ * ok is false and why says what NVRTC said.
+ */
+FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program, const std::string& kernel,
+                                                  const std::string& arch, const std::string& cache_dir,
+                                                  const std::vector<std::string>& extra_options);
+
+/// The GPU side of `[model] compile` for a run: null for interpret, else a FormulaDeviceJit
+/// that compiles `program`'s kernels on request (failures are the worker's to report: it
+/// warns and interprets).
+std::shared_ptr<const FormulaDeviceJit> formula_device_jit_for_run(std::shared_ptr<const FormulaProgram> program,
+                                                                   FormulaCompile mode);
+
+/**
  * Compiles and loads `programs` (or loads them from the cache). Null when that is impossible
  * (no compiler, a compile error, an unwritable cache); `why` then says what happened, with the
  * compiler's log file.

@@ -17,4 +17,9 @@ struct FormulaJitHeader {
 extern const FormulaJitHeader kFormulaJitHeaders[];
 extern const std::size_t kFormulaJitHeaderCount;
 
+/// The headers of kernels/cuda/replica_kernels.cuh under NVRTC: the kernels/ headers it
+/// includes and Random123's Philox, each named as its includer spells it.
+extern const FormulaJitHeader kFormulaNvrtcHeaders[];
+extern const std::size_t kFormulaNvrtcHeaderCount;
+
 }  // namespace ef

@@ -16,6 +16,9 @@ using CompileFn = int (*)(Program, int, const char* const*);
 using SizeFn = int (*)(Program, std::size_t*);
 using GetFn = int (*)(Program, char*);
 using DestroyFn = int (*)(Program*);
+using AddNameFn = int (*)(Program, const char*);
+using LoweredFn = int (*)(Program, const char*, const char**);
+using VersionFn = int (*)(int*, int*);
 
 struct Nvrtc {
     void* handle = nullptr;
@@ -24,6 +27,9 @@ struct Nvrtc {
     SizeFn log_size = nullptr, ptx_size = nullptr;
     GetFn log = nullptr, ptx = nullptr;
     DestroyFn destroy = nullptr;
+    AddNameFn add_name = nullptr;
+    LoweredFn lowered = nullptr;
+    VersionFn version = nullptr;
 };
 
 template <class Fn>
@@ -48,7 +54,11 @@ const Nvrtc& nvrtc() {
         r.ptx_size = symbol<SizeFn>(r.handle, "nvrtcGetPTXSize");
         r.ptx = symbol<GetFn>(r.handle, "nvrtcGetPTX");
         r.destroy = symbol<DestroyFn>(r.handle, "nvrtcDestroyProgram");
-        if (!r.create || !r.compile || !r.log_size || !r.log || !r.ptx_size || !r.ptx || !r.destroy)
+        r.add_name = symbol<AddNameFn>(r.handle, "nvrtcAddNameExpression");
+        r.lowered = symbol<LoweredFn>(r.handle, "nvrtcGetLoweredName");
+        r.version = symbol<VersionFn>(r.handle, "nvrtcVersion");
+        if (!r.create || !r.compile || !r.log_size || !r.log || !r.ptx_size || !r.ptx || !r.destroy ||
+            !r.add_name || !r.lowered || !r.version)
             r.handle = nullptr;
         return r;
     }();
@@ -68,33 +78,49 @@ std::string text_of(Program p, SizeFn size, GetFn get) {
 
 NvrtcResult compile_with_nvrtc(const std::string& source,
                                const std::vector<std::pair<std::string, std::string>>& headers,
-                               const std::string& arch, const std::string& cccl_include) {
+                               const std::string& arch, const std::string& cccl_include,
+                               const std::vector<std::string>& names,
+                               const std::vector<std::string>& options) {
     NvrtcResult out;
     const Nvrtc& n = nvrtc();
     if (n.handle == nullptr) {
         out.log = "NVRTC (libnvrtc.so) not found";
         return out;
     }
-    std::vector<const char*> names, texts;
+    std::vector<const char*> header_names, texts;
     for (const auto& [name, text] : headers) {
-        names.push_back(name.c_str());
+        header_names.push_back(name.c_str());
         texts.push_back(text.c_str());
     }
     Program prog = nullptr;
     if (n.create(&prog, source.c_str(), "formula.cu", static_cast<int>(headers.size()), texts.data(),
-                 names.data()) != 0) {
+                 header_names.data()) != 0) {
         out.log = "nvrtcCreateProgram failed";
         return out;
     }
+    for (const std::string& name : names) n.add_name(prog, name.c_str());
     const std::string arch_opt = "--gpu-architecture=" + arch;
     const std::string include_opt = "-I" + cccl_include;
-    const char* opts[] = {arch_opt.c_str(), "-std=c++20", "--fmad=false", include_opt.c_str()};
-    const int rc = n.compile(prog, 4, opts);
+    std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++20", "--fmad=false", include_opt.c_str()};
+    for (const std::string& o : options) opts.push_back(o.c_str());
+    const int rc = n.compile(prog, static_cast<int>(opts.size()), opts.data());
     out.log = text_of(prog, n.log_size, n.log);
     if (rc == 0) out.ptx = text_of(prog, n.ptx_size, n.ptx);
-    out.ok = rc == 0 && !out.ptx.empty();
+    for (std::size_t k = 0; rc == 0 && k < names.size(); ++k) {
+        const char* lowered = nullptr;
+        if (n.lowered(prog, names[k].c_str(), &lowered) != 0 || lowered == nullptr) break;
+        out.lowered.emplace_back(lowered);  // owned by the program: copied before it is destroyed
+    }
+    out.ok = rc == 0 && !out.ptx.empty() && out.lowered.size() == names.size();
     n.destroy(&prog);
     return out;
+}
+
+std::string nvrtc_version() {
+    const Nvrtc& n = nvrtc();
+    int major = 0, minor = 0;
+    if (n.handle == nullptr || n.version(&major, &minor) != 0) return "";
+    return std::to_string(major) + "." + std::to_string(minor);
 }
 
 }  // namespace ef

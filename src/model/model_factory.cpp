@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/fit_problem.hpp>
@@ -108,15 +109,17 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     fm.code_size = static_cast<int>(prog->code.size());
     fm.constants_size = static_cast<int>(prog->constants.size());
     fm.params = static_cast<int>(cfg.params.size());
-    auto jit = formula_jit_for_run(*prog, parse_formula_compile(cfg.model_compile, cfg.where("model.compile")),
-                                   cfg.where("model.compile"));
+    const FormulaCompile mode = parse_formula_compile(cfg.model_compile, cfg.where("model.compile"));
+    auto jit = formula_jit_for_run(*prog, mode, cfg.where("model.compile"));
     if (jit) fm.jit = &jit->table(0);
+    auto device_jit = formula_device_jit_for_run(prog, mode);  // compiles only when a GPU worker asks
+    fm.device_jit = device_jit.get();
     cm.view = fm;
     cm.param_names = cfg.param_names();
     cm.description = "formula: " + cfg.formula;
     cm.flops_per_evaluation = data.n * static_cast<double>(prog->code.size());
-    cm.storage = std::make_shared<std::pair<std::shared_ptr<FormulaProgram>,
-                                            std::shared_ptr<const FormulaJitLibrary>>>(prog, jit);
+    cm.storage = std::make_shared<std::tuple<std::shared_ptr<FormulaProgram>, std::shared_ptr<const FormulaJitLibrary>,
+                                             std::shared_ptr<const FormulaDeviceJit>>>(prog, jit, device_jit);
 }
 
 /// An error of the dis-mellin checks, whose messages start "model.KEY: " or "param.NAME.FIELD: ",

@@ -50,10 +50,15 @@ std::shared_ptr<const LoadedPlugin> load_model_plugin(const std::string& path, c
     const auto entry = reinterpret_cast<EfModelPluginEntry>(sym);
     const EfModelPlugin* table = entry();
     if (table == nullptr) throw usage_error(at + ": its entry point returned no table");
-    if (table->abi_version != EF_MODEL_PLUGIN_ABI_VERSION)
+    // A version-1 table is a version-2 table without GPU code (model_plugin.hpp).
+    if (table->abi_version > EF_MODEL_PLUGIN_ABI_VERSION || table->abi_version < EF_MODEL_PLUGIN_ABI_OLDEST)
         throw usage_error(at + " was built for plugin ABI version " + std::to_string(table->abi_version) +
                           ", this ensemblefit loads version " + std::to_string(EF_MODEL_PLUGIN_ABI_VERSION) +
                           ": rebuild it against this installation");
+    if (table->abi_version == 1 && table->gpu != nullptr)
+        throw usage_error(at + ": a version-1 plugin table with GPU code: rebuild it against this installation");
+    if (table->gpu != nullptr && table->gpu->launch == nullptr)
+        throw usage_error(at + ": its GPU table has no launch entry (build it with ensemblefit_add_model)");
     check_table(*table, at);
     auto lp = std::make_shared<LoadedPlugin>();
     lp->path = path;

@@ -17,8 +17,11 @@ cmake --install "$BUILD" --prefix "$WORK/prefix" > install.log
 test -f prefix/include/ensemblefit/model/model_plugin.hpp || fail "model_plugin.hpp not installed"
 test -f prefix/include/ensemblefit/kernels/plugin/model_plugin_entry.hpp || fail "plugin entry header not installed"
 test -f prefix/lib/cmake/ensemblefit/ensemblefitModelPlugin.cmake || fail "ensemblefit_add_model not installed"
-# Nothing private: no src/ header and no backend source in the installed tree.
-leaked=$(cd prefix/include && find . -path '*src/*' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' | head -3)
+# Nothing private: no src/ header and no backend source in the installed tree; the only CUDA
+# headers are the ones a plugin's GPU kernels compile (the shared solver kernels and their entry).
+test -f prefix/include/ensemblefit/kernels/plugin/model_plugin_gpu.cuh || fail "plugin GPU header not installed"
+leaked=$(cd prefix/include && find . -path '*src/*' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \
+         ! -path './ensemblefit/kernels/cuda/replica_kernels.cuh' ! -path './ensemblefit/kernels/plugin/model_plugin_gpu.cuh' | head -3)
 [ -z "$leaked" ] || fail "private files installed: $leaked"
 
 # The example project, copied out of the source tree so that only the installed headers serve it.

@@ -16,8 +16,14 @@
  *
  * Why a C table and not a C++ class: dlsym finds one unmangled name, and a missing or stale
  * plugin is told apart from a wrong one before any C++ object crosses the boundary.
+ *
+ * Version 2 added the GPU entry points (`gpu`, EfModelPluginGpu). A version-1 table has the same
+ * layout with `gpu` always null, so the loader still takes it: its CPU entries run unchanged.
  */
-#define EF_MODEL_PLUGIN_ABI_VERSION 1
+#define EF_MODEL_PLUGIN_ABI_VERSION 2
+
+/// The oldest table version the loader still takes (see above).
+#define EF_MODEL_PLUGIN_ABI_OLDEST 1
 
 /// The symbol a plugin exports (a function returning const EfModelPlugin*).
 #define EF_MODEL_PLUGIN_SYMBOL "ensemblefit_model_plugin"
@@ -42,6 +48,22 @@ typedef const char* (*EfPluginCpuFit)(const ef::FitPlan* plan, const ef::FitData
 /// Values of the model at n points (x row-major, nx per point) for parameters p, in double.
 typedef void (*EfPluginValues)(const double* p, const double* x, int nx, int n, double* out);
 
+/**
+ * Launches one of the plugin's solver kernels: the templates of kernels/cuda/replica_kernels.cuh
+ * instantiated for its model by nvcc (kernels/plugin/model_plugin_gpu.cuh). `kernel` names one,
+ * "normal_fit_kernel<float, 5>" or "lm_fit_kernel<8>"; `args` points to the kernel's `nargs`
+ * arguments after the model (the plugin puts its model first), as cudaLaunchKernel takes them;
+ * `stream` is a cudaStream_t of the caller's device. Returns nullptr on success, else a message.
+ */
+typedef const char* (*EfPluginGpuLaunch)(const char* kernel, unsigned blocks, unsigned threads, void* stream,
+                                         int nargs, void** args);
+
+/// A plugin's GPU code (ABI version 2).
+struct EfModelPluginGpu {
+    EfPluginGpuLaunch launch;
+    int workspace_size;  ///< the model's workspace_size(): the qr path's per-replica scratch
+};
+
 /// What a plugin library describes about itself; see the file comment.
 struct EfModelPlugin {
     std::uint32_t abi_version;       ///< EF_MODEL_PLUGIN_ABI_VERSION of the headers it was built with
@@ -52,7 +74,7 @@ struct EfModelPlugin {
     EfPluginCpuFit cpu_qr;           ///< FitPath::qr, dual widths 4, 8 and 16
     EfPluginCpuFit cpu_normal_f64;   ///< FitPath::normal in double
     EfPluginCpuFit cpu_normal_f32;   ///< FitPath::normal in float
-    const void* gpu;                 ///< GPU entry points; nullptr: the plugin has no GPU code
+    const EfModelPluginGpu* gpu;     ///< GPU entry points; nullptr: the plugin has no GPU code
 };
 
 /// The type of the exported symbol.
