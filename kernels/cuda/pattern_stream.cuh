@@ -100,23 +100,28 @@ class PatternStream {
         t.waited = true;
     }
 
-    /// After the compute stream has been synchronised: adds the times of the batches it has
-    /// waited for; a batch queued but not yet waited for (a synchronize() between queue() and
-    /// wait()) stays for the next collect().
+    /// After the compute stream has been synchronised: adds the times of the batches queued
+    /// so far. The last one, when the compute stream has not waited for it yet (a synchronize()
+    /// between queue() and wait()), stays for the next collect(); an earlier one never waited
+    /// for (a pass that reads no patterns) counts its copy only.
     void collect() {
         std::size_t keep = 0;
         for (std::size_t i = 0; i < used_; ++i) {
             Timed& t = timed_[i];
-            if (!t.waited) {
-                std::swap(timed_[keep++], t);
-                continue;
+            if (!t.waited && i + 1 == used_) {
+                std::swap(timed_[0], t);
+                keep = 1;
+                break;
             }
             float ms = 0;
-            EF_CUDA_CHECK(cudaEventSynchronize(t.wait1));
+            EF_CUDA_CHECK(cudaEventSynchronize(t.copy1));
             EF_CUDA_CHECK(cudaEventElapsedTime(&ms, t.copy0, t.copy1));
             upload_seconds_ += 1e-3 * static_cast<double>(ms);
-            EF_CUDA_CHECK(cudaEventElapsedTime(&ms, t.wait0, t.wait1));
-            wait_seconds_ += 1e-3 * static_cast<double>(ms);
+            if (t.waited) {
+                EF_CUDA_CHECK(cudaEventSynchronize(t.wait1));
+                EF_CUDA_CHECK(cudaEventElapsedTime(&ms, t.wait0, t.wait1));
+                wait_seconds_ += 1e-3 * static_cast<double>(ms);
+            }
             t.waited = false;
             ++batches_;
         }

@@ -138,6 +138,7 @@ class PtychoEngine {
             if (streamed_) {
                 patterns_.resize(0);
                 dst = be_.stream_host(total);
+                if (!window_n_ && total) std::memcpy(dst, host, total * sizeof(float));
             }
         }
         if (!streamed_) patterns_.resize(total);
@@ -151,9 +152,7 @@ class PtychoEngine {
                 for (int s = 0; s < static_cast<int>(n); ++s)
                     dst[static_cast<size_t>(i * n + s)] = host[i * n + window_freq_of_slot(s)];
             if (!streamed_) be_.upload(patterns_.data(), slots.data(), total);
-        } else if (streamed_) {
-            std::memcpy(dst, host, total * sizeof(float));
-        } else {
+        } else if (!streamed_) {
             be_.upload(patterns_.data(), host, total);
         }
         pattern_count_ = count;
