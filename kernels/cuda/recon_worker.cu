@@ -21,6 +21,7 @@
 
 #include "kernels/core/kernel_tally.hpp"
 #include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/pattern_stream.cuh"
 #include "kernels/cuda/peer_sum.cuh"
 #include "kernels/recon/engine_worker.hpp"
 #include "kernels/recon/ptycho_math.hpp"
@@ -378,6 +379,7 @@ class CudaBackend {
         window_ = o.tuning.window != TuningSwitch::off;
         window_scratch_ = o.tuning.window_scratch;
         window_clusters_ = o.tuning.window_clusters;
+        stream_mode_ = o.stream;
     }
     ~CudaBackend() {
         if (phases_) print_phases();
@@ -708,11 +710,69 @@ class CudaBackend {
         if (!marks_.empty()) mark("");
         if (side_) EF_CUDA_CHECK(cudaStreamSynchronize(side_));
         EF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        pattern_stream_.collect();
         for (size_t i = 0; i < pending_.size(); ++i)
             std::copy(host_sums_[i].data(), host_sums_[i].data() + pending_[i].second, pending_[i].first);
         pending_.clear();
         if (marks_.size() > 1) tally_phases();
         marks_.clear();
+    }
+
+    // ---- streamed patterns (run.stream; kernels/cuda/pattern_stream.cuh) ------------------------
+    /**
+     * Whether the rank's patterns (pattern_bytes) are streamed per batch from page-locked host
+     * memory instead of kept in device memory: run.stream = on or off, or (auto) whether they,
+     * a batch's work space (batch_bytes, PtychoEngine::batch_bytes) and a margin (5 % of the
+     * device, at least 512 MiB) exceed the device's free memory, counting the resident share
+     * this replaces (held_bytes). The model is allocated by now, so free memory accounts for it.
+     * stream_note() says what was decided and why.
+     */
+    bool stream_patterns(std::size_t pattern_bytes, std::size_t batch_bytes, std::size_t held_bytes) {
+        const auto gib = [](double bytes) { return bytes / 1073741824.0; };
+        char why[320];
+        stream_note_.clear();
+        if (stream_mode_ == TuningSwitch::off) return false;
+        if (stream_mode_ == TuningSwitch::on) {
+            std::snprintf(why, sizeof why, "run.stream = on (%.2f GiB of patterns)", gib(static_cast<double>(pattern_bytes)));
+        } else {
+            std::size_t free = 0, total = 0;
+            EF_CUDA_CHECK(cudaSetDevice(device_));
+            EF_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+            const std::size_t margin = std::max<std::size_t>(std::size_t(512) << 20, total / 20);
+            if (pattern_bytes + batch_bytes + margin <= free + held_bytes) return false;
+            std::snprintf(why, sizeof why,
+                          "run.stream = auto: %.2f GiB of patterns + %.2f GiB of batch work space + a %.2f GiB margin "
+                          "> %.2f GiB free on the device",
+                          gib(static_cast<double>(pattern_bytes)), gib(static_cast<double>(batch_bytes)),
+                          gib(static_cast<double>(margin)), gib(static_cast<double>(free + held_bytes)));
+        }
+        stream_note_ = "gpu " + std::to_string(device_) + ": patterns streamed per batch from page-locked host memory, " +
+                       "uploads overlapped with compute (" + why + ")";
+        return true;
+    }
+    /// Page-locked room for the share (count floats), which the engine fills.
+    float* stream_host(std::size_t count) {
+        synchronize();
+        return pattern_stream_.host(count);
+    }
+    /// Queues the upload of the batch's rows (n floats each) on the copy stream; its device slot.
+    const float* stream_batch(const std::int64_t* rows, std::int64_t b, std::int64_t n) {
+        return pattern_stream_.queue(stream_, rows, b, n);
+    }
+    /// The compute stream waits for the last stream_batch()'s upload.
+    void stream_wait() {
+        mark("stream wait");
+        pattern_stream_.wait(stream_);
+    }
+    const std::string& stream_note() const { return stream_note_; }
+    ReconStreamTiming stream_timing() {
+        synchronize();
+        ReconStreamTiming t;
+        t.batches = pattern_stream_.batches();
+        t.bytes = pattern_stream_.bytes();
+        t.upload = pattern_stream_.upload_seconds();
+        t.wait = pattern_stream_.wait_seconds();
+        return t;
     }
 
     std::vector<char> device_sum_id() {
@@ -880,6 +940,9 @@ class CudaBackend {
     bool window_ = true;           // window-resident passes where the window fits
     bool window_scratch_ = true;   // their scratch in shared memory where it fits
     bool window_clusters_ = true;  // mode groups as thread-block clusters where they fit
+    TuningSwitch stream_mode_ = TuningSwitch::automatic;  // run.stream
+    PatternStream pattern_stream_;  // streamed patterns (stream_patterns())
+    std::string stream_note_;
     int sms_ = 1;
     int smem_optin_ = 0;  // shared memory a block may opt in to
     std::string name_;

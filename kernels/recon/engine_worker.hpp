@@ -44,11 +44,27 @@ class EngineWorker final : public ReconWorker {
    public:
     EngineWorker(WorkerKind kind, std::string description, std::unique_ptr<Backend> be, const ReconWorkerOptions& o)
         : kind_(kind), description_(std::move(description)), be_(std::move(be)),
-          engine_(*be_, engine_dims(o), engine_options(o)) {}
+          engine_(*be_, engine_dims(o), engine_options(o)), stream_(o.stream) {
+        engine_.set_batch_hint(o.batch);
+    }
 
     WorkerKind kind() const override { return kind_; }
     std::string describe() const override { return description_; }
     void set_patterns(std::int64_t count, const float* data) override { engine_.set_patterns(count, data); }
+    std::string pattern_residence() const override {
+        if constexpr (requires { be_->stream_note(); })
+            return be_->stream_note();
+        else if (stream_ == TuningSwitch::on)
+            return "run.stream = on: ignored by CPU workers (streaming is a GPU feature; their patterns are in "
+                   "host memory already)";
+        return {};
+    }
+    ReconStreamTiming stream_timing() override {
+        if constexpr (requires { be_->stream_timing(); })
+            return be_->stream_timing();
+        else
+            return {};
+    }
     void set_object(const std::vector<double>& p0, const std::vector<double>& p1) override {
         engine_.set_object(p0, p1);
     }
@@ -138,6 +154,7 @@ class EngineWorker final : public ReconWorker {
     std::string description_;
     std::unique_ptr<Backend> be_;
     PtychoEngine<T, Backend> engine_;
+    TuningSwitch stream_;     // run.stream
     std::size_t stamps_ = 0;  // deferred steps: time stamps taken
 };
 

@@ -125,22 +125,61 @@ class PtychoEngine {
     Backend& backend() { return be_; }
 
     /// The rank's share of patterns, count x n, FFT order (kept in slot order for the
-    /// window-resident passes).
+    /// window-resident passes): in the backend's memory, or, where the backend streams them
+    /// (the GPU's run.stream), in its page-locked host memory, copied batch by batch.
     void set_patterns(std::int64_t count, const float* host) {
         const size_t total = static_cast<size_t>(count * d_.n());
-        patterns_.resize(total);
+        float* dst = nullptr;
+        std::vector<float> slots;
+        streamed_ = false;
+        if constexpr (kStreams) {
+            const std::int64_t b = std::min<std::int64_t>(std::max<std::int64_t>(batch_hint_, 1), count);
+            streamed_ = be_.stream_patterns(total * sizeof(float), batch_bytes(b), patterns_.size() * sizeof(float));
+            if (streamed_) {
+                patterns_.resize(0);
+                dst = be_.stream_host(total);
+                if (!window_n_ && total) std::memcpy(dst, host, total * sizeof(float));
+            }
+        }
+        if (!streamed_) patterns_.resize(total);
         if (window_n_) {
-            std::vector<float> slots(total);
+            if (!dst) {
+                slots.resize(total);
+                dst = slots.data();
+            }
             const std::int64_t n = d_.n();
             for (std::int64_t i = 0; i < count; ++i)
                 for (int s = 0; s < static_cast<int>(n); ++s)
-                    slots[static_cast<size_t>(i * n + s)] = host[i * n + window_freq_of_slot(s)];
-            be_.upload(patterns_.data(), slots.data(), total);
-        } else {
+                    dst[static_cast<size_t>(i * n + s)] = host[i * n + window_freq_of_slot(s)];
+            if (!streamed_) be_.upload(patterns_.data(), slots.data(), total);
+        } else if (!streamed_) {
             be_.upload(patterns_.data(), host, total);
         }
         pattern_count_ = count;
     }
+    /// Positions per mini-batch over all ranks (an upper bound of this rank's), for the memory
+    /// estimate of set_patterns().
+    void set_batch_hint(std::int64_t b) { batch_hint_ = b; }
+    /// Whether the last set_patterns() left the patterns in host memory, streamed per batch.
+    bool streamed() const { return streamed_; }
+    /**
+     * Device bytes of a batch of b positions beyond the model: the work space of
+     * ensure_workspace(), the window passes' mode-group parts (at most K groups), the ramps and
+     * about one more b K n tensor for cuFFT's work area. An estimate, for set_patterns().
+     */
+    std::size_t batch_bytes(std::int64_t b) const {
+        const auto kn = static_cast<std::size_t>(b * d_.modes * d_.n()), bn = static_cast<std::size_t>(b * d_.n());
+        const auto S = static_cast<std::size_t>(o_.slices);
+        std::size_t complex = kn * (2 + (o_.subpixel ? 1 : 0) + (S - 1)) + S * bn +
+                              static_cast<std::size_t>(b * (d_.h + d_.w));
+        std::size_t real = bn;
+        if (window_n_ && d_.modes > 1) {
+            complex += kn;
+            real += kn;
+        }
+        return complex * sizeof(C) + real * sizeof(T);
+    }
+
     /// The window size of the window-resident passes (0: the transform-per-pass sequence).
     int window_size() const { return window_n_; }
     std::int64_t pattern_count() const { return pattern_count_; }
@@ -231,8 +270,9 @@ class PtychoEngine {
         std::vector<Sum2> pg(position_grad && gp_fft && !pos_sink ? static_cast<size_t>(b) : 0);
         Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
         be_.mark("modulus");
+        const float* patterns = batch_patterns();
         be_.reduce_groups(b, n,
-                          ModulusGradient<T>{d_, o_.loss, patterns_.data(), pattern_of_.data(), psi_.data()},
+                          ModulusGradient<T>{d_, o_.loss, patterns, pattern_of_.data(), psi_.data()},
                           sink ? sink : per.data(), sink != nullptr);
         be_.mark("ifft far field");
         be_.fft(psi_.data(), b * K, true);
@@ -712,7 +752,10 @@ class PtychoEngine {
         unsigned char* h = stage_host_.data();
         std::memcpy(h + o_crop, crop.data(), crop.size() * sizeof(int));
         std::memcpy(h + o_shift, shift.data(), shift.size() * sizeof(T));
-        std::memcpy(h + o_pat, batch.pattern_of.data(), b * sizeof(std::int64_t));
+        if (streamed_)  // the batch's rows in the slot, in batch order (stream_batch())
+            for (size_t j = 0; j < b; ++j) reinterpret_cast<std::int64_t*>(h + o_pat)[j] = static_cast<std::int64_t>(j);
+        else
+            std::memcpy(h + o_pat, batch.pattern_of.data(), b * sizeof(std::int64_t));
         std::memcpy(h + o_start, start.data(), start.size() * sizeof(int));
         std::memcpy(h + o_items, items.data(), items.size() * sizeof(int));
         be_.upload_staged(stage_dev.data(), h, bytes);  // through page-locked memory on the GPU; no wait
@@ -722,6 +765,18 @@ class PtychoEngine {
         pattern_of_.p = reinterpret_cast<std::int64_t*>(dv + o_pat);
         row_start_.p = reinterpret_cast<int*>(dv + o_start);
         row_items_.p = reinterpret_cast<int*>(dv + o_items);
+        batch_patterns_ = patterns_.data();
+        if constexpr (kStreams)
+            if (streamed_)
+                batch_patterns_ = be_.stream_batch(batch.pattern_of.data(), static_cast<std::int64_t>(b), d_.n());
+    }
+    /// The batch's patterns for the kernels that read them: the resident share, or the
+    /// streamed batch's slot once its copy is in (the compute stream waits for it here, as late
+    /// as possible, so that the copy overlaps the work queued before).
+    const float* batch_patterns() {
+        if constexpr (kStreams)
+            if (streamed_) be_.stream_wait();
+        return batch_patterns_;
     }
 
     /// The object gather from the patch gradients, then the gradient buffer to where the
@@ -802,9 +857,10 @@ class PtychoEngine {
             pg_part_.resize(static_cast<size_t>(b * G));
         Sum2* const pg_out = pos_sink ? pos_sink : pg.data();
         Sum2* const pg_part_out = pos_sink ? pg_part_.data() : pg_part.data();
+        const float* patterns = batch_patterns();
         be_.mark("window forward");
         WindowForward<T, N> fwd{d_, o_.loss, shifted, twiddle_.data(), probe_.data(), spec_slots_.data(),
-                                ramp_.data(), object_.data(), crop_.data(), patterns_.data(),
+                                ramp_.data(), object_.data(), crop_.data(), patterns,
                                 pattern_of_.data(), psi_.data(), factor_.data(), pshift_.data()};
         fwd.groups = G;
         fwd.inten_part = inten_part_.data();
@@ -816,7 +872,7 @@ class PtychoEngine {
         if (G > 1 && !clusters) {
             be_.mark("window modulus");
             be_.reduce_groups(b, n,
-                              WindowModulus<T, N>{o_.loss, G, inten_part_.data(), patterns_.data(), pattern_of_.data(),
+                              WindowModulus<T, N>{o_.loss, G, inten_part_.data(), patterns, pattern_of_.data(),
                                                   factor_.data()},
                               per_out, sink != nullptr);
         }
@@ -893,8 +949,17 @@ class PtychoEngine {
     Backend& be_;
     PtychoDims d_;
     EngineOptions o_;
-    Buffer<float> patterns_;
+    Buffer<float> patterns_;  // the resident share (empty when streamed)
     std::int64_t pattern_count_ = 0;
+    /// Backends that can keep the patterns in host memory and copy them batch by batch.
+    static constexpr bool kStreams = requires(Backend& be, const std::int64_t* rows) {
+        be.stream_patterns(std::size_t{}, std::size_t{}, std::size_t{});
+        be.stream_batch(rows, std::int64_t{}, std::int64_t{});
+        be.stream_wait();
+    };
+    bool streamed_ = false;
+    std::int64_t batch_hint_ = 0;
+    const float* batch_patterns_ = nullptr;  // the staged batch's patterns (stage_batch())
     Buffer<T> p0_, p1_, m0_, v0_, m1_, v1_;
     Buffer<C> object_, probe_, probe_spec_, probe_tmp_;
     Buffer<C> spec_slots_;  // the window passes' copy of probe_spec_, slot order

@@ -169,6 +169,10 @@ EF_RECON_COMM_TRACE=1 ensemblefit reconstruct bench.ini --output.file bench_1.h5
 # deferred steps, beside them in the same run.
 step "ensemblefit, 1 GPU, per-batch steps (tuning.deferred = off)"
 ensemblefit reconstruct bench.ini --tuning.deferred off --output.file perbatch_1.h5; check
+# Streamed patterns (run.stream = on: page-locked host memory, each batch's copied beside the
+# compute; issue 25's data larger than the GPU): the overhead against bench_1, and the same bits.
+step "ensemblefit, 1 GPU, streamed patterns (run.stream = on)"
+ensemblefit reconstruct bench.ini --run.stream on --output.file stream_1.h5 | grep -E "streamed|per iteration"; check
 if [ "${ONLY_SCALING:-0}" != 1 ]; then
 # The same run with the previous sequence, cuFFT batched FFTs and element-wise passes
 # (tuning.window = off), then where the GPU time goes (EF_RECON_PHASES=1: events between the
@@ -218,6 +222,8 @@ def diff(a, b):
         x, y = a[k][...], b[k][...]
         out.append(f"{k} {'bitwise' if np.array_equal(x, y) else f'{np.abs(x - y).max() / np.abs(y).max():.2e}'}")
     return ", ".join(out)
+if glob.glob("stream_1.h5"):
+    print("1 GPU, streamed vs resident patterns: " + diff(h5py.File("stream_1.h5", "r"), h5py.File("bench_1.h5", "r")))
 for f in sorted(glob.glob("perbatch_*.h5")):
     g = f[9:-3]
     print(f"{g} GPU(s), deferred vs per-batch: " + diff(h5py.File(f"bench_{g}.h5", "r"), h5py.File(f, "r")))
@@ -260,6 +266,7 @@ for f in sorted(glob.glob("bench_*.h5"), key=lambda p: int(p[6:-3])):
     print(json.dumps(r))
 one_gpu = None
 for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (tuning.window = off)"),
+                   ("stream_1.h5", "streamed patterns (run.stream = on)"),
                    ("perbatch_1.h5", "per-batch steps (tuning.deferred = off)"),
                    ("perbatch_4.h5", "per-batch steps (tuning.deferred = off), 4 GPUs"),
                    ("nccl_2.h5", "NCCL sums (run.allreduce = nccl), 2 GPUs"),
@@ -280,6 +287,9 @@ for f, variant in (("passes_1.h5", "cuFFT and element-wise passes (tuning.window
     elif f.startswith("nccl"):
         if base:
             r["strong_scaling_efficiency"] = base / (g * s)
+    elif f.startswith("stream"):
+        if base:
+            r["overhead_vs_resident"] = s / base - 1
     elif g == 1:
         one_gpu = s
     elif one_gpu:  # against the same variant on 1 GPU (perbatch_1 before perbatch_4)

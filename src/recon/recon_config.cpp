@@ -85,6 +85,9 @@ const KeyInfo kKeys[] = {
                               "from libnccl.so.2) sums on the GPUs when every rank is a GPU worker; peer sums "
                               "by direct loads between the GPUs of one host (CUDA IPC, NCCL starts it); auto = "
                               "peer when possible, else nccl, else MPI over host buffers"},
+    {"run.stream", "auto", "auto | on | off: GPU workers keep the patterns in page-locked host memory and copy each "
+                           "mini-batch's to the device beside the compute (the same results); auto = when the "
+                           "patterns do not fit the GPU's free memory; CPU workers ignore it"},
     {"output.file", "", "HDF5 result: /object, /probe, /positions, /loss, /timing"},
     {"output.previews", "true", "write PNG previews next to the output (phase, amplitude, probe)"},
     {"output.report_every", "0", "iterations between progress lines (0 = about 20 lines)"},
@@ -292,6 +295,7 @@ void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
     cfg.balance = r.choice("run.balance", {"throughput", "equal"});
     cfg.fft_measure = r.choice("run.fft_planning", {"estimate", "measure"}) == "measure";
     cfg.allreduce = r.choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
+    cfg.stream = r.tuning_switch("run.stream");
 
     cfg.output_file = r.get("output.file");
     if (cfg.output_file.empty()) throw usage_error(cfg.config_file + ": missing required key 'output.file'");
@@ -350,7 +354,7 @@ std::string ReconConfig::resolved_text() const {
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)
        << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads << "\nbind = " << bind
        << "\nbalance = " << balance << "\nfft_planning = " << (fft_measure ? "measure" : "estimate")
-       << "\nallreduce = " << allreduce
+       << "\nallreduce = " << allreduce << "\nstream = " << sw(stream)
        << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")
        << "\nreport_every = " << report_every << "\ncheckpoint_every = " << checkpoint_every
        << "\ncheckpoint_minutes = " << fmt(checkpoint_minutes)

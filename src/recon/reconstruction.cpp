@@ -149,6 +149,8 @@ ReconWorkerOptions Reconstruction::worker_options(int device) const {
     wo.device = device;
     wo.fft_measure = cfg_.fft_measure;
     wo.tuning = cfg_.tuning;
+    wo.stream = cfg_.stream;
+    wo.batch = schedule_->strata();
     wo.peer_trace = diagnostics().recon_peer_trace;
     wo.phase_trace = diagnostics().recon_phases;
     return wo;
@@ -275,6 +277,19 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     my_first_ = p0;
     my_count_ = p1 - p0;
     if (!have_mean_) read_mean_pattern(share);
+    report_residence();
+}
+
+/// Where the worker keeps the patterns, when it says (streamed from host memory, and why), once
+/// per change; a CPU worker's note (run.stream = on ignored) from rank 0 only.
+void Reconstruction::report_residence() {
+    const std::string note = worker_->pattern_residence();
+    if (note == residence_) return;
+    residence_ = note;
+    if (note.empty() || (worker_->kind() == WorkerKind::cpu && !ctx_.is_root())) return;
+    if (ctx_.size() > 1) std::printf("rank %d: ", ctx_.rank());
+    std::printf("%s\n", note.c_str());
+    std::fflush(stdout);
 }
 
 /// The mean pattern (FFT order) over all ranks: the probe's first guess and its power.

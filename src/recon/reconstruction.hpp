@@ -109,6 +109,7 @@ class Reconstruction {
     void sync_positions();
     void rebalance();
     void load_share(const std::vector<std::int64_t>& bounds);
+    void report_residence();
     std::int64_t gradient_doubles(bool with_probe) const;
 
     // ---- checkpoints, --resume, graceful stop (recon_checkpoint.cpp) ---------------------------
@@ -129,6 +130,7 @@ class Reconstruction {
     void write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe);
     void print_traces() const;
     void report_timing();
+    void print_stream_timing(const ReconStreamTiming& s) const;
     double seconds_per_iteration() const;
 
     const ReconRunOptions& opt_;
@@ -152,6 +154,7 @@ class Reconstruction {
     std::vector<double> mean_pattern_;
     double mean_total_ = 0;
     bool have_mean_ = false;
+    std::string residence_;  // the worker's last pattern_residence() note (report_residence())
     std::vector<double> pos_m_, pos_v_;  // the positions' Adam moments
     std::vector<Complex> truth_;
     int roi_[4] = {0, 0, 0, 0};

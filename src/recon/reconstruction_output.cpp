@@ -43,8 +43,11 @@ std::vector<std::uint64_t> dims(std::initializer_list<std::int64_t> sizes) {
 }
 
 /// The reconstruction's own columns of /timing beside the run layer's counts.
+/// upload_seconds, upload_wait_seconds: patterns streamed to a GPU per batch (run.stream), the
+/// uploads' device time and the compute stream's wait for them (the part not hidden; it is
+/// counted as io, not compute).
 const TimingColumns kColumns{"positions", "batches", "allreduce_calls", "allreduce_bytes",
-                             {"gradient_seconds", "traffic_bytes"}};
+                             {"gradient_seconds", "traffic_bytes", "upload_seconds", "upload_wait_seconds"}};
 
 /// The scan's geometry as attributes of /positions: counts and shapes as integers, the scanned
 /// extent (y min, y max, x min, x max, input frame) and the median step between consecutive
@@ -236,6 +239,17 @@ void Reconstruction::print_traces() const {
                      deferred_trace_[4], deferred_trace_[5]);
 }
 
+/// Streamed patterns (run.stream): what was uploaded, the uploads' device time, and how much of
+/// it compute hid (the compute stream's wait is what it did not).
+void Reconstruction::print_stream_timing(const ReconStreamTiming& s) const {
+    if (s.batches == 0) return;
+    std::printf("%sstreamed patterns: %lld batches, %.3f GB uploaded in %.3f s of copy time (%.1f GB/s); compute "
+                "waited %.3f s for them (%.0f %% of the upload time hidden)\n",
+                ctx_.size() > 1 ? ("rank " + std::to_string(ctx_.rank()) + ": ").c_str() : "",
+                static_cast<long long>(s.batches), s.bytes / 1e9, s.upload, s.upload > 0 ? s.bytes / s.upload / 1e9 : 0.0,
+                s.wait, s.upload > 0 ? 100.0 * std::max(0.0, 1.0 - s.wait / s.upload) : 100.0);
+}
+
 /// The mean seconds per iteration without the first (planning, warm-up) when there are more.
 double Reconstruction::seconds_per_iteration() const {
     const auto& its = iteration_seconds_;
@@ -302,7 +316,11 @@ void Reconstruction::report_timing() {
     mine.units = batches_done_;
     mine.mpi_calls = allreduce_calls_;
     mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
-    mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_)};
+    const ReconStreamTiming streamed = worker_->stream_timing();
+    timer_.move(Phase::compute, Phase::io, streamed.wait);
+    print_stream_timing(streamed);
+    mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_), streamed.upload,
+                  streamed.wait};
     const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
     const KernelTally* tally = worker_->kernel_tally();
     const bool gpu = worker_->kind() == WorkerKind::gpu;

@@ -74,6 +74,7 @@ struct ReconConfig {
     std::string balance = "throughput";  ///< throughput | equal
     bool fft_measure = false;            ///< fft_planning = estimate | measure
     std::string allreduce = "auto";      ///< auto | mpi | nccl
+    TuningSwitch stream = TuningSwitch::automatic;  ///< [run] stream: GPU patterns streamed per batch (auto: when they do not fit)
 
     // [output]
     std::string output_file;

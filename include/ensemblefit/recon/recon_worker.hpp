@@ -32,6 +32,10 @@ struct ReconWorkerOptions {
     int device = 0;                 ///< GPU ordinal (CUDA)
     bool fft_measure = false;       ///< FFTW_MEASURE planning (CPU), else FFTW_ESTIMATE
     ReconTuning tuning;
+    /// [run] stream: the GPU worker's patterns in device memory (off), streamed per batch from
+    /// page-locked host memory (on), or streamed when they do not fit (automatic). CPU: ignored.
+    TuningSwitch stream = TuningSwitch::automatic;
+    std::int64_t batch = 0;  ///< positions per mini-batch, all ranks (the GPU's memory estimate)
     // Print-only diagnostics (ef::diagnostics(), read by the host program and handed down):
     bool peer_trace = false;   ///< EF_RECON_PEER_TRACE: the GPU peer sums' barrier and load times
     bool phase_trace = false;  ///< EF_RECON_PHASES: the GPU time per engine phase, when the worker ends
@@ -73,6 +77,14 @@ struct ReconDeferredResults {
     std::vector<double> gap;        ///< device idle before the batch (0 for the first)
 };
 
+/// Patterns streamed to the device batch by batch (GPU workers, run.stream): totals so far.
+struct ReconStreamTiming {
+    std::int64_t batches = 0;  ///< batches whose patterns were uploaded (0: resident patterns)
+    double bytes = 0;          ///< bytes uploaded
+    double upload = 0;         ///< device seconds of the uploads (on their copy stream)
+    double wait = 0;           ///< seconds the compute stream waited for them: what compute did not hide
+};
+
 /**
  * Runs mini-batch steps of a ptychographic reconstruction on one device: the rank's share of
  * the patterns, the object, the probe and the Adam moments live in the device's memory, and a
@@ -93,6 +105,11 @@ class ReconWorker {
     virtual std::string describe() const = 0;
 
     virtual void set_patterns(std::int64_t count, const float* fft_order) = 0;
+    /// Where the last set_patterns() put the patterns, when that needs saying (a GPU worker
+    /// streaming them, and why; run.stream = on on a CPU worker); empty otherwise.
+    virtual std::string pattern_residence() const { return {}; }
+    /// The uploads of streamed patterns so far (waits for the device).
+    virtual ReconStreamTiming stream_timing() { return {}; }
     virtual void set_object(const std::vector<double>& p0, const std::vector<double>& p1) = 0;
     virtual void object(std::vector<double>& p0, std::vector<double>& p1) = 0;
     virtual std::vector<std::complex<double>> complex_object() = 0;
