@@ -10,26 +10,41 @@
 
 namespace ef {
 
+/**
+ * The bookkeeping between two passes over the points (normal_on_jacobian, normal_on_residuals)
+ * and each damped solve (damped_step) are calls on the device, not inlined: the replica's state
+ * then lies in the thread's local memory (read and written O(K^2) times per iteration, against
+ * O(n K^2) arithmetic per pass), and the registers go to what each part needs at once: the
+ * accumulators and the model's duals in a pass, the Cholesky factor in a solve. Inlined, all
+ * of it was live together and a 16-parameter float fit spilled (255 registers, 3.5 KB of spill
+ * stores; perf/RESULTS.md). The host inlines as before; the bits are the same either way.
+ */
+#ifdef __CUDACC__
+#define EF_NORMAL_OUT_OF_LINE __noinline__
+#else
+#define EF_NORMAL_OUT_OF_LINE inline
+#endif
+
 /// Most parameters (fixed ones included) the normal-equations solver takes.
 inline constexpr int kNormalMaxParams = 16;
 
 /**
- * The normal-equations LM (`[fit] solver = normal`, and every `precision = float` fit): the
- * same bounded Levenberg–Marquardt as lm.hpp (Moré scaling, active set at the bounds, projected
- * trials, Nielsen's damping, MINPACK's three tests), but each Jacobian is never stored. One pass
- * over the points accumulates chi^2, g = J^T W r and A = J^T W J (K (K + 1) / 2 numbers) from
- * dual numbers, and steps solve (A + lambda D^2) step = -g by Cholesky. A replica's whole state
- * is a few dozen numbers, so a GPU thread keeps it in registers and a million replicas need no
- * scratch beyond their data: this is the solver for many small fits. The price is the squared
- * condition number of A. In double that still left all 27 NIST problems at 6 certified digits
- * or more; in float the stiff ones (Lanczos, Bennett5, Hahn1, ENSO) fall below 4, so the QR
+ * The normal-equations LM (`[fit] solver = normal`, and every `precision = float` fit): the same
+ * bounded Levenberg–Marquardt as lm.hpp (Moré scaling, active set at the bounds, projected trials,
+ * Nielsen's damping, MINPACK's three tests), but each Jacobian is never stored. One pass over the
+ * points accumulates chi^2, g = J^T W r and A = J^T W J (K (K + 1) / 2 numbers) from dual numbers,
+ * and steps solve (A + lambda D^2) step = -g by Cholesky. A replica's whole state is a few hundred
+ * numbers at most, so a GPU thread keeps it in registers and local memory and a million replicas
+ * need no scratch beyond their data: this is the solver for many small fits. The price is the
+ * squared condition number of A. In double that still left all 27 NIST problems at 6 certified
+ * digits or more; in float the stiff ones (Lanczos, Bennett5, Hahn1, ENSO) fall below 4, so the QR
  * solver stays the default.
  *
  * Real is double or float; arithmetic on the data, the Jacobian and the normal equations is in
  * Real, the damping bookkeeping in double. Transcendentals in float come from ef::math's double
  * kernels rounded to float (dual.hpp; exp through math::exp_float), so host and device give the
- * same bits in both precisions. With float the tolerances are raised to what float can
- * resolve: ftol >= 8 eps, xtol >= 16 eps.
+ * same bits in both precisions. With float the tolerances are raised to what float can resolve:
+ * ftol >= 8 eps, xtol >= 16 eps.
  */
 template <class Real>
 struct NormalFitData {
@@ -51,13 +66,13 @@ std::vector<Real> normal_inv_sigma(const Vec& sigma) {
 }
 
 /**
- * One replica's normal-equations LM between model evaluations, in "slot" space: slot j holds
- * one parameter (the driver decides which; fixed parameters may sit in non-free slots). Plain
- * data indexed by compile-time slot numbers, so a GPU thread keeps it in registers, and a
- * batched driver keeps one per replica in memory. The protocol mirrors lm.hpp's: normal_begin,
- * then for LmRequest::jacobian the caller writes chi2, A (packed lower triangle) and g at p and
- * calls normal_on_jacobian; for LmRequest::residuals it computes chi^2 at pt and calls
- * normal_on_residuals.
+ * One replica's normal-equations LM between model evaluations, in "slot" space: slot j holds one
+ * parameter (the driver decides which; fixed parameters may sit in non-free slots). Plain data
+ * indexed by compile-time slot numbers, so a GPU thread keeps it in registers or local memory
+ * (EF_NORMAL_OUT_OF_LINE), and a batched driver keeps one per replica in memory. The protocol
+ * mirrors lm.hpp's: normal_begin, then for LmRequest::jacobian the caller writes chi2, A (packed
+ * lower triangle) and g at p and calls normal_on_jacobian; for LmRequest::residuals it computes
+ * chi^2 at pt and calls normal_on_residuals.
  */
 template <class Real, int K>
 struct NormalLmState {
@@ -75,8 +90,11 @@ namespace lm_normal_detail {
 EF_HD constexpr int tri(int a, int b) { return a * (a + 1) / 2 + b; }
 
 /**
- * chi^2, g and A at p. Dual slot q is parameter q; fixed parameters (and slots past P) are not
- * seeded, so their rows of A and g stay zero. False if anything is non-finite.
+ * chi^2, g and A at p, in one pass over the points: the model is evaluated on duals at every
+ * point and its Jacobian row folded into local accumulators (registers on the device, where
+ * the replica's state lies in local memory: EF_NORMAL_OUT_OF_LINE), stored into A and g at the
+ * end. Dual slot q is parameter q; fixed parameters (and slots past P) are not seeded, so
+ * their rows of A and g stay zero. False if anything is non-finite.
  */
 template <class Real, int K, class Model>
 EF_HD bool accumulate(const Model& m, const NormalFitData<Real>& d, const Real* p, const bool* free, Real* A,
@@ -90,10 +108,11 @@ EF_UNROLL
         for (int k = 0; k < K; ++k) pd[q].d[k] = (k == q && free[q]) ? Real(1) : Real(0);
     }
     m.prepare(pd, static_cast<D*>(nullptr));
+    Real a_sum[K * (K + 1) / 2], g_sum[K];
 EF_UNROLL
-    for (int a = 0; a < K * (K + 1) / 2; ++a) A[a] = 0;
+    for (int a = 0; a < K * (K + 1) / 2; ++a) a_sum[a] = 0;
 EF_UNROLL
-    for (int a = 0; a < K; ++a) g[a] = 0;
+    for (int a = 0; a < K; ++a) g_sum[a] = 0;
     Real s = 0;
     for (int i = 0; i < d.n; ++i) {
         const Real wi = d.w ? d.w[i * d.stride] : Real(1);
@@ -109,11 +128,15 @@ EF_UNROLL
 EF_UNROLL
         for (int a = 0; a < K; ++a) {
             const Real wj = wi * j[a];
-            g[a] += wj * r;
+            g_sum[a] += wj * r;
 EF_UNROLL
-            for (int b = 0; b <= a; ++b) A[tri(a, b)] += wj * j[b];
+            for (int b = 0; b <= a; ++b) a_sum[tri(a, b)] += wj * j[b];
         }
     }
+EF_UNROLL
+    for (int a = 0; a < K * (K + 1) / 2; ++a) A[a] = a_sum[a];
+EF_UNROLL
+    for (int a = 0; a < K; ++a) g[a] = g_sum[a];
     chi2 = s;
     bool ok = isfinite(s);
 EF_UNROLL
@@ -179,7 +202,8 @@ EF_UNROLL
 
 /// (A + lambda D^2) over the active slots, identity elsewhere; solves for -g. False if singular.
 template <class Real, int K>
-EF_HD bool damped_step(const Real* A, const Real* g, const Real* dsc, const bool* act, double lambda, Real* step) {
+EF_HD EF_NORMAL_OUT_OF_LINE bool damped_step(const Real* A, const Real* g, const Real* dsc, const bool* act,
+                                             double lambda, Real* step) {
     Real M[K * (K + 1) / 2];
     Real rhs[K];
 EF_UNROLL
@@ -359,7 +383,7 @@ EF_HD EF_INLINE LmRequest normal_begin(NormalLmState<Real, K>& st, const LmSetti
 
 /// After a requested Jacobian: st.chi2, st.A, st.g hold the values at st.p; `ok` = all finite.
 template <class Real, int K>
-EF_HD EF_INLINE LmRequest normal_on_jacobian(NormalLmState<Real, K>& st, const LmSettings& s, bool ok) {
+EF_HD EF_NORMAL_OUT_OF_LINE LmRequest normal_on_jacobian(NormalLmState<Real, K>& st, const LmSettings& s, bool ok) {
     using namespace lm_normal_detail;
     st.last_ok = ok ? 1 : 0;
     if (!ok) st.status = static_cast<int>(ReplicaStatus::failed);
@@ -373,7 +397,7 @@ EF_HD EF_INLINE LmRequest normal_on_jacobian(NormalLmState<Real, K>& st, const L
 /// After requested trial chi^2 at st.pt (`finite`: it is). `reduction`, when not NaN, is the
 /// caller's more accurate chi2 - chi2t (computed from differences, not from the two totals).
 template <class Real, int K>
-EF_HD EF_INLINE LmRequest normal_on_residuals(NormalLmState<Real, K>& st, bool finite, Real chi2t,
+EF_HD EF_NORMAL_OUT_OF_LINE LmRequest normal_on_residuals(NormalLmState<Real, K>& st, bool finite, Real chi2t,
                                               double reduction = NAN) {
     return lm_normal_detail::judge(st, finite, chi2t, reduction);
 }
