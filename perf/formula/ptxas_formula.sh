@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Registers, spills and stack frame of the GPU per-replica fitting kernels at 16 parameters:
-# ptxas -v on kernels/cuda/fit_kernels.cu's own normal_fit_kernel (float and double, the normal
-# solver) and lm_fit_kernel (the qr solver), cut out of that file as they stand (so this never
-# runs a stale copy), instantiated for a formula of 16 parameters compiled as generated code
+# ptxas -v on the build's own normal_fit_kernel (float and double, the normal solver) and
+# lm_fit_kernel (the qr solver) of kernels/cuda/replica_kernels.cuh (the header nvcc, plugins
+# and NVRTC all compile, included here, so this never runs a stale copy), instantiated for a formula of 16 parameters compiled as generated code
 # (the JIT's model, src/model/formula_jit.cpp), interpreted (FormulaModel), and, for comparison,
 # the built-in gaussian2d; --fmad=false as in the build. Needs nvcc and a build tree for the
 # generator (BUILD_DIR/libef_core.so), no GPU.
@@ -21,21 +21,6 @@ PARAMS=$(seq -s, -f 'p%g' 0 15)
 c++ -std=c++20 -I"$SRC" -I"$SRC/include" -I"$BUILD/generated" -o "$WORK/formula_source" \
     "$SRC/perf/formula/formula_source.cpp" -L"$BUILD" -lef_core -Wl,-rpath,"$BUILD"
 
-# kernel NAME: the template definition of __global__ NAME in fit_kernels.cu, from its
-# `template <` line to the first closing brace in column 0.
-kernel() {
-    awk -v name="$1" '
-        /^template </ { head = $0; next }
-        head != "" && $0 ~ ("^__global__ void " name "\\(") { body = 1; print head }
-        { if (!body) head = "" }
-        body { print; if ($0 ~ /^}/) exit }
-    ' "$SRC/kernels/cuda/fit_kernels.cu"
-}
-for k in normal_fit_kernel lm_fit_kernel; do
-    kernel "$k" > "$WORK/$k.inc"
-    grep -q "^}" "$WORK/$k.inc" || { echo "ptxas_formula.sh: cannot find $k in kernels/cuda/fit_kernels.cu" >&2; exit 1; }
-done
-
 NORMAL_ARGS='NormalFitData<REAL>, ParamBoundsView, LmSettings, int, std::uint64_t, const double*, const double*, const std::int64_t*, int, const double*, REAL*, REAL*, double*, double*, std::int64_t*, std::int64_t*, double*'
 QR_ARGS='FitDataView, ParamBoundsView, LmSettings, int, std::uint64_t, const std::int64_t*, int, const double*, double*, double*, double*, size_t, double*, double*, std::int64_t*, std::int64_t*, double*'
 normal() {  # normal REAL K MODEL
@@ -43,16 +28,13 @@ normal() {  # normal REAL K MODEL
 }
 {
     echo '#include <cstdint>'
-    echo '#include "kernels/fit/lm.hpp"'
-    echo '#include "kernels/fit/lm_normal.hpp"'
-    echo '#include "kernels/fit/resample.hpp"'
+    echo '#include "kernels/cuda/replica_kernels.cuh"'
     echo '#include "kernels/models/builtin_models.hpp"'
     echo '#include "kernels/models/formula_model.hpp"'
     echo 'namespace ef {'
     "$WORK/formula_source" cuda-model "$FORMULA" "$PARAMS" x,y
     echo '}  // namespace ef'
     echo 'namespace ef::cuda {'
-    cat "$WORK/normal_fit_kernel.inc" "$WORK/lm_fit_kernel.inc"
     for model in FormulaJitModel FormulaModel; do
         for real in float double; do normal "$real" 16 "$model"; done
         echo "template __global__ void lm_fit_kernel<16, $model>($model, $QR_ARGS);"
