@@ -29,7 +29,7 @@ ok "split sea: pdf and export lhapdf agree to 1e-3 off the grid"
 expect_error 2 "model.sea: 'both' is not allowed" -- "$EF" fit split.ini --model.sea both --output.file bad.h5
 expect_error 2 "model.pdf_norm" -- "$EF" fit split.ini --model.pdf_norm none --output.file bad.h5
 expect_error 2 "missing section \[param.ubar_N\]" -- "$EF" fit sym.ini --model.sea split --output.file bad.h5
-expect_error 2 "has no parameter 'dbar_N'" -- "$EF" fit split.ini --model.sea symmetric --output.file bad.h5
+expect_error 2 "missing section \[param.sea_N\]" -- "$EF" fit split.ini --model.sea symmetric --output.file bad.h5
 expect_error 2 "param.dbar_a.lower" -- "$EF" fit split.ini --param.dbar_a.lower -2.5 --param.dbar_a.fixed false \
     --param.dbar_b.fixed true --output.file bad.h5
 echo "dis_sea: all checks passed"
