@@ -174,7 +174,7 @@ void upload_model(const ModelVariant& host, DeviceModel& dm) {
         f->code = dm.code.data();
         f->constants = dm.doubles_a.data();
     } else if (auto* d = std::get_if<DisMellinModel>(&dm.view)) {
-        const size_t table = static_cast<size_t>(d->points) * d->num_nodes * 2 * dis_mellin::kNumBasis;
+        const size_t table = static_cast<size_t>(d->points) * static_cast<size_t>(d->table_width());
         dm.doubles_a.upload(d->table, table);
         dm.doubles_b.upload(d->nodes, 2 * static_cast<size_t>(d->num_nodes));
         d->table = dm.doubles_a.data();

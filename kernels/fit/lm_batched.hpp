@@ -82,7 +82,7 @@ EF_HD inline void start_slot(const BatchView& b, int s) {
 /// The request point's normalisation (and, for a Jacobian, the point as duals seeded on the
 /// free parameters), stored per slot for the per-node moments.
 template <class Model>
-EF_HD void prepare_slot(const Model& /*m*/, const BatchView& b, int s, int kind) {
+EF_HD void prepare_slot(const Model& m, const BatchView& b, int s, int kind) {
     double* work = b.slot_work(s);
     const double* x = lm_request_point(b.state[s], b.slot_params(s), work, b.n, b.P);
     if (kind == kJacobian) {
@@ -90,9 +90,9 @@ EF_HD void prepare_slot(const Model& /*m*/, const BatchView& b, int s, int kind)
         const int* free_idx = lm_free_index(work, b.n, b.P);
         for (int q = 0; q < b.P; ++q) pd[q] = JDual(x[q]);
         for (int j = 0; j < b.nfree; ++j) pd[free_idx[j]].d[j] = 1.0;
-        b.jnorm[s] = dis_mellin::normalisation(pd);
+        b.jnorm[s] = m.normalisation(pd);
     } else {
-        b.vnorm[s] = dis_mellin::normalisation(x);
+        b.vnorm[s] = m.normalisation(x);
     }
 }
 
@@ -103,9 +103,9 @@ EF_HD void prepare_slot(const Model& /*m*/, const BatchView& b, int s, int kind)
 template <class Model>
 EF_HD void node_columns(const Model& m, const BatchView& b, int s, int kind, int k, double* W, long col0) {
     const long Kt = m.table_width();
-    const int nw = Model::node_width();
+    const int nw = m.node_width();
     if (kind == kJacobian) {
-        JDual out[2 * dis_mellin::kNumBasis];
+        JDual out[Model::kMaxNodeWidth];
         m.prepare_node(b.pd + static_cast<long>(s) * b.P, b.jnorm[s], k, out);
         for (int e = 0; e < nw; ++e) {
             const long kk = Model::table_column_source(k * nw + e);
@@ -113,7 +113,7 @@ EF_HD void node_columns(const Model& m, const BatchView& b, int s, int kind, int
             for (int j = 0; j < b.nfree; ++j) W[(col0 + 1 + j) * Kt + kk] = out[e].d[j];
         }
     } else {
-        double out[2 * dis_mellin::kNumBasis];
+        double out[Model::kMaxNodeWidth];
         const double* x = lm_request_point(b.state[s], b.slot_params(s), b.slot_work(s), b.n, b.P);
         m.prepare_node(x, b.vnorm[s], k, out);
         for (int e = 0; e < nw; ++e) W[col0 * Kt + Model::table_column_source(k * nw + e)] = out[e];

@@ -118,15 +118,15 @@ EF_HD inline void start_slot(const GramView& v, int s) {
 
 /// The request point's normalisation (and, for a Jacobian, the point as seeded duals).
 template <class Model>
-EF_HD void prepare_slot(const Model& /*m*/, const GramView& v, int s, int kind) {
+EF_HD void prepare_slot(const Model& m, const GramView& v, int s, int kind) {
     const double* x = v.slot_params(s);
     if (kind == kJacobian) {
         JDual* pd = v.pd + static_cast<long>(s) * v.P;
         for (int q = 0; q < v.P; ++q) pd[q] = JDual(x[q]);
         for (int j = 0; j < v.nfree; ++j) pd[v.free_idx[j]].d[j] = 1.0;
-        v.jnorm[s] = dis_mellin::normalisation(pd);
+        v.jnorm[s] = m.normalisation(pd);
     } else {
-        v.vnorm[s] = dis_mellin::normalisation(x);
+        v.vnorm[s] = m.normalisation(x);
     }
 }
 
@@ -134,9 +134,9 @@ EF_HD void prepare_slot(const Model& /*m*/, const GramView& v, int s, int kind) 
 template <class Model>
 EF_HD void node_columns(const Model& m, const GramView& v, int s, int kind, int k, double* W, long col0) {
     const long Kt = v.Kt;
-    const int nw = Model::node_width();
+    const int nw = m.node_width();
     if (kind == kJacobian) {
-        JDual out[2 * dis_mellin::kNumBasis];
+        JDual out[Model::kMaxNodeWidth];
         m.prepare_node(v.pd + static_cast<long>(s) * v.P, v.jnorm[s], k, out);
         for (int e = 0; e < nw; ++e) {
             const long kk = Model::table_column_source(k * nw + e);
@@ -144,7 +144,7 @@ EF_HD void node_columns(const Model& m, const GramView& v, int s, int kind, int 
             for (int j = 0; j < v.nfree; ++j) W[(col0 + 1 + j) * Kt + kk] = out[e].d[j];
         }
     } else {
-        double out[2 * dis_mellin::kNumBasis];
+        double out[Model::kMaxNodeWidth];
         m.prepare_node(v.slot_params(s), v.vnorm[s], k, out);
         for (int e = 0; e < nw; ++e) {
             const long kk = Model::table_column_source(k * nw + e);

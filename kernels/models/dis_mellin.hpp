@@ -42,6 +42,18 @@ namespace ef {
  * -c (the contour abscissa) so that the contour passes right of the pole of B(N + a, b + 1);
  * check_dis_mellin_bounds() (src/model/dis_mellin.hpp) enforces it at config time.
  *
+ * Split sea ([model] sea = split; Layout::split): the sea block p[8..12] becomes ubar's
+ * (ubar_N = <x>_ubar, the momentum fraction of ubar alone, and ubar_a..ubar_d), and two blocks
+ * follow the gluon: p[17..21] dbar (dbar_N = <x>_dbar, dbar_a..dbar_d) and p[22..26] s + sbar
+ * (s_N = <x>_{s+sbar}, s_a..s_d), 27 parameters. The quark sea is charge-symmetric (u_sea =
+ * ubar, d_sea = dbar, s = sbar); the momentum sum rule gives the gluon
+ * <x>_g = 1 - <x>_uv - <x>_dv - 2 ubar_N - 2 dbar_N - s_N.
+ *
+ * Coefficients ([model] pdf_norm = coefficients; Layout::coefficients): no sum rule is imposed;
+ * three parameters uv_N, dv_N, g_N follow the others (p[17..19], or p[27..29] when split) and
+ * every _N is the coefficient A of f(x) = A x^a (1-x)^b (1 + c sqrt(x) + d x) itself (the
+ * number density: x f = A x^(a+1) ...), as the Les Houches toy input states its distributions.
+ *
  * Default start values (also the pseudo-data truth; dis_mellin_param_table() has the bounds):
  * u_v (a, b, c, d) = (-0.45, 3.2, 0.5, 3.0), d_v = (-0.4, 4.5, 0.5, 2.0), sea_N = 0.16,
  * sea = (-1.15, 8.0, 0, 0), g = (-0.9, 5.0, 0, 0); momentum fractions u_v 0.319, d_v 0.124,
@@ -54,22 +66,42 @@ constexpr int kDvA = 4;      ///< first of dv_a, dv_b, dv_c, dv_d
 constexpr int kSeaN = 8;     ///< sea momentum fraction
 constexpr int kSeaA = 9;     ///< first of sea_a, sea_b, sea_c, sea_d
 constexpr int kGluonA = 13;  ///< first of g_a, g_b, g_c, g_d
+constexpr int kDbarN = 17;   ///< split sea: dbar_N, then dbar_a .. dbar_d
+constexpr int kStrangeN = 22;  ///< split sea: s_N, then s_a .. s_d
+constexpr int kNumParamsSplit = 27;
 
 /**
  * The moment basis at Q0^2 that the precomputed tables act on: u_v, d_v, the total light sea S
  * and the gluon. The strange sea is a fixed fraction of S, so it needs no column of its own.
+ * With the split sea the basis is u_v, d_v, ubar, g, dbar, s + sbar (kMaxBasis columns): the
+ * first four keep their places, so the symmetric tables are the split ones' first columns'
+ * layout with kNumBasis per node.
  */
 constexpr int kNumBasis = 4;
+constexpr int kMaxBasis = 6;
 constexpr int kBasisUv = 0;
 constexpr int kBasisDv = 1;
-constexpr int kBasisSea = 2;
+constexpr int kBasisSea = 2;  ///< S (symmetric) or ubar (split)
 constexpr int kBasisGluon = 3;
+constexpr int kBasisDbar = 4;     ///< split only
+constexpr int kBasisStrange = 5;  ///< split only: s + sbar
+
+/// The run-time shape of the parameter vector and of the basis (see the layout above).
+struct Layout {
+    int split = 0;         ///< ubar, dbar, s + sbar with shapes of their own
+    int coefficients = 0;  ///< every _N a plain coefficient, no sum rules
+
+    EF_HD int basis() const { return split ? kMaxBasis : kNumBasis; }
+    EF_HD int params() const { return (split ? kNumParamsSplit : kNumParams) + (coefficients ? 3 : 0); }
+    /// Index of uv_N (then dv_N, g_N) in coefficients mode.
+    EF_HD int coefficient_index() const { return split ? kNumParamsSplit : kNumParams; }
+};
 
 /// Per-flavour scale factors that turn shape moments into normalised moments:
 /// q_b(N) = scale[b] * shape_b(N).
 template <class T>
 struct Normalisation {
-    T scale[kNumBasis];
+    T scale[kMaxBasis];
 };
 
 namespace detail {
@@ -166,13 +198,38 @@ EF_HD Complex<T> shape_moment_generic(const Complex<double>& n, const T* shape) 
     return r;
 }
 
+/// Gamma(b + 1) for real b > -1 (the factor shape_moment leaves out), on any scalar type.
+template <class T>
+EF_HD T gamma_of_b1(const T& b) {
+    return real(exp(lgamma(Complex<T>(b + T(1)))));
+}
+
+/// Coefficients mode: scale_b = A_b Gamma(b_b + 1), so q_b(N) = A_b B(N + a, b + 1) (1 + ...).
+template <class T>
+EF_HD Normalisation<T> coefficient_normalisation(const T* p, const Layout& lay) {
+    Normalisation<T> nrm;
+    const int c = lay.coefficient_index();
+    nrm.scale[kBasisUv] = p[c] * gamma_of_b1(p[kUvA + 1]);
+    nrm.scale[kBasisDv] = p[c + 1] * gamma_of_b1(p[kDvA + 1]);
+    nrm.scale[kBasisSea] = p[kSeaN] * gamma_of_b1(p[kSeaA + 1]);
+    nrm.scale[kBasisGluon] = p[c + 2] * gamma_of_b1(p[kGluonA + 1]);
+    if (lay.split) {
+        nrm.scale[kBasisDbar] = p[kDbarN] * gamma_of_b1(p[kDbarN + 2]);
+        nrm.scale[kBasisStrange] = p[kStrangeN] * gamma_of_b1(p[kStrangeN + 2]);
+    }
+    return nrm;
+}
+
 /**
  * The scale factors from the sum rules: u_v(N) = 2 shape(N) / shape(1), d_v(N) = shape(N) /
  * shape(1), S(N) = sea_N shape(N) / shape(2), g(N) = (1 - <x>_uv - <x>_dv - sea_N) shape(N) /
- * shape(2).
+ * shape(2). Split sea: ubar, dbar, s + sbar each normalised to its own _N, and the gluon takes
+ * 1 - <x>_uv - <x>_dv - 2 ubar_N - 2 dbar_N - s_N. The symmetric layout does exactly the
+ * arithmetic it always did (the same bits).
  */
 template <class T>
-EF_HD Normalisation<T> normalisation(const T* p) {
+EF_HD Normalisation<T> normalisation(const T* p, const Layout& lay = Layout{}) {
+    if (lay.coefficients) return coefficient_normalisation(p, lay);
     const Complex<double> one(1.0);
     const Complex<double> two(2.0);
     Normalisation<T> nrm;
@@ -183,21 +240,33 @@ EF_HD Normalisation<T> normalisation(const T* p) {
     const T x_uv = nrm.scale[kBasisUv] * real(shape_moment(two, p + kUvA));
     const T x_dv = nrm.scale[kBasisDv] * real(shape_moment(two, p + kDvA));
     nrm.scale[kBasisSea] = p[kSeaN] / real(shape_moment(two, p + kSeaA));
-    const T x_g = T(1) - x_uv - x_dv - p[kSeaN];
+    T x_sea = p[kSeaN];
+    if (lay.split) {
+        nrm.scale[kBasisDbar] = p[kDbarN] / real(shape_moment(two, p + kDbarN + 1));
+        nrm.scale[kBasisStrange] = p[kStrangeN] / real(shape_moment(two, p + kStrangeN + 1));
+        x_sea = T(2) * p[kSeaN] + T(2) * p[kDbarN] + p[kStrangeN];
+    }
+    const T x_g = T(1) - x_uv - x_dv - x_sea;
     nrm.scale[kBasisGluon] = x_g / real(shape_moment(two, p + kGluonA));
     return nrm;
 }
 
-/// The four basis moments q_b(N) at Q0^2 (u_v, d_v, S, g), normalised by the sum rules.
+/// The basis moments q_b(N) at Q0^2 (u_v, d_v, S, g; split: u_v, d_v, ubar, g, dbar, s+),
+/// normalised by the sum rules (or the coefficients).
 template <class T>
 EF_HD void input_moments(const T* p,
                          const Normalisation<T>& nrm,
                          const Complex<double>& n,
-                         Complex<T>* q) {
+                         Complex<T>* q,
+                         const Layout& lay = Layout{}) {
     q[kBasisUv] = nrm.scale[kBasisUv] * shape_moment(n, p + kUvA);
     q[kBasisDv] = nrm.scale[kBasisDv] * shape_moment(n, p + kDvA);
     q[kBasisSea] = nrm.scale[kBasisSea] * shape_moment(n, p + kSeaA);
     q[kBasisGluon] = nrm.scale[kBasisGluon] * shape_moment(n, p + kGluonA);
+    if (lay.split) {
+        q[kBasisDbar] = nrm.scale[kBasisDbar] * shape_moment(n, p + kDbarN + 1);
+        q[kBasisStrange] = nrm.scale[kBasisStrange] * shape_moment(n, p + kStrangeN + 1);
+    }
 }
 }  // namespace dis_mellin
 
@@ -217,9 +286,10 @@ EF_HD void input_moments(const T* p,
  * 4 (K + 1) on Dual<double, K> (compute-bound for K >= 8 on GPUs).
  *
  * Layouts (interleaved re, im doubles):
- *   table: [points][num_nodes][kNumBasis][2]   (owned by DisMellinTheory)
- *   nodes: [num_nodes][2]                      contour points N_k
- *   ws:    [num_nodes][kNumBasis][2]           scalars of type T, workspace_size() of them
+ *   table: [points][num_nodes][basis][2]   (owned by DisMellinTheory; basis = layout.basis(),
+ *                                           4, or 6 with the split sea)
+ *   nodes: [num_nodes][2]                   contour points N_k
+ *   ws:    [num_nodes][basis][2]            scalars of type T, workspace_size() of them
  * `value` reads only the table row i: `x` (the row x, Q^2, target) is not used, and i must
  * index the data the theory was built from.
  */
@@ -228,14 +298,21 @@ struct DisMellinModel {
     const double* nodes = nullptr;
     int points = 0;
     int num_nodes = 0;
+    dis_mellin::Layout layout;  ///< symmetric sea, sum rules unless the config asks otherwise
 
-    EF_HD int num_params() const { return dis_mellin::kNumParams; }
-    EF_HD int workspace_size() const { return 2 * dis_mellin::kNumBasis * num_nodes; }
+    EF_HD int num_params() const { return layout.params(); }
+    EF_HD int workspace_size() const { return table_width(); }
+
+    /// The sum-rule (or coefficient) scale factors of this layout at p.
+    template <class T>
+    EF_HD dis_mellin::Normalisation<T> normalisation(const T* p) const {
+        return dis_mellin::normalisation(p, layout);
+    }
 
     template <class T>
     EF_HD void prepare(const T* p, T* ws) const {
-        const dis_mellin::Normalisation<T> nrm = dis_mellin::normalisation(p);
-        for (int k = 0; k < num_nodes; ++k) prepare_node(p, nrm, k, ws + 2 * dis_mellin::kNumBasis * k);
+        const dis_mellin::Normalisation<T> nrm = normalisation(p);
+        for (int k = 0; k < num_nodes; ++k) prepare_node(p, nrm, k, ws + node_width() * k);
     }
 
     /// prepare() for contour node k alone (its 2 * kNumBasis workspace scalars), given the
@@ -245,9 +322,10 @@ struct DisMellinModel {
     EF_HD void prepare_node(const T* p, const dis_mellin::Normalisation<T>& nrm, int k, T* out) const {
         using namespace dis_mellin;
         const Complex<double> n(nodes[2 * k], nodes[2 * k + 1]);
-        Complex<T> q[kNumBasis];
-        input_moments(p, nrm, n, q);
-        for (int b = 0; b < kNumBasis; ++b) {
+        Complex<T> q[kMaxBasis];
+        input_moments(p, nrm, n, q, layout);
+        const int nb = layout.basis();
+        for (int b = 0; b < nb; ++b) {
             out[2 * b] = q[b].re;
             out[2 * b + 1] = q[b].im;
         }
@@ -260,14 +338,16 @@ struct DisMellinModel {
      * (points x table_width) table with the u columns of all replicas and all derivative
      * directions gives every prediction and Jacobian column at once.
      */
-    EF_HD int table_width() const { return 2 * dis_mellin::kNumBasis * num_nodes; }
+    EF_HD int table_width() const { return node_width() * num_nodes; }
     EF_HD static int table_column_source(int k) { return k ^ 1; }
     EF_HD int nodes_count() const { return num_nodes; }
-    EF_HD static int node_width() { return 2 * dis_mellin::kNumBasis; }
+    EF_HD int node_width() const { return 2 * layout.basis(); }
+    /// Doubles of node_width() at most (for stack buffers of one node).
+    static constexpr int kMaxNodeWidth = 2 * dis_mellin::kMaxBasis;
 
     template <class T>
     EF_HD T value(const T* /*p*/, const T* ws, const double* /*x*/, int i) const {
-        const int row = 2 * dis_mellin::kNumBasis * num_nodes;
+        const int row = table_width();
         const double* c = table + static_cast<std::size_t>(i) * static_cast<std::size_t>(row);
         // Im(C q) = C.re q.im + C.im q.re
         T acc(0);

@@ -48,11 +48,11 @@ void write_table(h5::File& f, const FitProblem& pb) {
     const DisMellinModel& m = std::get<DisMellinModel>(pb.model->view);
     const int n = pb.data.n;
     const int nodes = m.num_nodes;
-    const std::size_t row = static_cast<std::size_t>(2 * dis_mellin::kNumBasis * nodes);
+    const std::size_t row = static_cast<std::size_t>(m.table_width());
     f.write("/nodes", std::vector<double>(m.nodes, m.nodes + 2 * nodes), 2);
     f.write("/table", std::vector<double>(m.table, m.table + static_cast<std::size_t>(n) * row), row);
-    f.set_attr("/table", "layout",
-               std::string("[points][nodes][basis u_v, d_v, S, g][re, im]; F2_i = sum Im(C q_b(N_k))"));
+    const std::string basis = m.layout.split ? "u_v, d_v, ubar, g, dbar, s+sbar" : "u_v, d_v, S, g";
+    f.set_attr("/table", "layout", "[points][nodes][basis " + basis + "][re, im]; F2_i = sum Im(C q_b(N_k))");
     f.write("/data/x", pb.data.x, static_cast<std::uint64_t>(pb.data.nx));
     f.set_attr("/data/x", "columns", pb.data.x_names);
     f.write("/data/y", pb.data.y);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `ensemblefit pdf`: x f(x, Q^2) of a dis-mellin fit's replicas on a grid, with ensemble bands.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -7,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <ensemblefit/config/fit_config.hpp>
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
@@ -22,15 +24,17 @@ namespace ef {
 namespace {
 
 const char* kPdfUsage =
-    "usage: ensemblefit pdf FILE.h5 --q2 LIST [--x LIST | --x-grid N] [-o OUT.h5|OUT.csv]\n"
-    "                       [--replicas] [--overwrite]\n\n"
+    "usage: ensemblefit pdf FILE.h5|CONFIG.ini --q2 LIST [--x LIST | --x-grid N]\n"
+    "                       [-o OUT.h5|OUT.csv] [--replicas] [--overwrite]\n\n"
     "x f(x, Q2) of a dis-mellin fit for g, u, ubar, d, dbar, s, c, b, u_v, d_v and the light sea\n"
     "2 (ubar + dbar + s), for the central fit and every converged replica, evolved as the fit's\n"
     "tables evolve (the stored [model] settings: order, coupling, thresholds). Writes what\n"
     "`predict` writes, one point per (Q2, distribution, x): the columns x, Q2 and pdf (the index\n"
     "of the distribution in the attribute/column order above), central, mean, std and the 2.5,\n"
     "16, 50, 84, 97.5 % quantiles (each replica's value with --replicas). Every Q2 must be at or\n"
-    "above Q0^2. --x-grid N: N points log-spaced in [1e-5, 0.1) and N linear in [0.1, 0.9].\n\n"
+    "above Q0^2. --x-grid N: N points log-spaced in [1e-5, 0.1) and N linear in [0.1, 0.9].\n"
+    "CONFIG.ini (a dis-mellin fit config, no fit needed): the PDFs at its [param.*] start values,\n"
+    "as the central column (no replicas); e.g. inputs/lh-toy.ini, the Les Houches toy input.\n\n"
     "options";
 
 struct PdfArgs {
@@ -73,7 +77,7 @@ bool parse_pdf_args(const std::vector<std::string>& args, const MpiContext& ctx,
         "x-grid", po::value<int>(&a.x_grid), "N: a default x grid of 2N points (default 20)")(
         "output,o", po::value<std::string>(&a.output), "OUT.csv or OUT.h5 (default: CSV on standard output)")(
         "replicas", "also write every replica's value")("overwrite", "replace an existing OUT")(
-        "file", po::value<std::string>(&a.source), "the fit's result file");
+        "file", po::value<std::string>(&a.source), "the fit's result file, or a dis-mellin config");
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
@@ -103,6 +107,56 @@ DataTable pdf_points(const std::vector<double>& x, const std::vector<double>& q2
     return t;
 }
 
+bool is_config_path(const std::string& path) {
+    return path.size() > 4 && path.compare(path.size() - 4, 4, ".ini") == 0;
+}
+
+/// A config's [model] settings and its parameters' start values in the layout's order.
+DisMellinSettings config_start(const std::string& path, std::vector<double>& start) {
+    const FitConfig cfg = load_fit_config(path, {});
+    if (cfg.model_name != "dis-mellin")
+        throw usage_error(cfg.where("model.name") + ": pdf needs a dis-mellin config, got '" + cfg.model_name + "'");
+    DisMellinSettings settings;
+    try {
+        settings = parse_dis_mellin_settings(cfg.model_options);
+    } catch (const Error& e) {  // "model.KEY: ..." located at the key's line
+        const std::string m = e.what();
+        const std::size_t colon = m.find(": ");
+        const std::string key = m.substr(0, colon == std::string::npos ? 0 : colon);
+        const bool is_key = key.rfind("model.", 0) == 0 && key.find(' ') == std::string::npos;
+        throw Error(e.code(), is_key ? cfg.where(key) + m.substr(colon) : path + ": " + m);
+    }
+    const std::vector<std::string> names = dis_mellin_param_names(settings);
+    start.clear();
+    for (const auto& n : names) {
+        const auto it = std::find_if(cfg.params.begin(), cfg.params.end(), [&](const ParamSpec& p) { return p.name == n; });
+        if (it == cfg.params.end())
+            throw usage_error(path + ": missing section [param." + n + "] for model 'dis-mellin'");
+        start.push_back(it->start);
+    }
+    for (const auto& p : cfg.params)
+        if (std::find(names.begin(), names.end(), p.name) == names.end())
+            throw usage_error(cfg.where("param." + p.name + ".start") + ": model 'dis-mellin' has no parameter '" +
+                              p.name + "' with these [model] settings");
+    return settings;
+}
+
+/// pdf on a config: the start values' PDFs as the central column.
+int pdf_of_config(const PdfArgs& a) {
+    std::vector<double> start;
+    const DisMellinSettings settings = config_start(a.source, start);
+    const std::vector<double> x = x_values(a), q2 = parse_list("--q2", a.q2_list);
+    const DisPdfEvaluator pdf(settings, x, q2);
+    const std::vector<double> central = pdf.values(start.data());
+    const DataTable points = pdf_points(x, q2);
+    const PredictionBands bands = prediction_bands(central, {}, points.n);
+    const PredictionOutput out{a.source, "dis-mellin pdf", &points, &bands, nullptr, nullptr};
+    write_prediction_file(a.output, out);
+    std::fprintf(stderr, "pdf: %zu x, %zu Q2, %zu distributions at the start values of %s -> %s\n", x.size(),
+                 q2.size(), dis_pdf_names().size(), a.source.c_str(), a.output.c_str());
+    return 0;
+}
+
 int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     PdfArgs a;
     if (!parse_pdf_args(args, ctx, a)) return 0;
@@ -113,6 +167,7 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     }
     if (!ctx.is_root()) return 0;
     if (!file_exists(a.source)) throw usage_error(a.source + ": no such file");
+    if (is_config_path(a.source)) return pdf_of_config(a);
     const ResultsContent c = read_results(a.source);
     const auto options = dis_mellin_options_of(c.id.canonical_config);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)

@@ -150,10 +150,11 @@ DisMellinSettings truth_of(const SimulateDisArgs& a, std::vector<double>& truth)
     DisMellinSettings settings;
     if (!a.order.empty()) settings = parse_dis_mellin_settings({{"order", a.order}});
     truth = dis_mellin_default_truth();
-    const std::vector<std::string> names = dis_mellin_param_names();
     if (a.truth_config.empty()) return settings;
     const FitConfig cfg = load_fit_config(a.truth_config, {});
     settings = parse_dis_mellin_settings(cfg.model_options);
+    truth = dis_mellin_default_truth(settings);  // the layout's (split sea, coefficients)
+    const std::vector<std::string> names = dis_mellin_param_names(settings);
     for (const auto& p : cfg.params) {
         size_t q = 0;
         while (q < names.size() && names[q] != p.name) ++q;
@@ -163,14 +164,15 @@ DisMellinSettings truth_of(const SimulateDisArgs& a, std::vector<double>& truth)
     return settings;
 }
 
-void write_pseudo_data(h5::File& f, const SimulateDisArgs& a, const DisPseudoData& d, const CorrelatedPseudoData& c) {
+void write_pseudo_data(h5::File& f, const SimulateDisArgs& a, const DisPseudoData& d, const CorrelatedPseudoData& c,
+                       const DisMellinSettings& settings) {
     f.write("/x", d.x);
     f.write("/Q2", d.q2);
     f.write("/target", d.target);
     f.write("/F2", d.f2);
     f.write("/dF2", d.sigma);
     f.set_attr("/", "truth", d.truth);
-    f.set_attr("/", "truth_names", dis_mellin_param_names());
+    f.set_attr("/", "truth_names", dis_mellin_param_names(settings));
     f.set_attr("/", "noise", a.noise);
     f.set_attr("/", "seed", static_cast<std::int64_t>(a.seed));
     for (size_t k = 0; k < c.sys.size(); ++k) f.write("/sys" + std::to_string(k + 1), c.sys[k]);
@@ -200,7 +202,7 @@ int cmd_simulate_dis(const std::vector<std::string>& args, const MpiContext& ctx
     check_serial_output(a.out, "simulate dis: --out", a.overwrite, {a.truth_config});
     PendingOutput pending(a.out);  // created under a temporary name, renamed when written
     h5::File f = h5::File::create(pending.temp_path());
-    write_pseudo_data(f, a, d, c);
+    write_pseudo_data(f, a, d, c, settings);
     f.set_attr("/", "generator", std::string("ensemblefit simulate dis (") + (settings.order == 2 ? "NLO" : "LO") +
                                      " F2, Mellin-space PDFs at Q0 = " + std::to_string(settings.q0) + " GeV)");
     f.close();

@@ -58,12 +58,12 @@ GramInputs make_gram_inputs(const DisMellinModel& m, const FitPlan& plan, const 
     for (int q = 0; q < pa.size(); ++q)
         if (!pa.fixed[static_cast<size_t>(q)]) g.free_idx.push_back(q);
     g.u0.assign(static_cast<size_t>(Kt), 0.0);
-    const batched::VNorm vn = dis_mellin::normalisation(pa.start.data());
+    const batched::VNorm vn = m.normalisation(pa.start.data());
     for (int k = 0; k < m.nodes_count(); ++k) {
-        double out[2 * dis_mellin::kNumBasis];
+        double out[DisMellinModel::kMaxNodeWidth];
         m.prepare_node(pa.start.data(), vn, k, out);
-        for (int e = 0; e < DisMellinModel::node_width(); ++e)
-            g.u0[static_cast<size_t>(DisMellinModel::table_column_source(k * DisMellinModel::node_width() + e))] = out[e];
+        for (int e = 0; e < m.node_width(); ++e)
+            g.u0[static_cast<size_t>(DisMellinModel::table_column_source(k * m.node_width() + e))] = out[e];
     }
     g.f0.resize(static_cast<size_t>(n));
     const cpu::PackedTable t = cpu::pack_table(m.table, n, static_cast<int>(Kt));

@@ -197,19 +197,27 @@ void evolve(const NodeKernel& k, const Segment* seg, int nseg, Operator op) {
 
 constexpr std::array<double, 5> kCharge2 = {4.0 / 9.0, 1.0 / 9.0, 1.0 / 9.0, 4.0 / 9.0, 1.0 / 9.0};
 
-/// Proton coefficients -> target's: the neutron swaps the roles of the u_v and d_v inputs (u <->
-/// d; the light sea is u/d symmetric), the deuteron is (p + n) / 2.
-void apply_target(int target, Complex<double> coef[dis_mellin::kNumBasis]) {
-    using namespace dis_mellin;
+/// One isospin pair of basis columns for a target: swapped for the neutron, averaged for the
+/// deuteron.
+void isospin_pair(int target, Complex<double>& u, Complex<double>& d) {
     if (target == 2) {
-        const Complex<double> t = coef[kBasisUv];
-        coef[kBasisUv] = coef[kBasisDv];
-        coef[kBasisDv] = t;
+        const Complex<double> t = u;
+        u = d;
+        d = t;
     } else if (target == 3) {
-        const Complex<double> mean = 0.5 * (coef[kBasisUv] + coef[kBasisDv]);
-        coef[kBasisUv] = mean;
-        coef[kBasisDv] = mean;
+        const Complex<double> mean = 0.5 * (u + d);
+        u = mean;
+        d = mean;
     }
+}
+
+/// Proton coefficients -> target's: the neutron swaps the roles of the u_v and d_v inputs (u <->
+/// d; the symmetric light sea is u/d symmetric, a split sea swaps ubar and dbar too), the
+/// deuteron is (p + n) / 2. `basis` columns (4, or 6 with the split sea).
+void apply_target(int target, Complex<double>* coef, int basis = dis_mellin::kNumBasis) {
+    using namespace dis_mellin;
+    isospin_pair(target, coef[kBasisUv], coef[kBasisDv]);
+    if (basis > kNumBasis) isospin_pair(target, coef[kBasisSea], coef[kBasisDbar]);
 }
 
 void f2_from_operator(const Operator op, int target, Complex<double> coef[dis_mellin::kNumBasis]) {
@@ -334,8 +342,7 @@ namespace {
 /// FLOPs of prepare() and of value() for one point on scalar type T, at the default truth
 /// with the first K default-free parameters seeded when T is a dual.
 template <class T>
-std::array<double, 2> count_flops(const DisMellinModel& m) {
-    const auto& table = dis_mellin_param_table();
+std::array<double, 2> count_flops(const DisMellinModel& m, const std::vector<DisMellinParamInfo>& table) {
     std::vector<T> p(table.size());
     int slot = 0;
     for (std::size_t j = 0; j < table.size(); ++j) {
@@ -357,22 +364,23 @@ std::array<double, 2> count_flops(const DisMellinModel& m) {
     return {prep, g_flops};
 }
 
-std::array<double, 2> count_flops_slots(const DisMellinModel& m, int slots) {
+std::array<double, 2> count_flops_slots(const DisMellinModel& m, int slots, const DisMellinSettings& s) {
+    const std::vector<DisMellinParamInfo> t = dis_mellin_param_table(s);
     switch (slots) {
         case 0:
-            return count_flops<Counted>(m);
+            return count_flops<Counted>(m, t);
         case 1:
-            return count_flops<Dual<Counted, 1>>(m);
+            return count_flops<Dual<Counted, 1>>(m, t);
         case 2:
-            return count_flops<Dual<Counted, 2>>(m);
+            return count_flops<Dual<Counted, 2>>(m, t);
         case 4:
-            return count_flops<Dual<Counted, 4>>(m);
+            return count_flops<Dual<Counted, 4>>(m, t);
         case 8:
-            return count_flops<Dual<Counted, 8>>(m);
+            return count_flops<Dual<Counted, 8>>(m, t);
         case 16:
-            return count_flops<Dual<Counted, 16>>(m);
+            return count_flops<Dual<Counted, 16>>(m, t);
         case 32:
-            return count_flops<Dual<Counted, 32>>(m);
+            return count_flops<Dual<Counted, 32>>(m, t);
         default:
             throw std::invalid_argument(
                 "dis-mellin FLOP count: dual_slots must be 0, 1, 2, 4, "
@@ -420,6 +428,10 @@ std::string dis_mellin_settings_help() {
         {"mur_over_muf", "renormalisation / factorisation scale ratio, 1/8..8 (default: 1)"},
         {"solution", "NLO solution: iterated (exact) | truncated (default: iterated)"},
         {"alphas_running", "NLO coupling: exact (truncated beta function) | expanded (default: exact)"},
+        {"sea", "symmetric (one light sea S, strange_fraction) | split (ubar, dbar, s + sbar each with "
+                "its own shape: parameters ubar_*, dbar_*, s_*) (default: symmetric)"},
+        {"pdf_norm", "sum_rules (valence and gluon normalised by the sum rules) | coefficients (every _N "
+                     "the coefficient A of A x^a (1-x)^b (...); adds uv_N, dv_N, g_N) (default: sum_rules)"},
     };
     std::string out;
     for (const auto& [key, help] : keys)
@@ -453,6 +465,10 @@ bool parse_word_key(const std::string& key, const std::string& text, DisMellinSe
     } else if (key == "alphas_running") {
         s.coupling = pick({"exact", "expanded"}) == 0 ? qcd::CouplingSolution::exact
                                                       : qcd::CouplingSolution::expanded;
+    } else if (key == "sea") {
+        s.sea_split = pick({"symmetric", "split"}) == 1;
+    } else if (key == "pdf_norm") {
+        s.coefficients = pick({"sum_rules", "coefficients"}) == 1;
     } else {
         return false;
     }
@@ -505,7 +521,7 @@ void validate_qcd_settings(const DisMellinSettings& s) {
 
 bool DisMellinSettings::uses_qcd() const {
     return order != 1 || alphas_ref != 0.0 || q_ref != 0.0 || mt != 0.0 || nf != 0 ||
-           mur_over_muf != 1.0;
+           mur_over_muf != 1.0 || sea_split;
 }
 
 qcd::QcdSettings DisMellinSettings::qcd() const {
@@ -531,8 +547,8 @@ DisMellinSettings parse_dis_mellin_settings(const std::map<std::string, std::str
         throw usage_error("model." + key +
                           ": unknown option of dis-mellin (allowed: order, q0, alphas_mz, "
                           "alphas_ref, q_ref, mc, mb, mt, mz, nf, mur_over_muf, solution, "
-                          "alphas_running, strange_fraction, contour_c, contour_phi_deg, "
-                          "contour_nodes, contour)");
+                          "alphas_running, strange_fraction, sea, pdf_norm, contour_c, "
+                          "contour_phi_deg, contour_nodes, contour)");
     }
     require(s.q0 > 0.0, "q0", s.q0, "> 0 GeV");
     require(s.alphas_mz > 0.0 && s.alphas_mz < 0.5, "alphas_mz", s.alphas_mz,
@@ -586,15 +602,78 @@ const std::vector<DisMellinParamInfo>& dis_mellin_param_table() {
     return table;
 }
 
+namespace {
+
+/// A copy of the symmetric sea's five entries for one flavour of the split sea.
+void add_sea_block(std::vector<DisMellinParamInfo>& out, const std::string& flavour, const std::string& what,
+                   double n) {
+    const auto& t = dis_mellin_param_table();
+    for (int j = 0; j < 5; ++j) {
+        DisMellinParamInfo p = t[static_cast<std::size_t>(dis_mellin::kSeaN + j)];
+        p.name = flavour + p.name.substr(3);
+        const std::size_t at = p.meaning.find("the sea");
+        p.meaning = j == 0 ? "momentum fraction of " + what : p.meaning.substr(0, at) + what;
+        if (j == 0) p.start = n;
+        out.push_back(p);
+    }
+}
+
+}  // namespace
+
+std::vector<DisMellinParamInfo> dis_mellin_param_table(const DisMellinSettings& settings) {
+    using namespace dis_mellin;
+    std::vector<DisMellinParamInfo> out = dis_mellin_param_table();
+    // The symmetric default's <x>_S = 0.16 with kappa = 0.5: ubar = dbar = S / 5, s + sbar = S / 5,
+    // so <x>_ubar = <x>_dbar = <x>_{s+sbar} = 0.032 with the same shape: the same PDFs.
+    if (settings.sea_split) {
+        std::vector<DisMellinParamInfo> split(out.begin(), out.begin() + kSeaN);
+        add_sea_block(split, "ubar", "ubar", 0.032);
+        split.insert(split.end(), out.begin() + kGluonA, out.end());
+        add_sea_block(split, "dbar", "dbar", 0.032);
+        add_sea_block(split, "s", "s + sbar", 0.032);
+        out = split;
+    }
+    if (settings.coefficients) {
+        // A = scale / Gamma(b + 1) at the default shapes: the coefficients the sum rules give there.
+        const std::vector<double> p = dis_mellin_default_truth();
+        const Normalisation<double> nrm = normalisation(p.data());
+        auto a_of = [&](int first, int b) { return nrm.scale[b] / gamma_of_b1(p[static_cast<std::size_t>(first + 1)]); };
+        const double sea = a_of(kSeaA, kBasisSea);
+        const double share = 1.0 / (2.0 * (2.0 + settings.strange_fraction));
+        for (auto& e : out) {
+            if (e.name.size() < 2 || e.name.compare(e.name.size() - 2, 2, "_N") != 0) continue;
+            e.meaning = "coefficient A of " + e.meaning.substr(e.meaning.find(" of ") + 4);
+            e.upper = 100.0;
+            e.start = e.name == "sea_N" ? sea : e.name == "s_N" ? 2.0 * settings.strange_fraction * share * sea : share * sea;
+        }
+        out.push_back({"uv_N", "coefficient A of u_v", a_of(kUvA, kBasisUv), 0.0, 100.0, false});
+        out.push_back({"dv_N", "coefficient A of d_v", a_of(kDvA, kBasisDv), 0.0, 100.0, false});
+        out.push_back({"g_N", "coefficient A of the gluon", a_of(kGluonA, kBasisGluon), 0.0, 100.0, false});
+    }
+    return out;
+}
+
 std::vector<std::string> dis_mellin_param_names() {
     std::vector<std::string> names;
     for (const auto& p : dis_mellin_param_table()) names.push_back(p.name);
     return names;
 }
 
+std::vector<std::string> dis_mellin_param_names(const DisMellinSettings& settings) {
+    std::vector<std::string> names;
+    for (const auto& p : dis_mellin_param_table(settings)) names.push_back(p.name);
+    return names;
+}
+
 std::vector<double> dis_mellin_default_truth() {
     std::vector<double> v;
     for (const auto& p : dis_mellin_param_table()) v.push_back(p.start);
+    return v;
+}
+
+std::vector<double> dis_mellin_default_truth(const DisMellinSettings& settings) {
+    std::vector<double> v;
+    for (const auto& p : dis_mellin_param_table(settings)) v.push_back(p.start);
     return v;
 }
 
@@ -610,7 +689,11 @@ void check_dis_mellin_bounds(const std::vector<std::string>& names,
         const std::string& n = names[j];
         double limit = 0.0;
         std::string why;
-        if (n == "sea_a" || n == "g_a" || n == "uv_a" || n == "dv_a") {
+        const bool exponent_a = n == "sea_a" || n == "g_a" || n == "uv_a" || n == "dv_a" || n == "ubar_a" ||
+                                n == "dbar_a" || n == "s_a";
+        const bool exponent_b = n == "uv_b" || n == "dv_b" || n == "sea_b" || n == "g_b" || n == "ubar_b" ||
+                                n == "dbar_b" || n == "s_b";
+        if (exponent_a) {
             limit = -settings.contour_c;
             why = "the Mellin contour (model.contour_c = " + fmt(settings.contour_c) +
                   ") must pass right of the pole at N = -a";
@@ -618,7 +701,7 @@ void check_dis_mellin_bounds(const std::vector<std::string>& names,
                 limit = -1.0;
                 why = "the valence number sum rule needs an integrable x^a";
             }
-        } else if (n == "uv_b" || n == "dv_b" || n == "sea_b" || n == "g_b") {
+        } else if (exponent_b) {
             limit = -1.0;
             why = "the Beta function B(N + a, b + 1) needs b > -1";
         } else {
@@ -800,20 +883,25 @@ void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const Mell
 }
 
 
-namespace {
-
-/// The basis at Q0^2 as parton moments (the same split as initial_operator).
-std::array<qcd::PartonMoments, dis_mellin::kNumBasis> qcd_basis(const DisMellinSettings& s) {
+std::array<qcd::PartonMoments, dis_mellin::kMaxBasis> dis_qcd_basis(const DisMellinSettings& s) {
     using namespace dis_mellin;
-    std::array<qcd::PartonMoments, kNumBasis> q{};
-    const double share = 1.0 / (2.0 + s.strange_fraction);
+    std::array<qcd::PartonMoments, kMaxBasis> q{};
     q[kBasisUv].qp[0] = q[kBasisUv].qm[0] = 1.0;
     q[kBasisDv].qp[1] = q[kBasisDv].qm[1] = 1.0;
+    q[kBasisGluon].g = 1.0;
+    if (s.sea_split) {  // q+ = q + qbar: a unit of ubar is 2 in u+ (u_sea = ubar), zero in u-
+        q[kBasisSea].qp[0] = 2.0;
+        q[kBasisDbar].qp[1] = 2.0;
+        q[kBasisStrange].qp[2] = 1.0;
+        return q;
+    }
+    const double share = 1.0 / (2.0 + s.strange_fraction);
     q[kBasisSea].qp[0] = q[kBasisSea].qp[1] = share;
     q[kBasisSea].qp[2] = s.strange_fraction * share;
-    q[kBasisGluon].g = 1.0;
     return q;
 }
+
+namespace {
 
 /// Per contour node: the evolution kernels and, at NLO, the F2 coefficient functions.
 struct QcdNode {
@@ -823,15 +911,14 @@ struct QcdNode {
 
 /// F2 coefficients (proton) from the evolved basis: sum_f e_f^2 [(1 + a cq) q+_f + a cg g], the
 /// gluon over the nf flavours active at Q^2 (heavy quarks massless above threshold).
-void qcd_f2_coefficients(const std::array<qcd::PartonMoments, dis_mellin::kNumBasis>& q,
-                         const QcdNode& node, double a, int nf, int order,
-                         Complex<double> coef[dis_mellin::kNumBasis]) {
+void qcd_f2_coefficients(const std::array<qcd::PartonMoments, dis_mellin::kMaxBasis>& q, int basis,
+                         const QcdNode& node, double a, int nf, int order, Complex<double>* coef) {
     static constexpr double kE2[qcd::kFlavours] = {4.0 / 9, 1.0 / 9, 1.0 / 9, 4.0 / 9, 1.0 / 9, 4.0 / 9};
     double e2_active = 0.0;
     for (int f = 0; f < nf; ++f) e2_active += kE2[f];
     const qcd::Cx cq = order >= 2 ? 1.0 + a * node.cq : qcd::Cx(1.0);
     const qcd::Cx cg = order >= 2 ? a * node.cg * e2_active : qcd::Cx(0.0);
-    for (int b = 0; b < dis_mellin::kNumBasis; ++b) {
+    for (int b = 0; b < basis; ++b) {
         qcd::Cx sum(0.0);
         for (int f = 0; f < qcd::kFlavours; ++f) sum += kE2[f] * q[static_cast<std::size_t>(b)].qp[f];
         const qcd::Cx c = cq * sum + cg * q[static_cast<std::size_t>(b)].g;
@@ -853,8 +940,9 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
         nodes.push_back({qcd::NodeEvolution(n, qs), qcd::coefficient_f2_quark(n),
                          qcd::coefficient_f2_gluon(n)});
     }
-    const auto basis = qcd_basis(settings_);
-    const std::size_t row = 2 * static_cast<std::size_t>(kNumBasis) * nn;
+    const auto unit = dis_qcd_basis(settings_);
+    const int nb = basis();
+    const std::size_t row = 2 * static_cast<std::size_t>(nb) * nn;
     table_.assign(static_cast<std::size_t>(points_) * row, 0.0);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 8)
@@ -869,17 +957,18 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
         const int nf = qcd::active_flavours(q2, qs);
         double* out = table_.data() + iu * row;
         for (std::size_t k = 0; k < nn; ++k) {
-            auto q = basis;
-            nodes[k].evolution.evolve(path, q.data(), kNumBasis);
-            Complex<double> coef[kNumBasis];
-            qcd_f2_coefficients(q, nodes[k], a, nf, qs.order, coef);
-            apply_target(target, coef);
+            auto q = unit;
+            nodes[k].evolution.evolve(path, q.data(), nb);
+            Complex<double> coef[kMaxBasis];
+            qcd_f2_coefficients(q, nb, nodes[k], a, nf, qs.order, coef);
+            apply_target(target, coef, nb);
             const Complex<double> pref = (x / kPi * contour.weights[k]) * contour.phase *
                                          exp(-contour.nodes[k] * std::log(x));
-            for (int b = 0; b < kNumBasis; ++b) {
+            const std::size_t nbu = static_cast<std::size_t>(nb);
+            for (std::size_t b = 0; b < nbu; ++b) {
                 const Complex<double> c = pref * coef[b];
-                out[2 * (k * kNumBasis + static_cast<std::size_t>(b))] = c.re;
-                out[2 * (k * kNumBasis + static_cast<std::size_t>(b)) + 1] = c.im;
+                out[2 * (k * nbu + b)] = c.re;
+                out[2 * (k * nbu + b) + 1] = c.im;
             }
         }
     }
@@ -891,20 +980,20 @@ DisMellinModel DisMellinTheory::model() const {
     m.nodes = nodes_.data();
     m.points = points_;
     m.num_nodes = num_nodes_;
+    m.layout = settings_.layout();
     return m;
 }
 
 double DisMellinTheory::flops_per_point(int dual_slots) const {
     // value() reads no table entry's value-dependent branch, so a zero row counts the same.
-    std::vector<double> row(2 * static_cast<std::size_t>(dis_mellin::kNumBasis) *
-                            static_cast<std::size_t>(num_nodes_));
     DisMellinModel m = model();
+    std::vector<double> row(static_cast<std::size_t>(m.table_width()));
     m.table = row.data();
-    return count_flops_slots(m, dual_slots)[1];
+    return count_flops_slots(m, dual_slots, settings_)[1];
 }
 
 double DisMellinTheory::flops_prepare(int dual_slots) const {
-    return count_flops_slots(model(), dual_slots)[0];
+    return count_flops_slots(model(), dual_slots, settings_)[0];
 }
 
 double DisMellinTheory::flops_per_evaluation(int dual_slots) const {
@@ -923,12 +1012,12 @@ DisPseudoData simulate_dis(int points,
     if (!(noise >= 0.0 && noise < 1.0))
         throw usage_error("simulate dis: --noise must be a relative uncertainty in [0, 1)");
     DisPseudoData d;
-    d.truth = truth.empty() ? dis_mellin_default_truth() : truth;
-    if (d.truth.size() != static_cast<std::size_t>(dis_mellin::kNumParams))
-        throw usage_error("simulate dis: the truth needs " +
-                          std::to_string(dis_mellin::kNumParams) + " parameters, got " +
+    d.truth = truth.empty() ? dis_mellin_default_truth(settings) : truth;
+    const int np = settings.layout().params();
+    if (d.truth.size() != static_cast<std::size_t>(np))
+        throw usage_error("simulate dis: the truth needs " + std::to_string(np) + " parameters, got " +
                           std::to_string(d.truth.size()));
-    check_dis_mellin_bounds(dis_mellin_param_names(), d.truth, d.truth, settings,
+    check_dis_mellin_bounds(dis_mellin_param_names(settings), d.truth, d.truth, settings,
                             std::vector<bool>(d.truth.size(), true));
 
     std::mt19937_64 rng(seed);

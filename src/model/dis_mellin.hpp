@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -44,8 +45,16 @@ namespace ef {
  *                               truncated (hep-ph/0408244)
  *   alphas_running   = exact    NLO coupling: exact solution of the truncated beta function,
  *                               or expanded
- * With the defaults (order LO, alphas_mz, no mt, VFNS, scale ratio 1) the tables are built by
- * the original LO code, bit for bit; any of the new keys switches to the qcd:: code
+ *   sea              = symmetric symmetric: one light sea S with strange_fraction (17
+ *                               parameters, 4 basis moments); split: ubar, dbar and s + sbar
+ *                               each with its own shape and momentum fraction (27 parameters,
+ *                               6 basis moments; kernels/models/dis_mellin.hpp has the layout)
+ *   pdf_norm         = sum_rules sum_rules: valence from the number sum rules, the gluon from
+ *                               the momentum sum rule; coefficients: uv_N, dv_N, g_N join the
+ *                               parameters and every _N is the coefficient A of A x^a (1-x)^b
+ *                               (1 + c sqrt(x) + d x) (inputs/lh-toy.ini)
+ * With the defaults (order LO, alphas_mz, no mt, VFNS, scale ratio 1, symmetric sea) the tables
+ * are built by the original LO code, bit for bit; any of the new keys switches to the qcd:: code
  * (src/model/dis_nlo.hpp), which reproduces the Les Houches LO and NLO tables.
  */
 struct DisMellinSettings {
@@ -67,8 +76,12 @@ struct DisMellinSettings {
     double mur_over_muf = 1.0;
     qcd::EvolutionSolution solution = qcd::EvolutionSolution::iterated;
     qcd::CouplingSolution coupling = qcd::CouplingSolution::exact;
+    bool sea_split = false;     ///< sea = split
+    bool coefficients = false;  ///< pdf_norm = coefficients
 
     double q0_sq() const { return q0 * q0; }
+    /// The parameter and basis layout of the model these settings describe.
+    dis_mellin::Layout layout() const { return {sea_split ? 1 : 0, coefficients ? 1 : 0}; }
     /// True when any NLO/QCD key differs from the LO defaults: the tables then come from the
     /// qcd:: code instead of the original LO evolution.
     bool uses_qcd() const;
@@ -101,16 +114,24 @@ struct DisMellinParamInfo {
 
 /// The 17 parameters in model order (kernels/models/dis_mellin.hpp documents the layout).
 const std::vector<DisMellinParamInfo>& dis_mellin_param_table();
+/// The parameters of the settings' layout: the 17 above, with the split sea 27 (sea_* become
+/// ubar_*, then dbar_* and s_* after the gluon; defaults ubar_N = dbar_N = s_N = 0.032 with the
+/// sea's shape, the same PDFs as the symmetric default), with coefficients 3 more (uv_N, dv_N,
+/// g_N; every _N a coefficient, defaults those of the sum rules at the default shapes).
+std::vector<DisMellinParamInfo> dis_mellin_param_table(const DisMellinSettings& settings);
 /// uv_a uv_b uv_c uv_d dv_a dv_b dv_c dv_d sea_N sea_a sea_b sea_c sea_d g_a g_b g_c g_d.
 std::vector<std::string> dis_mellin_param_names();
+std::vector<std::string> dis_mellin_param_names(const DisMellinSettings& settings);
 /// Realistic values at Q0 = 1.27 GeV (momentum fractions u_v 0.319, d_v 0.124, sea 0.16,
 /// gluon 0.397); the default truth of `simulate dis` and the default start values.
 std::vector<double> dis_mellin_default_truth();
+std::vector<double> dis_mellin_default_truth(const DisMellinSettings& settings);
 
 /**
  * Config-time check of the pole constraints, for the parameters that the lists name (in any
  * order; names that are not dis-mellin parameters are ignored):
- *   - every exponent a (uv_a, dv_a, sea_a, g_a) must have lower bound > -contour_c, so the
+ *   - every exponent a (uv_a, dv_a, sea_a, g_a, ubar_a, dbar_a, s_a) must have lower bound
+ *     > -contour_c, so the
  *     contour passes right of the pole of B(N + a, b + 1) for every value the fit may try;
  *   - valence exponents uv_a, dv_a must also have lower bound > -1 (number sum rule integral);
  *   - every b must have lower bound > -1 (Beta function).
@@ -166,8 +187,8 @@ void dis_f2_coefficients(const Complex<double>& n,
  *
  * Built once per run from the data (n rows of x, Q^2, target, row-major): for each point i and
  * node k it stores C[i][k][b] = (x_i / pi) w_k e^{i phi} x_i^{-N_k} F2coef_b(N_k, Q_i^2, target_i),
- * so F2_i = sum_{k,b} Im(C q_b(N_k)). Memory: points x nodes x 4 x 16 bytes (44 MB for 5000
- * points and 136 nodes). Views from model() point into this object's storage: they stay valid
+ * so F2_i = sum_{k,b} Im(C q_b(N_k)). Memory: points x nodes x basis x 16 bytes (44 MB for 5000
+ * points and 136 nodes with the 4 symmetric basis moments; 6 with the split sea). Views from model() point into this object's storage: they stay valid
  * while it lives, also across a move (vector storage moves along); a copy has its own tables.
  */
 class DisMellinTheory {
@@ -199,13 +220,19 @@ class DisMellinTheory {
    private:
     void build_lo_table(const std::vector<double>& rows, const MellinContour& contour);
     void build_qcd_table(const std::vector<double>& rows, const MellinContour& contour);
+    int basis() const { return settings_.layout().basis(); }
 
     DisMellinSettings settings_;
     int points_ = 0;
     int num_nodes_ = 0;
     std::vector<double> nodes_;  // [nodes][2]
-    std::vector<double> table_;  // [points][nodes][4][2]
+    std::vector<double> table_;  // [points][nodes][basis][2]: 4, or 6 with the split sea
 };
+
+/// The basis at Q0^2 as parton moments (q+ = q + qbar and q- per flavour, g) per unit of each
+/// basis moment of the settings' layout (the first layout().basis() entries are used): the
+/// split the tables, the PDFs and the LHAPDF export all evolve.
+std::array<qcd::PartonMoments, dis_mellin::kMaxBasis> dis_qcd_basis(const DisMellinSettings& settings);
 
 /// Pseudo-data for `ensemblefit simulate dis`: target 1 = proton, 2 = neutron.
 struct DisPseudoData {

@@ -15,18 +15,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-/// The basis at Q0^2 as parton moments (u_v, d_v, light sea S, g; the split of the tables).
-void unit_basis(const DisMellinSettings& s, qcd::PartonMoments* q) {
-    using namespace dis_mellin;
-    for (int b = 0; b < kNumBasis; ++b) q[b] = qcd::PartonMoments{};
-    const double share = 1.0 / (2.0 + s.strange_fraction);
-    q[kBasisUv].qp[0] = q[kBasisUv].qm[0] = 1.0;
-    q[kBasisDv].qp[1] = q[kBasisDv].qm[1] = 1.0;
-    q[kBasisSea].qp[0] = q[kBasisSea].qp[1] = share;
-    q[kBasisSea].qp[2] = s.strange_fraction * share;
-    q[kBasisGluon].g = 1.0;
-}
-
 /// The named distributions' moments from the evolved flavour moments (order of dis_pdf_names).
 void named_moments(const qcd::PartonMoments& q, qcd::Cx* out) {
     const qcd::Cx u = 0.5 * (q.qp[0] + q.qm[0]), ubar = 0.5 * (q.qp[0] - q.qm[0]);
@@ -87,8 +75,9 @@ DisPdfEvaluator::DisPdfEvaluator(const DisMellinSettings& settings, std::vector<
         for (std::size_t k = 0; k < nn; ++k)
             kernel_[i * nn + k] = (x_[i] / kPi * contour.weights[k]) * phase * std::exp(-nodes_[k] * std::log(x_[i]));
     const qcd::QcdSettings qs = settings_.qcd();
-    constexpr int nb = dis_mellin::kNumBasis;
-    evolved_.resize(q2_.size() * nn * nb);
+    const int nb = settings_.layout().basis();
+    const auto unit = dis_qcd_basis(settings_);
+    evolved_.resize(q2_.size() * nn * static_cast<std::size_t>(nb));
     std::vector<std::vector<qcd::PathSegment>> paths;
     for (double v : q2_) paths.push_back(qcd::evolution_path(settings_.q0_sq(), v, qs));
 #ifdef _OPENMP
@@ -97,8 +86,8 @@ DisPdfEvaluator::DisPdfEvaluator(const DisMellinSettings& settings, std::vector<
     for (std::ptrdiff_t k = 0; k < static_cast<std::ptrdiff_t>(nn); ++k) {
         const qcd::NodeEvolution evo(nodes_[static_cast<std::size_t>(k)], qs);
         for (std::size_t j = 0; j < q2_.size(); ++j) {
-            qcd::PartonMoments* q = evolved_.data() + (j * nn + static_cast<std::size_t>(k)) * nb;
-            unit_basis(settings_, q);
+            qcd::PartonMoments* q = evolved_.data() + (j * nn + static_cast<std::size_t>(k)) * static_cast<std::size_t>(nb);
+            for (int b = 0; b < nb; ++b) q[b] = unit[static_cast<std::size_t>(b)];
             evo.evolve(paths[j], q, nb);
         }
     }
@@ -109,21 +98,23 @@ std::vector<double> DisPdfEvaluator::values(const double* p) const {
     const std::size_t nn = nodes_.size();
     const std::size_t names = dis_pdf_names().size();
     // the basis moments at Q0^2 on the contour, as in the model's prepare()
-    const Normalisation<double> nrm = normalisation(p);
-    std::vector<qcd::Cx> basis(nn * kNumBasis);
+    const Layout lay = settings_.layout();
+    const std::size_t nb = static_cast<std::size_t>(lay.basis());
+    const Normalisation<double> nrm = normalisation(p, lay);
+    std::vector<qcd::Cx> basis(nn * nb);
     for (std::size_t k = 0; k < nn; ++k) {
-        Complex<double> q[kNumBasis];
-        input_moments(p, nrm, Complex<double>(nodes_[k].real(), nodes_[k].imag()), q);
-        for (int b = 0; b < kNumBasis; ++b) basis[k * kNumBasis + static_cast<std::size_t>(b)] = qcd::Cx(q[b].re, q[b].im);
+        Complex<double> q[kMaxBasis];
+        input_moments(p, nrm, Complex<double>(nodes_[k].real(), nodes_[k].imag()), q, lay);
+        for (std::size_t b = 0; b < nb; ++b) basis[k * nb + b] = qcd::Cx(q[b].re, q[b].im);
     }
     std::vector<double> out(size(), 0.0);
     std::vector<qcd::Cx> moments(names * nn);
     for (std::size_t j = 0; j < q2_.size(); ++j) {
         for (std::size_t k = 0; k < nn; ++k) {
             qcd::PartonMoments sum{};
-            for (int b = 0; b < kNumBasis; ++b) {
-                const qcd::PartonMoments& e = evolved_[(j * nn + k) * kNumBasis + static_cast<std::size_t>(b)];
-                const qcd::Cx w = basis[k * kNumBasis + static_cast<std::size_t>(b)];
+            for (std::size_t b = 0; b < nb; ++b) {
+                const qcd::PartonMoments& e = evolved_[(j * nn + k) * nb + b];
+                const qcd::Cx w = basis[k * nb + b];
                 for (int f = 0; f < qcd::kFlavours; ++f) {
                     sum.qp[f] += w * e.qp[f];
                     sum.qm[f] += w * e.qm[f];

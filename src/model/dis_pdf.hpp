@@ -29,7 +29,7 @@ class DisPdfEvaluator {
    public:
     DisPdfEvaluator(const DisMellinSettings& settings, std::vector<double> x, std::vector<double> q2);
 
-    /// [q2][name][x] values for the 17 parameters p (dis_mellin::kNumParams).
+    /// [q2][name][x] values for the parameters p of the settings' layout (17 by default).
     std::vector<double> values(const double* p) const;
     std::size_t size() const { return q2_.size() * dis_pdf_names().size() * x_.size(); }
 

@@ -133,7 +133,7 @@ Error located(const FitConfig& cfg, const Error& e) {
     return Error(e.code(), is_key ? cfg.where(key) + m.substr(colon) : cfg.config_file + ": " + m);
 }
 
-/// The Mellin tables (4 complex numbers per contour node and data point), refused before they
+/// The Mellin tables (4 complex numbers per contour node and data point, 6 with the split sea), refused before they
 /// are allocated when they cannot fit.
 void check_table_memory(const FitConfig& cfg, const DataTable& data, const DisMellinSettings& settings) {
     double nodes = 64;
@@ -141,7 +141,7 @@ void check_table_memory(const FitConfig& cfg, const DataTable& data, const DisMe
         nodes = DisMellinTheory(settings, {data.x[0], data.x[1], data.x[2]}).num_nodes();
     } catch (const Error&) {  // the full table reports the data point
     }
-    const double each = 64.0 * nodes;
+    const double each = 16.0 * settings.layout().basis() * nodes;
     const double need = each * data.n;
     if (exceeds_memory(need))
         throw data_error(cfg.data_file + ": " + std::to_string(data.n) + " rows: " +
@@ -160,7 +160,7 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
     if (data.nx != 3)
         throw usage_error(cfg.where("data.x") + ": dis-mellin needs three x columns: x, Q2, target "
                                                 "(1 proton, 2 neutron), got " + std::to_string(data.nx));
-    const auto names = dis_mellin_param_names();
+    const auto names = dis_mellin_param_names(settings);
     order_params(cfg, names);
     std::vector<double> lower, start;
     std::vector<bool> fixed;
