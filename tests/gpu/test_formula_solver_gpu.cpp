@@ -21,6 +21,7 @@
 
 #include "src/model/compiled_model.hpp"
 #include "src/model/formula_jit.hpp"
+#include "tests/gpu/worker_run.hpp"
 
 namespace {
 
@@ -41,14 +42,7 @@ ef::FitProblem with_device_jit(ef::FitProblem pb, const ef::FormulaDeviceJit* ji
 }
 
 ef::ReplicaBlock fit(const ef::FitProblem& pb, ef::WorkerKind kind, int replicas) {
-    ef::WorkUnit unit;
-    for (std::int64_t r = 0; r <= replicas; ++r) unit.replicas.push_back(r);
-    ef::WorkerOptions o;
-    o.threads = 8;
-    o.device = 0;
-    ef::ReplicaBlock out;
-    ef::make_worker(kind, pb, o)->run(unit, out);
-    return out;
+    return ef_test::fit_replicas(pb, kind, replicas);
 }
 
 /// Bit for bit: statuses, iterations, parameters and chi^2 of every replica.

@@ -17,6 +17,7 @@
 
 #include "kernels/models/plugin_model.hpp"
 #include "src/model/compiled_model.hpp"
+#include "tests/gpu/worker_run.hpp"
 
 #ifdef EF_TEST_GPU_PLUGIN
 
@@ -33,14 +34,7 @@ ef::ReplicaBlock fit_plugin(ef::WorkerKind kind, const std::vector<std::string>&
     const auto& plugin = std::get<ef::PluginModel>(pb.model->view);
     REQUIRE(plugin.table->abi_version == EF_MODEL_PLUGIN_ABI_VERSION);
     REQUIRE(plugin.table->gpu != nullptr);
-    ef::WorkUnit unit;
-    for (std::int64_t r = 0; r <= replicas; ++r) unit.replicas.push_back(r);
-    ef::WorkerOptions o;
-    o.threads = 8;
-    o.device = 0;
-    ef::ReplicaBlock out;
-    ef::make_worker(kind, pb, o)->run(unit, out);
-    return out;
+    return ef_test::fit_replicas(pb, kind, replicas);
 }
 
 }  // namespace
