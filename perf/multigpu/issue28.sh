@@ -88,8 +88,7 @@ print(f"mixed vs GPU-only /replicas: {'bitwise equal' if same else 'DIFFERENT'}"
 PY
 check
 step "3. ptychography, tBL-WSe2 shape (scan $SCAN x $SCAN, 128 px, 12 modes), $ITERS iterations"
-ensemblefit simulate ptycho --out bench.h5 --scan "$SCAN" --dp 128 --modes 12 --dose 1e6 --object-size 592 \
-    --jitter 0.15 --threads "$NCPU" > /dev/null; check
+simulate_bench "$SCAN" > /dev/null; check
 write_bench_ini bench.ini "$ITERS"
 for variant in "b256:" "b1024:--solver.batch_size 1024" "slices4:--model.slices 4 --model.slice_thickness 2.5e-9" \
                "stream:--run.stream on"; do

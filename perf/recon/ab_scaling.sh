@@ -27,8 +27,7 @@ cd "$W"
 spi() { py -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['/timing'].attrs['seconds_per_iteration'])" "$1"; }
 {
 nvidia-smi -L
-ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
-    --jitter 0.15 --threads "$(nproc)" > /dev/null
+simulate_bench > /dev/null
 share=$((256 / ${SHARE:-1}))
 for round in $(seq "$ROUNDS"); do
     for v in ${VARIANTS:-base}; do

@@ -1,6 +1,15 @@
 # SPDX-License-Identifier: MIT
 # Shared by the scripts of perf/recon/ (sourced, from the repository root).
 
+# simulate_bench [SCAN]: bench.h5 in the current folder, the tBL-WSe2-shaped dataset (SCAN x SCAN
+# patterns, default 128 x 128 = 16384, of 128 x 128 pixels, 12 modes, object 592 x 592). A jittered
+# raster, the scan every figure of perf/RESULTS.md since issue 6 was measured on (simulate's default
+# became a Fermat spiral in issue 25; the seconds per iteration do not depend on it).
+simulate_bench() {
+    ensemblefit simulate ptycho --out bench.h5 --scan "${1:-128}" --dp 128 --modes 12 --dose 1e6 --object-size 592 \
+        --jitter 0.15 --scan-pattern raster --threads "$(nproc)" --overwrite
+}
+
 # write_bench_ini FILE ITERATIONS: the tBL-WSe2-shaped benchmark's config (16384 patterns of
 # bench.h5, 12 modes, batch 256, position correction on, GPU workers, the loss at the end only).
 write_bench_ini() {

@@ -161,8 +161,7 @@ write_bench_ini "$W/bench.ini" "$iters"
 {
 cd "$W"
 step "simulate the benchmark dataset (16384 patterns 128 x 128, 12 modes, object 592 x 592)"
-ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
-    --jitter 0.15 --threads "$NCPU"; check
+simulate_bench; check
 step "ensemblefit, 1 GPU"
 EF_RECON_COMM_TRACE=1 ensemblefit reconstruct bench.ini --output.file bench_1.h5; check
 # The per-batch steps (a wait per batch, the loss factor on the host), the default before the

@@ -18,8 +18,7 @@ write_bench_ini "$W/bench.ini" 3
 cd "$W"
 {
 nvidia-smi -L
-ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
-    --jitter 0.15 --threads "$(nproc)" > /dev/null
+simulate_bench > /dev/null
 for spec in ${PROFILE_SPECS:-"256:auto" "$share:auto" "$share:1" "$share:4"}; do
     set -- ${spec/:/ }
     echo "== 1 GPU, batch $1, mode groups $2"

@@ -25,8 +25,7 @@ write_bench_ini "$W/bench.ini" "$ITERS"
 cd "$W"
 {
 nvidia-smi -L
-ensemblefit simulate ptycho --out bench.h5 --scan 128 --dp 128 --modes 12 --dose 1e6 --object-size 592 \
-    --jitter 0.15 --threads "$(nproc)" > /dev/null || echo "!! simulate failed"
+simulate_bench > /dev/null || echo "!! simulate failed"
 for round in $(seq "$ROUNDS"); do
     for mode in off on; do
         ensemblefit reconstruct bench.ini --run.stream "$mode" --output.file "${mode}_$round.h5" --overwrite \
@@ -79,5 +78,5 @@ except Exception as e:
     print(f"on vs off: not compared ({e})")
 json.dump(res, open(out, "w"), indent=1)
 PY
-} 2>&1 | grep -vE "pmix|dlopen|Perhaps" | tee "$OUT/stream.log"
+} 2>&1 | grep --line-buffered -vE "pmix|dlopen|Perhaps" | tee "$OUT/stream.log"
 rm -rf "$W"

@@ -174,11 +174,21 @@ double mean_nearest_neighbour(const std::vector<double>& pos) {
 void fermat_scan(const PtychoSimulationOptions& o, std::vector<double>& pos) {
     const size_t count = static_cast<size_t>(o.scan_y) * static_cast<size_t>(o.scan_x);
     const double area = M_PI * static_cast<double>(count);
-    const double half_y = 0.5 * std::sqrt(area * o.scan_y / o.scan_x), half_x = 0.5 * std::sqrt(area * o.scan_x / o.scan_y);
+    double half_y = 0.5 * std::sqrt(area * o.scan_y / o.scan_x), half_x = 0.5 * std::sqrt(area * o.scan_x / o.scan_y);
     const double golden = M_PI * (3.0 - std::sqrt(5.0));
     pos.clear();
     for (std::int64_t k = 0; pos.size() < 2 * count; ++k) {
         const double r = std::sqrt(static_cast<double>(k) + 0.5), th = golden * static_cast<double>(k);
+        if (r > std::hypot(half_y, half_x)) {
+            // The spiral has left the rectangle's corners with fewer than `count` points inside
+            // (the density is one per pi only on average): widen the rectangle a little and
+            // start again. Counts that fit the first rectangle keep their points.
+            half_y *= 1.002;
+            half_x *= 1.002;
+            pos.clear();
+            k = -1;
+            continue;
+        }
         const double y = r * std::sin(th), x = r * std::cos(th);
         if (std::abs(y) > half_y || std::abs(x) > half_x) continue;
         pos.push_back(y);

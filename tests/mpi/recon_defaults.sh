@@ -45,6 +45,14 @@ assert np.allclose(d / 3, np.round(d / 3), atol=1e-12) and len(np.unique(np.roun
 print("spiral: 108 points, mean nearest neighbour %.12g, min %.3g; raster exact" % (nn(p).mean(), nn(p).min()))
 PY
 ok "simulate ptycho: Fermat spiral by default (mean nearest-neighbour step = --step), --scan-pattern raster the grid"
+# Counts whose rectangle holds fewer spiral points than asked (64 x 64, 100 x 100, 120 x 120 did:
+# simulate looped for ever) widen the rectangle until it holds them all.
+for n in 64 100; do
+    timeout 120 "$EF" simulate ptycho --out wide.h5 --scan "$n" --dp 8 --modes 1 --overwrite > wide.log ||
+        { cat wide.log; fail "simulate --scan $n (a Fermat spiral of $((n * n)) points) did not finish"; }
+    grep -q "^simulated $((n * n)) patterns" wide.log || { cat wide.log; fail "simulate --scan $n: not $((n * n)) patterns"; }
+done
+ok "simulate ptycho: Fermat spirals of 64 x 64 and 100 x 100 points (once endless) finish"
 expect_error 2 "simulate ptycho: --scan-pattern must be fermat or raster, got 'hex'" -- \
     "$EF" simulate ptycho --out never.h5 --scan 4 --dp 16 --scan-pattern hex
 [ ! -e never.h5 ] || fail "a refused simulate left never.h5"
