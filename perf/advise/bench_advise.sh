@@ -76,6 +76,7 @@ bench() {
     # shellcheck disable=SC2086
     "$EF" advise "$config" $args --budget "$BUDGET" -o "$problem.tsv" > "$problem.advice.log"
     sed -n '/^placement/,/^recommended/p' "$problem.advice.log" >&2
+    cp "$problem.advice.log" "${TSV%.tsv}-$problem.advice.log"  # its calibration points, beside the table
     local rec other
     rec=$(awk -F'\t' '!/^#/ && $10 == 1' "$problem.tsv")
     # The other: the best-predicted row that is not the pick.

@@ -23,6 +23,8 @@ lr_amplitude = 5e-4
 lr_phase = 5e-4
 [probe]
 lr = 1e-3
+# flat start, no defocus trials: the set-up of every figure before probe.defocus = auto
+defocus = 0
 [positions]
 correct = true
 lr = 5e-4

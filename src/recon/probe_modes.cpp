@@ -94,8 +94,19 @@ double scale_probe_power(std::vector<Complex>& probe, double target) {
     return f;
 }
 
-std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, int h, int w) {
-    // P = F_ortho^-1[sqrt(mean) e^{-2 pi i (fy h/2 + fx w/2)}]: a direct sum is fine, this runs once.
+double bright_disc_radius(const std::vector<double>& mean, int h, int w) {
+    const size_t n = static_cast<size_t>(h) * static_cast<size_t>(w);
+    double peak = 0;
+    for (size_t q = 0; q < n; ++q) peak = std::max(peak, mean[q]);
+    size_t bright = 0;
+    for (size_t q = 0; q < n; ++q) bright += mean[q] > 0.5 * peak ? 1 : 0;
+    return std::max(1.0, std::sqrt(static_cast<double>(bright) / M_PI));
+}
+
+std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, int h, int w, double defocus,
+                                             double disc) {
+    // P = F_ortho^-1[sqrt(mean) e^{i defocus (k/disc)^2} e^{-2 pi i (fy h/2 + fx w/2)}]: a direct
+    // sum is fine, this runs once per trial.
     const size_t n = static_cast<size_t>(h) * static_cast<size_t>(w);
     std::vector<Complex> spec(n);
     for (int u = 0; u < h; ++u)
@@ -103,7 +114,9 @@ std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, in
             const double fy = static_cast<double>(u <= (h - 1) / 2 ? u : u - h) / h;
             const double fx = static_cast<double>(v <= (w - 1) / 2 ? v : v - w) / w;
             const double amp = std::sqrt(std::max(0.0, mean[static_cast<size_t>(u) * w + v]));
-            spec[static_cast<size_t>(u) * w + v] = std::polar(amp, -2 * M_PI * (fy * (h / 2) + fx * (w / 2)));
+            const double k2 = (fy * h) * (fy * h) + (fx * w) * (fx * w);  // pattern pixels squared
+            spec[static_cast<size_t>(u) * w + v] =
+                std::polar(amp, defocus * k2 / (disc * disc) - 2 * M_PI * (fy * (h / 2) + fx * (w / 2)));
         }
     // Separable inverse DFT, rows then columns, scaled by 1/sqrt(n).
     std::vector<Complex> tmp(n), out(n);

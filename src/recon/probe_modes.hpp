@@ -32,10 +32,18 @@ std::vector<double> orthogonalize_modes(std::vector<Complex>& probe, int modes, 
 double scale_probe_power(std::vector<Complex>& probe, double target);
 
 /**
- * A first probe from the mean pattern (FFT order, h x w): the inverse unitary FFT of its square
- * root, with flat phase, shifted to the window centre.
+ * The radius (pattern pixels) of the mean pattern's bright disc (FFT order, h x w): the disc of
+ * the same area as the pixels above half the brightest. At least 1.
  */
-std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean_fft_order, int h, int w);
+double bright_disc_radius(const std::vector<double>& mean_fft_order, int h, int w);
+
+/**
+ * A first probe from the mean pattern (FFT order, h x w): the inverse unitary FFT of its square
+ * root times a defocus phase, defocus (k / disc)^2 at spatial frequency k (pattern pixels; 0:
+ * flat), shifted to the window centre.
+ */
+std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean_fft_order, int h, int w,
+                                             double defocus = 0.0, double disc = 1.0);
 
 /**
  * Grows `probe` from `have` to `want` modes: mode k is mode 0 times a low-order polynomial of the

@@ -135,6 +135,10 @@ void Reconstruction::restore_checkpoint() {
             try {
                 read_checkpoint(f);
                 stored_total = f.attr_double("/checkpoint", "mean_total");
+                if (f.has_attr("/probe", "initial_defocus_from")) {  // written again with the output
+                    defocus_ = f.attr_double("/probe", "initial_defocus_rad");
+                    defocus_source_ = f.attr_string("/probe", "initial_defocus_from");
+                }
             } catch (const Error& e) {
                 if (e.code() != ExitCode::runtime) throw;
                 throw data_error(cfg_.output_file + ": a damaged checkpoint (" + e.what() + ")");

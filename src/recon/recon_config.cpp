@@ -47,7 +47,11 @@ const KeyInfo kKeys[] = {
     {"object.amplitude_max", "inf", "upper clamp of the amplitude after each update"},
     {"object.margin", "4", "pixels around the scanned area when the object size is derived"},
     {"probe.init", "auto", "auto (the file's /probe if present, else mean-pattern) | file | "
-                           "mean-pattern (amplitude of the mean pattern, flat phase)"},
+                           "mean-pattern (amplitude of the mean pattern, phase from probe.defocus)"},
+    {"probe.defocus", "auto",
+     "a probe from the mean pattern: the quadratic (defocus) phase at the edge of the pattern's bright disc, in "
+     "radians (about pi x the probe's radius in pixels x the disc's radius in pattern pixels / the pattern's width; "
+     "0 = focused); auto tries 9 values by 2-iteration trial runs and keeps the lowest loss"},
     {"probe.lr", "0.03", "Adam learning rate of the probe (real and imaginary parts), in units of the probe's rms "
                        "amplitude sqrt(mean pattern sum / pixels), so that it does not depend on the dose"},
     {"probe.start", "1", "first iteration (from 1) that updates the probe"},
@@ -245,6 +249,12 @@ void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
     cfg.margin = static_cast<int>(r.integer("object.margin", 0, 100000));
 
     cfg.probe_init = r.choice("probe.init", {"auto", "file", "mean-pattern"});
+    if (r.get("probe.defocus") != "auto") {
+        cfg.probe_defocus = r.real("probe.defocus");
+        if (!std::isfinite(cfg.probe_defocus) || std::abs(cfg.probe_defocus) > 1e4)
+            throw usage_error(cfg.where("probe.defocus") + ": auto or a phase in radians within +-1e4, got '" +
+                              excerpt(r.get("probe.defocus")) + "'");
+    }
     cfg.lr_probe = r.nonneg("probe.lr");
     cfg.probe_start = r.count("probe.start", 1);
     cfg.orthogonalize = r.boolean("probe.orthogonalize");
@@ -344,7 +354,8 @@ std::string ReconConfig::resolved_text() const {
        << "\n[object]\nparametrization = " << (amplitude_phase ? "amplitude-phase" : "complex")
        << "\nlr_amplitude = " << fmt(lr_amplitude) << "\nlr_phase = " << fmt(lr_phase)
        << "\namplitude_min = " << fmt(amplitude_min) << "\namplitude_max = " << fmt(amplitude_max)
-       << "\nmargin = " << margin << "\n[probe]\ninit = " << probe_init << "\nlr = " << fmt(lr_probe)
+       << "\nmargin = " << margin << "\n[probe]\ninit = " << probe_init
+       << "\ndefocus = " << (std::isnan(probe_defocus) ? std::string("auto") : fmt(probe_defocus)) << "\nlr = " << fmt(lr_probe)
        << "\nstart = " << probe_start << "\northogonalize = " << (orthogonalize ? "true" : "false")
        << "\nfix_intensity = " << (fix_intensity ? "true" : "false") << "\nmode_power = " << fmt(mode_power)
        << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false") << "\nlr = " << fmt(lr_positions)

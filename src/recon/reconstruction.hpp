@@ -89,7 +89,10 @@ class Reconstruction {
     void decide_deferred();
     ReconWorkerOptions worker_options(int device) const;
     void read_mean_pattern(const std::vector<float>& share);
-    std::vector<Complex> initial_probe();
+    std::vector<Complex> initial_probe(double defocus);
+    void choose_defocus();
+    bool probe_from_file() const;
+    double trial_loss(double defocus);
     void set_roi();
 
     // ---- iterations (reconstruction_steps.cpp) -----------------------------------------------
@@ -176,6 +179,9 @@ class Reconstruction {
     int rebalances_ = 0;
     size_t rebalance_points_ = 0;  // calls of rebalance(), moved or not
     std::int64_t t_object_ = 0, t_probe_ = 0, t_pos_ = 0;  // Adam step counts
+    // the initial probe's defocus phase (probe.defocus; auto: choose_defocus) and how it was set
+    double defocus_ = 0;
+    std::string defocus_source_;  // "trials", "config", "" (the probe came from the file)
     // checkpoints and --resume
     ResumePoint resume_;
     std::string positions_checksum_;  // of the positions as read: with the patterns' shape, the data's identity

@@ -170,6 +170,10 @@ void Reconstruction::write_output(bool final) {
     h5x::write_complex(f, "/object", cfg_.slices == 1 ? dims({ds_.obj_h, ds_.obj_w}) : dims({cfg_.slices, ds_.obj_h, ds_.obj_w}),
                        obj);
     h5x::write_complex(f, "/probe", dims({cfg_.modes, ds_.h, ds_.w}), probe);
+    if (!defocus_source_.empty()) {  // the start the probe came from (probe.defocus)
+        f.set_attr("/probe", "initial_defocus_rad", defocus_);
+        f.set_attr("/probe", "initial_defocus_from", defocus_source_);
+    }
     std::vector<double> pos = ds_.positions;
     for (size_t i = 0; i < pos.size(); i += 2) {
         pos[i] -= ds_.offset_y;

@@ -45,6 +45,9 @@ struct ReconConfig {
 
     // [probe]
     std::string probe_init = "auto";  ///< auto | file | mean-pattern
+    /// A probe from the mean pattern: its defocus phase at the bright disc's edge (radians);
+    /// NaN = auto (chosen by trial runs, Reconstruction::choose_defocus).
+    double probe_defocus = std::numeric_limits<double>::quiet_NaN();
     double lr_probe = 0.03;           ///< relative to the rms probe amplitude
     int probe_start = 1;              ///< first iteration (1-based) that updates the probe
     bool orthogonalize = true;
