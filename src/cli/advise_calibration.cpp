@@ -18,10 +18,12 @@
 #include <ensemblefit/config/fit_config.hpp>
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/ensemble_run.hpp>
+#include <ensemblefit/recon/ptycho_dataset.hpp>
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/reconstruction.hpp>
 
 #include "src/io/h5.hpp"
+#include "src/model/formula_jit.hpp"
 #include "src/report/timing_file.hpp"
 
 namespace ef::advise {
@@ -133,6 +135,7 @@ CalibrationPoint Runner::run(const std::string& workers, int threads, const std:
     ov.insert(ov.end(), {"--run.workers=" + workers, "--run.threads=" + std::to_string(threads), "--output.file=" + out});
     ov.insert(ov.end(), extra.begin(), extra.end());
     const auto t0 = std::chrono::steady_clock::now();
+    const double compile0 = formula_compile_seconds();
     {
         Silence quiet;
         if (req_.recon) {
@@ -150,6 +153,7 @@ CalibrationPoint Runner::run(const std::string& workers, int threads, const std:
     }
     const double outer = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spent_ += outer;
+    const double compile = formula_compile_seconds() - compile0;
     const RankTiming r = read_run_timing(out).ranks.at(0);
     CalibrationPoint p;
     p.workers = workers;
@@ -158,7 +162,9 @@ CalibrationPoint Runner::run(const std::string& workers, int threads, const std:
     p.items = static_cast<double>(r.replicas) / p.units;
     p.compute = r.phase[static_cast<size_t>(Phase::compute)];
     p.io = r.phase[static_cast<size_t>(Phase::io)];
-    p.outside = std::max(0.0, outer - p.compute - p.io);
+    // Formulas compiled at run time: once, then from the cache (the predicted runs' case).
+    p.compiled = compile;
+    p.outside = std::max(0.0, outer - p.compute - p.io - compile);
     p.allreduce_bytes = r.mpi_calls > 0 ? static_cast<double>(r.mpi_bytes) / static_cast<double>(r.mpi_calls) : 0.0;
     if (!req_.recon) p.iterations = mean_iterations(out);
     else steady_iteration(out, p);
@@ -241,7 +247,7 @@ std::vector<CalibrationPoint> calibrate_recon(Runner& run, const AdviseRequest& 
 /// efficiency from the run on every core; what lies outside compute and output: the median of
 /// the one-thread runs, and the part of it the run on every core did faster (the set-up built
 /// with the rank's threads: fixed_threaded).
-WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
+WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores, bool gpu) {
     WorkerSpeed s;
     std::vector<double> x, y, outside;
     double outside_all = -1;
@@ -257,8 +263,11 @@ WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
         y.push_back(p.compute / p.units);
     }
     s.unit = fit_linear(x, y);
+    // A GPU's context, its modules and the FFT plans are made once per process: the first run
+    // paid them, as every rank of a real run does; the later ones did not.
+    const double first = outside.empty() ? 0.0 : outside.front();
     std::sort(outside.begin(), outside.end());
-    s.fixed = outside.empty() ? std::max(outside_all, 0.0) : outside[outside.size() / 2];
+    s.fixed = outside.empty() ? std::max(outside_all, 0.0) : gpu ? first : outside[outside.size() / 2];
     // Only a clear gain (a tenth of the set-up, and 20 ms) counts: timing noise is no threaded set-up.
     const double gain = outside_all >= 0 ? s.fixed - outside_all : 0.0;
     if (!outside.empty() && threads_all > 1 && gain > 0.1 * s.fixed && gain > 0.02)
@@ -300,6 +309,11 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
     if (req.recon) {
         const ReconConfig c = load_recon_config(req.config, req.overrides);
         m.iterations = c.iterations;
+        // probe.defocus = auto: the trial runs are iterations of the same cost before the run's
+        // own; the calibration runs skip them (--probe.defocus=0) and the model adds them.
+        const bool has_probe = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin).has_probe;
+        m.iterations += c.defocus_trial_iterations(has_probe);
+        if (std::isnan(c.probe_defocus)) req.overrides.push_back("--probe.defocus=0");
         batch = c.batch_size;
     } else {
         m.items = static_cast<double>(load_fit_config(req.config, req.overrides).replicas) + 1;
@@ -314,7 +328,7 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         const double budget = run.spent() + (req.budget - run.spent()) / static_cast<double>(kinds.size() - (&kind - kinds.data()));
         const std::vector<CalibrationPoint> pts =
             req.recon ? calibrate_recon(run, req, kind, batch, budget) : calibrate_fit(run, req, kind, budget);
-        (kind == "cpu" ? m.cpu : m.gpu) = speed_of(pts, req.cores);
+        (kind == "cpu" ? m.cpu : m.gpu) = speed_of(pts, req.cores, kind == "gpu");
         points.insert(points.end(), pts.begin(), pts.end());
     }
     std::vector<double> x, y;

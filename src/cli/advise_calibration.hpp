@@ -31,6 +31,7 @@ struct CalibrationPoint {
     double compute = 0, io = 0, outside = 0;  ///< outside: everything else, to the call's return
     double allreduce_bytes = 0;  ///< reconstruction: bytes summed per mini-batch
     double iterations = 0;       ///< fit: mean LM iterations per replica fit
+    double compiled = 0;         ///< seconds compiling formulas (not in `outside`: later runs hit the cache)
 };
 
 /**

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
 // `ensemblefit advise CONFIG`: calibrate on the real problem, predict every placement, pick one.
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -26,8 +32,82 @@ namespace {
 
 using advise::AdviseRequest;
 
-/// mpirun's own start and the ranks' exit, beyond a singleton process's start-up.
+/// mpirun's own start and the ranks' exit, beyond a singleton process's start-up: the estimate
+/// when mpirun cannot be timed (0.25 s measured on the 2-core machine, perf/RESULTS.md, advise).
 constexpr double kLauncherSeconds = 0.25;
+
+/**
+ * Wall seconds of `mpirun --bind-to none --oversubscribe -np N <this program> --version` in the
+ * environment this process started with (mpirun's start, the ranks' exec, libraries and
+ * MPI_Init, their exit and mpirun's): what a run adds to its own /timing. Negative when mpirun
+ * is not found, fails, or takes over 60 s.
+ */
+double time_mpirun(int ranks) {
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return -1;
+    self[len] = '\0';
+    const std::string np = std::to_string(ranks);
+    std::vector<const char*> argv = {"mpirun", "--bind-to", "none", "--oversubscribe", "-np", np.c_str(), self,
+                                     "--version", nullptr};
+    std::vector<char*> envp;
+    for (const std::string& v : start_environment()) envp.push_back(const_cast<char*>(v.c_str()));
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, "mpirun", &actions, nullptr, const_cast<char* const*>(argv.data()), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return -1;
+    int status = 0;
+    for (;;) {
+        const pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0) return -1;
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(60)) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/**
+ * The launch cost of the whole command, measured: mpirun with 1 rank twice (the faster: the
+ * first may read the libraries from disk) and with min(cores, 4) ranks for the cost of each
+ * further rank. Only from a process that no launcher started (mpirun inside mpirun or srun is
+ * not a measurement of anything). False, with why, when it cannot be measured.
+ */
+bool measure_launch(int cores, advise::ProblemModel& m, std::string& how) {
+    if (started_by_launcher()) {
+        how = "estimated (advise runs under a launcher: mpirun is not timed from inside one)";
+        return false;
+    }
+    const double a = time_mpirun(1), b = a > 0 ? time_mpirun(1) : -1;
+    if (a <= 0 || b <= 0) {
+        how = "estimated (`mpirun -np 1 ensemblefit --version` could not be run from here)";
+        return false;
+    }
+    m.launch = std::min(a, b);
+    const int k = std::min(cores, 4);
+    const double t = k > 1 ? time_mpirun(k) : -1;
+    if (t > 0) m.launch_per_rank = std::max(0.0, (t - m.launch) / (k - 1));
+    char b2[200];
+    std::snprintf(b2, sizeof b2, "measured: `mpirun -np 1 ensemblefit --version` %.2f s, %.2f s", a, b);
+    how = b2;
+    if (t > 0) {
+        std::snprintf(b2, sizeof b2, "; -np %d %.2f s", k, t);
+        how += b2;
+    }
+    return true;
+}
 
 void advise_help() {
     std::printf(
@@ -152,6 +232,11 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
     for (const auto& p : pts)
         std::printf("  %-7s %7d %10.0f %5.0f %10.3f %8.3f %8.3f\n", p.workers.c_str(), p.threads, p.items, p.units,
                     p.compute, p.io, p.outside);
+    double compiled = 0;
+    for (const auto& p : pts) compiled += p.compiled;
+    if (compiled > 0)
+        std::printf("  (formulas compiled at run time: %.2f s, left out of other_s: the runs find them in the cache)\n",
+                    compiled);
     const char* item = m.recon ? "position" : "replica fit";
     for (const auto* s : {&m.cpu, &m.gpu}) {
         if (!s->measured) continue;
@@ -266,15 +351,22 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
     const std::string machine = decide_machine(a, gpus);
     const MpiContext self(MPI_COMM_SELF);
     std::vector<advise::CalibrationPoint> pts;
+    advise::ProblemModel launch_model;
+    std::string launch_how;
+    const auto l0 = std::chrono::steady_clock::now();
+    const bool measured = measure_launch(a.req.cores, launch_model, launch_how);
+    a.req.budget = std::max(1.0, a.req.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count());
     advise::ProblemModel m = advise::calibrate(a.req, self, pts);
-    // This process's own start (a singleton MPI start, measured) plus what mpirun adds and the
-    // exit after the output: 0.25 s measured on the 2-core machine (perf/RESULTS.md, advise).
-    m.launch = launch + kLauncherSeconds;
+    // Measured: mpirun's whole start and end around a run; else this process's own start (a
+    // singleton MPI start) plus what mpirun adds and the exit after the output.
+    m.launch = measured ? launch_model.launch : launch + kLauncherSeconds;
+    if (measured) m.launch_per_rank = launch_model.launch_per_rank;
     std::printf("advise: %s (%s: %.0f %s%s)\nmachine: %s\n", a.req.config.c_str(),
                 a.req.recon ? "reconstruction" : "fit", m.items, a.req.recon ? "positions" : "replica fits",
                 a.req.recon ? (" x " + std::to_string(static_cast<int>(m.iterations)) + " iterations, mini-batches of " +
                                std::to_string(static_cast<int>(m.batch))).c_str() : "", machine.c_str());
     print_calibration(pts, m);
+    std::printf("  start-up %s\n", launch_how.c_str());
     print_work(a.req, pts, m);
     std::vector<advise::Prediction> rows;
     for (const advise::Placement& p : advise::candidate_placements(a.req.cores, gpus, a.ranks_per_gpu, a.req.cpu, a.req.gpu))

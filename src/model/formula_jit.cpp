@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -375,6 +376,15 @@ std::string read_file(const fs::path& p) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::int64_t> compile_microseconds{0};
+void add_compile_time(std::chrono::steady_clock::time_point t0) {
+    compile_microseconds += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+double formula_compile_seconds() { return 1e-6 * static_cast<double>(compile_microseconds.load()); }
+
 FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program, const std::string& kernel,
                                                   const std::string& arch, const std::string& cache_dir,
                                                   const std::vector<std::string>& extra_options) {
@@ -407,6 +417,7 @@ FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program,
                                              {kernel}, options);
     k = FormulaDeviceKernel{};
     k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    add_compile_time(t0);
     std::error_code ec;
     fs::create_directories(cache_dir, ec);
     if (!r.ok) {
@@ -459,7 +470,10 @@ std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
     if (access(options.compiler.c_str(), X_OK) != 0) return fail("no C++ compiler at " + options.compiler);
     const std::string tmp_so = stem + ".so.tmp." + std::to_string(getpid());
     if (!write_atomically(stem + ".cpp", source)) return fail("cannot write " + stem + ".cpp");
-    if (!run_compiler(options.compiler, stem + ".cpp", tmp_so, stem + ".log")) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool compiled = run_compiler(options.compiler, stem + ".cpp", tmp_so, stem + ".log");
+    add_compile_time(t0);
+    if (!compiled) {
         fs::remove(tmp_so, ec);
         return fail(options.compiler + " failed on " + stem + ".cpp (its output: " + stem + ".log)");
     }

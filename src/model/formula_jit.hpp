@@ -117,6 +117,11 @@ FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program,
 std::shared_ptr<const FormulaDeviceJit> formula_device_jit_for_run(std::shared_ptr<const FormulaProgram> program,
                                                                    FormulaCompile mode);
 
+/// This process's seconds in the C++ compiler and NVRTC so far (formulas compiled at run time;
+/// a cache hit costs none): `advise` leaves them out of a calibration run's set-up, since the
+/// runs it predicts find the formulas in the cache.
+double formula_compile_seconds();
+
 /**
  * Compiles and loads `programs` (or loads them from the cache). Null when that is impossible
  * (no compiler, a compile error, an unwritable cache); `why` then says what happened, with the

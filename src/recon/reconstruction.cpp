@@ -373,6 +373,7 @@ void Reconstruction::choose_defocus() {
             if (t.first == d) return;
         tried.emplace_back(d, trial_loss(d));
     };
+    const auto before = timer_.all();
     for (double d : {0.0, top / 8, -top / 8, top / 4, -top / 4, top / 2, -top / 2}) trial(d);
     auto best = [&] {
         size_t b = 0;
@@ -381,11 +382,15 @@ void Reconstruction::choose_defocus() {
         return tried[b];
     };
     const double b = best().first;
-    if (b != 0) {
+    if (b != 0) {  // ReconConfig::kDefocusTrials in all
         trial(b * std::sqrt(2.0));
         trial(b / std::sqrt(2.0));
     }
     defocus_ = best().first;
+    // The trials are set-up: /timing's compute and the time per iteration stay the run's own.
+    for (size_t p = 0; p < before.size(); ++p)
+        if (static_cast<Phase>(p) != Phase::setup)
+            timer_.move(static_cast<Phase>(p), Phase::setup, timer_.all()[p] - before[p]);
     const double focused = tried.front().second;
     if (ctx_.is_root()) {
         std::printf("probe: defocus %+.3g rad at the bright disc's edge (%.3g px), chosen by %zu trial runs of 2 "
@@ -409,7 +414,7 @@ double Reconstruction::trial_loss(double defocus) {
     const std::vector<double> powers = mode_powers_;
     t_object_ = t_probe_ = t_pos_ = 0;
     double loss = 0;
-    const int trials = std::min(2, cfg_.iterations);
+    const int trials = std::min(ReconConfig::kDefocusTrialIterations, cfg_.iterations);
     try {
     for (int it = 1; it <= trials; ++it) {
         const size_t r = static_cast<size_t>(ctx_.rank());

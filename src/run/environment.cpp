@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include <unistd.h>
+
 namespace ef {
 
 namespace {
@@ -54,12 +56,31 @@ const LauncherEnvironment& launcher_environment() {
     return env;
 }
 
+namespace {
+// Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun), PMI (MPICH's hydra, srun --mpi=pmi2),
+// a Slurm step or an Open MPI daemon: launched, so the launcher's choices stand.
+constexpr const char* kLauncherVariables[] = {"OMPI_COMM_WORLD_SIZE", "OMPI_MCA_orte_hnp_uri", "PMIX_RANK", "PMI_RANK",
+                                              "PMI_SIZE", "PMI_FD", "SLURM_STEP_ID"};
+struct StartEnvironment {
+    std::vector<std::string> vars;
+    bool launched = false;
+};
+StartEnvironment& start_env() {
+    static StartEnvironment e = [] {
+        StartEnvironment x;
+        for (char** v = environ; v != nullptr && *v != nullptr; ++v) x.vars.emplace_back(*v);
+        for (const char* name : kLauncherVariables) x.launched = x.launched || std::getenv(name) != nullptr;
+        return x;
+    }();
+    return e;
+}
+}  // namespace
+
+const std::vector<std::string>& start_environment() { return start_env().vars; }
+bool started_by_launcher() { return start_env().launched; }
+
 void prepare_mpi_singleton() {
-    // Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun), PMI (MPICH's hydra, srun --mpi=pmi2),
-    // a Slurm step or an Open MPI daemon: launched, so the launcher's choices stand.
-    for (const char* launched : {"OMPI_COMM_WORLD_SIZE", "OMPI_MCA_orte_hnp_uri", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
-                                 "PMI_FD", "SLURM_STEP_ID"})
-        if (std::getenv(launched) != nullptr) return;
+    if (started_by_launcher()) return;  // also records the environment before the variables below
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);  // 0: never over a value the user set
     setenv("OMPI_MCA_pml", "ob1", 0);
     setenv("OMPI_MCA_btl", "self", 0);

@@ -46,6 +46,11 @@ const std::vector<std::string>& command_args();
  */
 void prepare_mpi_singleton();
 
+/// The environment as the process started (main() records it before prepare_mpi_singleton and
+/// MPI_Init add their variables), "NAME=value" each; and whether a launcher started it.
+const std::vector<std::string>& start_environment();
+bool started_by_launcher();
+
 /// The user's cache folder: $XDG_CACHE_HOME when absolute, else $HOME/.cache; empty when
 /// neither is set (formulas compiled at run time are cached under it).
 std::string user_cache_home();

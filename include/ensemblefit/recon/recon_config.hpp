@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -48,6 +49,17 @@ struct ReconConfig {
     /// A probe from the mean pattern: its defocus phase at the bright disc's edge (radians);
     /// NaN = auto (chosen by trial runs, Reconstruction::choose_defocus).
     double probe_defocus = std::numeric_limits<double>::quiet_NaN();
+    /// probe.defocus = auto: at most this many trial runs of kDefocusTrialIterations each
+    /// (Reconstruction::choose_defocus), before the run's own iterations.
+    static constexpr int kDefocusTrials = 9;
+    static constexpr int kDefocusTrialIterations = 2;
+    /// Iterations the defocus trials add to a run whose probe starts from the mean pattern
+    /// (`file_has_probe`: the data file holds a probe), at most; 0 when none run.
+    int defocus_trial_iterations(bool file_has_probe) const {
+        const bool from_file = probe_init == "file" || (probe_init == "auto" && file_has_probe);
+        return from_file || probe_defocus == probe_defocus ? 0
+                                                          : kDefocusTrials * std::min(kDefocusTrialIterations, iterations);
+    }
     double lr_probe = 0.03;           ///< relative to the rms probe amplitude
     int probe_start = 1;              ///< first iteration (1-based) that updates the probe
     bool orthogonalize = true;
