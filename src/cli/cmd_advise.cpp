@@ -243,6 +243,7 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
         std::printf("  %s unit: %.4g s + %.4g s per %s%s; set-up and other %.3f s", s == &m.cpu ? "cpu" : "gpu",
                     s->unit.a, s->unit.b, item, s == &m.cpu ? " on one thread" : "", s->fixed);
         if (s->fixed_threaded > 0) std::printf(" (%.3f s of it shared by a rank's threads)", s->fixed_threaded);
+        if (s == &m.gpu) std::printf(" (%.3f s of it the GPU's context)", m.gpu_context);
         if (s == &m.cpu && m.cores > 1) std::printf("; thread efficiency at %d threads %.2f", m.cores, s->thread_efficiency);
         std::printf("\n");
     }
@@ -364,7 +365,13 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::printf("advise: %s (%s: %.0f %s%s)\nmachine: %s\n", a.req.config.c_str(),
                 a.req.recon ? "reconstruction" : "fit", m.items, a.req.recon ? "positions" : "replica fits",
                 a.req.recon ? (" x " + std::to_string(static_cast<int>(m.iterations)) + " iterations, mini-batches of " +
-                               std::to_string(static_cast<int>(m.batch))).c_str() : "", machine.c_str());
+                               std::to_string(static_cast<int>(m.batch)) +
+                               (m.trial_iterations > 0 ? ", and up to " + std::to_string(static_cast<int>(m.trial_iterations)) +
+                                                             " iterations of probe defocus trials before them"
+                                                       : std::string()))
+                                  .c_str()
+                            : "",
+                machine.c_str());
     print_calibration(pts, m);
     std::printf("  start-up %s\n", launch_how.c_str());
     print_work(a.req, pts, m);

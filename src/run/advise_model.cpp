@@ -173,7 +173,7 @@ Prediction predict_recon(const ProblemModel& m, const Placement& p) {
     Prediction r;
     r.placement = p;
     const double P = p.ranks();
-    const double batches = std::ceil(m.items / std::max(m.batch, 1.0)) * m.iterations;
+    const double batches = std::ceil(m.items / std::max(m.batch, 1.0)) * (m.iterations + m.trial_iterations);
     double rate = 0, fixed = 0;
     if (p.cpu_ranks > 0 && m.cpu.unit.b > 0) {
         rate += p.cpu_ranks * p.threads * thread_efficiency(m, p.threads) / (m.cpu.unit.b * oversubscription(m, p));

@@ -44,6 +44,7 @@ struct ProblemModel {
     bool recon = false;
     double items = 0.0;       ///< fit: replica fits (R + 1); reconstruction: scan positions
     double iterations = 1.0;  ///< reconstruction: passes over the positions
+    double trial_iterations = 0.0;  ///< reconstruction: more passes before them (probe.defocus = auto's trials)
     double batch = 1.0;       ///< reconstruction: positions per mini-batch (over all ranks)
     int cores = 1;            ///< cores of the node (or of the allocation)
     double launch = 0.0;      ///< seconds to start one rank's process and MPI, and to end it
@@ -51,6 +52,7 @@ struct ProblemModel {
     Linear io;                ///< output seconds against items (fit) or a constant (reconstruction)
     double allreduce_bytes = 0.0;   ///< reconstruction: bytes of the gradient sum per mini-batch
     double bandwidth = 4e9;   ///< bytes per second of a sum between ranks of one node
+    double gpu_context = 0.0;  ///< seconds to create a GPU's context (measured once; in gpu.fixed)
     WorkerSpeed cpu, gpu;
 };
 
