@@ -3,6 +3,9 @@
 #include "src/cli/advise_calibration.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <ensemblefit/config/fit_config.hpp>
 #include <ensemblefit/core/error.hpp>
@@ -21,11 +25,11 @@
 #include <ensemblefit/recon/ptycho_dataset.hpp>
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/reconstruction.hpp>
-#include <ensemblefit/worker/worker_kind.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/model/formula_jit.hpp"
 #include "src/report/timing_file.hpp"
+#include "src/run/environment.hpp"
 
 namespace ef::advise {
 
@@ -119,6 +123,9 @@ class Runner {
     }
     /// One run with `workers` and `threads` and the overrides `extra`.
     CalibrationPoint run(const std::string& workers, int threads, const std::vector<std::string>& extra);
+    /// A reconstruction on `ranks` ranks through mpirun (one thread each): the last iteration's
+    /// seconds; negative when it could not run.
+    double run_ranks(int ranks, const std::string& workers, const std::vector<std::string>& extra);
     double spent() const { return spent_; }
 
    private:
@@ -170,6 +177,19 @@ CalibrationPoint Runner::run(const std::string& workers, int threads, const std:
     if (!req_.recon) p.iterations = mean_iterations(out);
     else steady_iteration(out, p);
     return p;
+}
+
+double Runner::run_ranks(int ranks, const std::string& workers, const std::vector<std::string>& extra) {
+    const std::string out = dir_.path() + "/calibration" + std::to_string(count_++) + ".h5";
+    std::vector<std::string> args = {"reconstruct", req_.config};
+    args.insert(args.end(), base_.begin(), base_.end());
+    args.insert(args.end(), {"--run.workers=" + workers, "--run.threads=1", "--output.file=" + out});
+    args.insert(args.end(), extra.begin(), extra.end());
+    const double wall = run_mpirun(ranks, args);
+    if (wall <= 0) return -1;
+    spent_ += wall;
+    const std::vector<double> its = h5::File::open_read(out).read_double("/iteration_seconds");
+    return its.empty() ? -1 : its.back();
 }
 
 /**
@@ -241,6 +261,17 @@ std::vector<CalibrationPoint> calibrate_recon(Runner& run, const AdviseRequest& 
     const double guess = pts.front().outside + pts.front().io + 2 * pts.front().compute;
     if (kind == "cpu" && req.cores > 1 && run.spent() + guess <= budget)
         pts.push_back(run.run(kind, req.cores, with(batch)));
+    // Two ranks sharing each mini-batch (on a GPU: sharing the device), through mpirun: what a
+    // batch costs beyond its compute when ranks meet at its sums (barrier, reduction, the loss
+    // terms; on one GPU, two contexts taking turns), which one process cannot show.
+    if (req.mpirun && (kind == "gpu" || req.cores > 1) && run.spent() + 2 * guess + 1.0 <= budget) {
+        CalibrationPoint p;
+        p.workers = kind;
+        p.threads = -2;  // marks the 2-rank run (speed_of reads it)
+        p.items = batch;
+        p.compute = run.run_ranks(2, kind, with(batch));
+        if (p.compute > 0) pts.push_back(p);
+    }
     return pts;
 }
 
@@ -254,6 +285,7 @@ WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
     double outside_all = -1;
     int threads_all = 1;
     for (const CalibrationPoint& p : pts) {
+        if (p.threads < 0) continue;  // the 2-rank run: below
         if (p.threads != 1) {
             outside_all = p.outside;
             threads_all = p.threads;
@@ -283,7 +315,57 @@ WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
     return s;
 }
 
+/// A reconstruction's 2-rank run (its last iteration, `batches` mini-batches) against what its
+/// compute alone would take: 2 CPU ranks share a batch's positions; 2 ranks on one GPU share
+/// the device's throughput. The difference per batch: WorkerSpeed::batch_sync.
+void two_rank_sync(const std::vector<CalibrationPoint>& pts, bool gpu, double batches, WorkerSpeed& s) {
+    for (const CalibrationPoint& p : pts) {
+        if (p.threads != -2 || batches <= 0) continue;
+        const double compute = s.unit.a + s.unit.b * (gpu ? p.items : std::ceil(p.items / 2));
+        s.batch_sync = std::max(0.0, p.compute / batches - compute);
+        s.batch_sync_measured = true;
+    }
+}
+
 }  // namespace
+
+double run_mpirun(int ranks, const std::vector<std::string>& args) {
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return -1;
+    self[len] = '\0';
+    const std::string np = std::to_string(ranks);
+    std::vector<const char*> argv = {"mpirun", "--bind-to", "none", "--oversubscribe", "-np", np.c_str(), self};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const std::string& v : start_environment()) envp.push_back(const_cast<char*>(v.c_str()));
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, "mpirun", &actions, nullptr, const_cast<char* const*>(argv.data()), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return -1;
+    int status = 0;
+    for (;;) {
+        const pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0) return -1;
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(60)) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 double process_age_seconds() {
     std::ifstream stat("/proc/self/stat"), up("/proc/uptime");
@@ -320,13 +402,7 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         m.items = static_cast<double>(load_fit_config(req.config, req.overrides).replicas) + 1;
         req.items = m.items;
     }
-    // The GPU's context, made here once before any calibration run (so none of them pays it)
-    // and timed: every GPU rank of a real run pays it in its set-up.
-    if (req.gpu) {
-        const auto t0 = std::chrono::steady_clock::now();
-        cuda_create_context(0);
-        m.gpu_context = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    m.gpu_context = req.gpu ? req.gpu_context : 0.0;
     Runner run(req, self);
     std::vector<std::string> kinds;
     if (req.cpu) kinds.push_back("cpu");
@@ -338,6 +414,8 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
             req.recon ? calibrate_recon(run, req, kind, batch, budget) : calibrate_fit(run, req, kind, budget);
         (kind == "cpu" ? m.cpu : m.gpu) = speed_of(pts, req.cores);
         if (kind == "gpu") m.gpu.fixed += m.gpu_context;  // every GPU rank makes its own
+        if (req.recon && !pts.empty())  // the first run's units: the mini-batches of one iteration
+            two_rank_sync(pts, kind == "gpu", pts.front().units, kind == "cpu" ? m.cpu : m.gpu);
         points.insert(points.end(), pts.begin(), pts.end());
     }
     std::vector<double> x, y;

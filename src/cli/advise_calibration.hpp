@@ -19,6 +19,8 @@ struct AdviseRequest {
     double budget = 15.0;  ///< seconds for all calibration runs
     double items = 0;      ///< the fit's replica fits (set by calibrate from the config)
     bool cpu = true, gpu = false;
+    bool mpirun = false;   ///< mpirun can be started from here (a reconstruction then calibrates 2 ranks too)
+    double gpu_context = 0;  ///< seconds to create the GPU's context, timed before anything else touched it
 };
 
 /// One short calibration run of the real command: the items its one unit held, and the
@@ -42,6 +44,13 @@ struct CalibrationPoint {
  * worker speeds; `points` gets every run, for the table of what was measured.
  */
 ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<CalibrationPoint>& points);
+
+/**
+ * Wall seconds of `mpirun --bind-to none --oversubscribe -np RANKS <this program> ARGS...`, in
+ * the environment this process started with (start_environment()), output discarded.
+ * Negative when mpirun is not found, fails, or takes over 60 s.
+ */
+double run_mpirun(int ranks, const std::vector<std::string>& args);
 
 /// Seconds since this process started (its launcher's and MPI's start-up until now).
 double process_age_seconds();

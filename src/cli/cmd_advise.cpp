@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `ensemblefit advise CONFIG`: calibrate on the real problem, predict every placement, pick one.
-#include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +14,7 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
 #include <ensemblefit/worker/device_probe.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 #include "src/cli/advise_calibration.hpp"
 #include "src/cli/commands.hpp"
@@ -37,49 +33,6 @@ using advise::AdviseRequest;
 constexpr double kLauncherSeconds = 0.25;
 
 /**
- * Wall seconds of `mpirun --bind-to none --oversubscribe -np N <this program> --version` in the
- * environment this process started with (mpirun's start, the ranks' exec, libraries and
- * MPI_Init, their exit and mpirun's): what a run adds to its own /timing. Negative when mpirun
- * is not found, fails, or takes over 60 s.
- */
-double time_mpirun(int ranks) {
-    char self[4096];
-    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return -1;
-    self[len] = '\0';
-    const std::string np = std::to_string(ranks);
-    std::vector<const char*> argv = {"mpirun", "--bind-to", "none", "--oversubscribe", "-np", np.c_str(), self,
-                                     "--version", nullptr};
-    std::vector<char*> envp;
-    for (const std::string& v : start_environment()) envp.push_back(const_cast<char*>(v.c_str()));
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    const auto t0 = std::chrono::steady_clock::now();
-    pid_t pid = 0;
-    const int rc = posix_spawnp(&pid, "mpirun", &actions, nullptr, const_cast<char* const*>(argv.data()), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return -1;
-    int status = 0;
-    for (;;) {
-        const pid_t done = waitpid(pid, &status, WNOHANG);
-        if (done == pid) break;
-        if (done < 0) return -1;
-        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(60)) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/**
  * The launch cost of the whole command, measured: mpirun with 1 rank twice (the faster: the
  * first may read the libraries from disk) and with min(cores, 4) ranks for the cost of each
  * further rank. Only from a process that no launcher started (mpirun inside mpirun or srun is
@@ -90,14 +43,14 @@ bool measure_launch(int cores, advise::ProblemModel& m, std::string& how) {
         how = "estimated (advise runs under a launcher: mpirun is not timed from inside one)";
         return false;
     }
-    const double a = time_mpirun(1), b = a > 0 ? time_mpirun(1) : -1;
+    const double a = advise::run_mpirun(1, {"--version"}), b = a > 0 ? advise::run_mpirun(1, {"--version"}) : -1;
     if (a <= 0 || b <= 0) {
         how = "estimated (`mpirun -np 1 ensemblefit --version` could not be run from here)";
         return false;
     }
     m.launch = std::min(a, b);
     const int k = std::min(cores, 4);
-    const double t = k > 1 ? time_mpirun(k) : -1;
+    const double t = k > 1 ? advise::run_mpirun(k, {"--version"}) : -1;
     if (t > 0) m.launch_per_rank = std::max(0.0, (t - m.launch) / (k - 1));
     char b2[200];
     std::snprintf(b2, sizeof b2, "measured: `mpirun -np 1 ensemblefit --version` %.2f s, %.2f s", a, b);
@@ -229,9 +182,15 @@ std::string decide_machine(AdviseArgs& a, int& gpus) {
 
 void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const advise::ProblemModel& m) {
     std::printf("calibration runs (this process, one rank):\n  workers threads items/unit units  compute_s     io_s  other_s\n");
-    for (const auto& p : pts)
+    for (const auto& p : pts) {
+        if (p.threads < 0) {  // the 2-rank run through mpirun: its last iteration
+            std::printf("  %-7s 2 ranks x 1 thread (mpirun), mini-batches of %.0f: %.3f s for the last iteration\n",
+                        p.workers.c_str(), p.items, p.compute);
+            continue;
+        }
         std::printf("  %-7s %7d %10.0f %5.0f %10.3f %8.3f %8.3f\n", p.workers.c_str(), p.threads, p.items, p.units,
                     p.compute, p.io, p.outside);
+    }
     double compiled = 0;
     for (const auto& p : pts) compiled += p.compiled;
     if (compiled > 0)
@@ -244,6 +203,9 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
                     s->unit.a, s->unit.b, item, s == &m.cpu ? " on one thread" : "", s->fixed);
         if (s->fixed_threaded > 0) std::printf(" (%.3f s of it shared by a rank's threads)", s->fixed_threaded);
         if (s == &m.gpu) std::printf(" (%.3f s of it the GPU's context)", m.gpu_context);
+        if (s->batch_sync_measured)
+            std::printf("; with 2 ranks %s, %.3g ms per mini-batch beyond its compute",
+                        s == &m.gpu ? "on the GPU" : "", 1e3 * s->batch_sync);
         if (s == &m.cpu && m.cores > 1) std::printf("; thread efficiency at %d threads %.2f", m.cores, s->thread_efficiency);
         std::printf("\n");
     }
@@ -348,6 +310,13 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
     }
     if (!ctx.is_root()) return 0;  // rank 0 calibrates alone, on a communicator of its own
     a.req.recon = is_recon_config(a.req.config);
+    // A GPU's context, timed before anything in this process touched the device (the probe
+    // below makes it): every GPU rank of a real run pays it in its set-up, no calibration run does.
+    if (EF_HAVE_CUDA) {
+        const auto c0 = std::chrono::steady_clock::now();
+        cuda_create_context(0);
+        a.req.gpu_context = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    }
     int gpus = 0;
     const std::string machine = decide_machine(a, gpus);
     const MpiContext self(MPI_COMM_SELF);
@@ -356,6 +325,7 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::string launch_how;
     const auto l0 = std::chrono::steady_clock::now();
     const bool measured = measure_launch(a.req.cores, launch_model, launch_how);
+    a.req.mpirun = measured;
     a.req.budget = std::max(1.0, a.req.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count());
     advise::ProblemModel m = advise::calibrate(a.req, self, pts);
     // Measured: mpirun's whole start and end around a run; else this process's own start (a

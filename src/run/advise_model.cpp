@@ -184,8 +184,15 @@ Prediction predict_recon(const ProblemModel& m, const Placement& p) {
         fixed = std::max(fixed, m.gpu.unit.a);
     }
     const double share = rate > 0 ? std::min(m.batch, m.items) / rate : 0.0;
-    const double sum = P > 1 ? 2.0 * (P - 1) / P * m.allreduce_bytes / m.bandwidth + 20e-6 * std::ceil(std::log2(P))
-                             : 0.0;
+    double sum = P > 1 ? 2.0 * (P - 1) / P * m.allreduce_bytes / m.bandwidth + 20e-6 * std::ceil(std::log2(P))
+                       : 0.0;
+    // Measured at 2 ranks (advise's 2-rank run): the ranks' meeting at each batch grows with the
+    // depth of the reduction tree; ranks sharing a GPU take turns on it, one more context each.
+    if (P > 1) {
+        if (m.cpu.batch_sync_measured) sum = std::max(sum, m.cpu.batch_sync * std::ceil(std::log2(P)));
+        if (p.ranks_per_gpu > 1 && m.gpu.batch_sync_measured)
+            sum = std::max(sum, m.gpu.batch_sync * (p.ranks_per_gpu - 1));
+    }
     const double mean = batches * (fixed + share);
     r.compute = mean;
     const double outside = outside_compute(m, p, m.items);

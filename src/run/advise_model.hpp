@@ -36,6 +36,10 @@ struct WorkerSpeed {
     /// rank's threads): a rank with T threads spends fixed - threaded + threaded / T. Every rank
     /// builds its own, so ranks do not share it.
     double fixed_threaded = 0.0;
+    /// Reconstruction: seconds a mini-batch costs beyond its compute with 2 ranks (their sums and
+    /// barriers; 2 ranks on one GPU: also the two contexts taking turns), from a 2-rank run.
+    double batch_sync = 0.0;
+    bool batch_sync_measured = false;
     double fixed_at(int threads) const { return fixed - fixed_threaded + fixed_threaded / std::max(threads, 1); }
 };
 
