@@ -2,6 +2,8 @@
 // Device count and names for placement (--workers auto) and the placement table.
 #include <cuda_runtime.h>
 
+#include <chrono>
+
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/worker/worker_kind.hpp>
 
@@ -34,6 +36,16 @@ std::string cuda_device_pci_bus_id(int ordinal) {
 
 void cuda_create_context(int ordinal) {
     if (cudaSetDevice(ordinal) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+}
+
+double cuda_reset_seconds(int ordinal) {
+    if (cudaSetDevice(ordinal) != cudaSuccess) {
+        cudaGetLastError();
+        return 0.0;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cudaDeviceReset() != cudaSuccess) cudaGetLastError();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace ef

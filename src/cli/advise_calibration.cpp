@@ -25,6 +25,7 @@
 #include <ensemblefit/recon/ptycho_dataset.hpp>
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/reconstruction.hpp>
+#include <ensemblefit/worker/worker_kind.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/model/formula_jit.hpp"
@@ -413,7 +414,10 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         const std::vector<CalibrationPoint> pts =
             req.recon ? calibrate_recon(run, req, kind, batch, budget) : calibrate_fit(run, req, kind, budget);
         (kind == "cpu" ? m.cpu : m.gpu) = speed_of(pts, req.cores);
-        if (kind == "gpu") m.gpu.fixed += m.gpu_context;  // every GPU rank makes its own
+        if (kind == "gpu") {  // every GPU rank makes its own context and tears it down at exit
+            m.gpu_teardown = cuda_reset_seconds(0);
+            m.gpu.fixed += m.gpu_context + m.gpu_teardown;
+        }
         if (req.recon && !pts.empty())  // the first run's units: the mini-batches of one iteration
             two_rank_sync(pts, kind == "gpu", pts.front().units, kind == "cpu" ? m.cpu : m.gpu);
         points.insert(points.end(), pts.begin(), pts.end());

@@ -202,7 +202,8 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
         std::printf("  %s unit: %.4g s + %.4g s per %s%s; set-up and other %.3f s", s == &m.cpu ? "cpu" : "gpu",
                     s->unit.a, s->unit.b, item, s == &m.cpu ? " on one thread" : "", s->fixed);
         if (s->fixed_threaded > 0) std::printf(" (%.3f s of it shared by a rank's threads)", s->fixed_threaded);
-        if (s == &m.gpu) std::printf(" (%.3f s of it the GPU's context)", m.gpu_context);
+        if (s == &m.gpu)
+            std::printf(" (%.3f s of it the GPU's context, %.3f s its teardown at exit)", m.gpu_context, m.gpu_teardown);
         if (s->batch_sync_measured)
             std::printf("; with 2 ranks %s, %.3g ms per mini-batch beyond its compute",
                         s == &m.gpu ? "on the GPU" : "", 1e3 * s->batch_sync);

@@ -56,7 +56,8 @@ struct ProblemModel {
     Linear io;                ///< output seconds against items (fit) or a constant (reconstruction)
     double allreduce_bytes = 0.0;   ///< reconstruction: bytes of the gradient sum per mini-batch
     double bandwidth = 4e9;   ///< bytes per second of a sum between ranks of one node
-    double gpu_context = 0.0;  ///< seconds to create a GPU's context (measured once; in gpu.fixed)
+    double gpu_context = 0.0;   ///< seconds to create a GPU's context (measured once; in gpu.fixed)
+    double gpu_teardown = 0.0;  ///< seconds to destroy it with what the runs left in it (in gpu.fixed)
     WorkerSpeed cpu, gpu;
 };
 

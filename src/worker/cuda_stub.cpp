@@ -18,6 +18,7 @@ int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { return ""; }
 std::string cuda_device_pci_bus_id(int) { return ""; }
 void cuda_create_context(int) {}
+double cuda_reset_seconds(int) { return 0.0; }
 std::vector<DeviceInfo> probe_devices(bool) { return {}; }
 DeviceInfo probe_ceilings(int) { return {}; }
 

@@ -22,5 +22,8 @@ std::string cuda_device_pci_bus_id(int ordinal);
 /// the worker made later on that device finds it ready. Errors are cleared and dropped: the
 /// worker reports them. Does nothing without CUDA.
 void cuda_create_context(int ordinal);
+/// Seconds to destroy the calling process's context on device `ordinal` with everything in it
+/// (cudaDeviceReset: what a GPU rank's exit pays); 0 without CUDA.
+double cuda_reset_seconds(int ordinal);
 
 }  // namespace ef
