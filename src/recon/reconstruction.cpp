@@ -337,6 +337,11 @@ void Reconstruction::initial_model() {
     if (resume_.from > 0) return restore_checkpoint();
     choose_defocus();
     worker_->set_probe(initial_probe(defocus_));
+    set_flat_object();
+}
+
+/// The object's start: amplitude 1, phase 0 in every slice.
+void Reconstruction::set_flat_object() {
     const size_t on = static_cast<size_t>(cfg_.slices) * static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
     worker_->set_object(std::vector<double>(on, 1.0), std::vector<double>(on, 0.0));
 }
@@ -407,8 +412,7 @@ void Reconstruction::choose_defocus() {
  */
 double Reconstruction::trial_loss(double defocus) {
     worker_->set_probe(initial_probe(defocus));
-    const size_t on = static_cast<size_t>(cfg_.slices) * static_cast<size_t>(ds_.obj_h) * static_cast<size_t>(ds_.obj_w);
-    worker_->set_object(std::vector<double>(on, 1.0), std::vector<double>(on, 0.0));
+    set_flat_object();
     worker_->reset_moments(true, true);
     const std::vector<double> positions = ds_.positions, pos_m = pos_m_, pos_v = pos_v_;
     const std::vector<double> powers = mode_powers_;
@@ -416,17 +420,8 @@ double Reconstruction::trial_loss(double defocus) {
     double loss = 0;
     const int trials = std::min(ReconConfig::kDefocusTrialIterations, cfg_.iterations);
     try {
-    for (int it = 1; it <= trials; ++it) {
-        const size_t r = static_cast<size_t>(ctx_.rank());
-        schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
-        IterationSteps steps = steps_of(it);
-        const std::int64_t nb = schedule_->batches_per_iteration();
-        if (deferred_) batches_deferred(it, nb, steps);
-        else
-            for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
-        if (steps.probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) constrain_probe();
-        loss = steps.loss_sum / static_cast<double>(nb);
-    }
+        for (int it = 1; it <= trials; ++it)
+            loss = iteration_batches(it).loss_sum / static_cast<double>(schedule_->batches_per_iteration());
     } catch (const Error&) {  // diverged: the same batch on every rank (the loss is a global sum)
         loss = std::numeric_limits<double>::infinity();
     }

@@ -92,11 +92,13 @@ class Reconstruction {
     std::vector<Complex> initial_probe(double defocus);
     void choose_defocus();
     bool probe_from_file() const;
+    void set_flat_object();
     double trial_loss(double defocus);
     void set_roi();
 
     // ---- iterations (reconstruction_steps.cpp) -----------------------------------------------
     IterationSteps steps_of(int it) const;
+    IterationSteps iteration_batches(int it);
     bool end_iteration(int it, const IterationSteps& st, double wall0);
     ReconBatch assemble(const std::vector<std::int64_t>& members) const;
     std::int64_t batch_layout(std::int64_t t, std::vector<int>& counts, std::vector<int>& starts) const;

@@ -34,19 +34,26 @@ void Reconstruction::iterate() {
     last_checkpoint_ = now_seconds();
     for (int it = resume_.from + 1; it <= cfg_.iterations; ++it) {
         const double wall0 = now_seconds();
-        const size_t r = static_cast<size_t>(ctx_.rank());
-        schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
-        IterationSteps steps = steps_of(it);
-        const std::int64_t nb = schedule_->batches_per_iteration();
-        if (deferred_) batches_deferred(it, nb, steps);  // the whole iteration queued on the device
-        else
-            for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
-        if (steps.probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
-            PhaseTimer::Scope c(timer_, Phase::compute);
-            constrain_probe();
-        }
+        const IterationSteps steps = iteration_batches(it);
         if (end_iteration(it, steps, wall0)) return;  // stopped (a checkpoint is written)
     }
+}
+
+/// Iteration `it`'s mini-batches over this rank's share, then the probe's constraints: what
+/// iterate() runs, and the defocus trials (choose_defocus) before it.
+IterationSteps Reconstruction::iteration_batches(int it) {
+    const size_t r = static_cast<size_t>(ctx_.rank());
+    schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
+    IterationSteps steps = steps_of(it);
+    const std::int64_t nb = schedule_->batches_per_iteration();
+    if (deferred_) batches_deferred(it, nb, steps);  // the whole iteration queued on the device
+    else
+        for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
+    if (steps.probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
+        PhaseTimer::Scope c(timer_, Phase::compute);
+        constrain_probe();
+    }
+    return steps;
 }
 
 /// What iteration `it` updates, and its learning-rate factor: 1, or a half cosine from 1 at

@@ -36,14 +36,24 @@ check_advice fit_advice.log 6 $(( $(date +%s) - start ))
 grep -q "(fit: 201 replica fits)" fit_advice.log || { cat fit_advice.log; fail "fit size not read from the config"; }
 grep -q "^work: .* FLOP per replica fit" fit_advice.log || { cat fit_advice.log; fail "no counted work per fit"; }
 grep -q "^  cpu  *1 " fit_advice.log || { cat fit_advice.log; fail "no one-thread calibration run listed"; }
-ok "fit: CPU table, recommendation, command line in $(( $(date +%s) - start )) s"
+# Start-up measured: advise (a singleton here) times mpirun itself, in the environment it started with.
+grep -q "^  start-up measured: \`mpirun -np 1 ensemblefit --version\` [0-9.]* s, [0-9.]* s; -np 2 [0-9.]* s" \
+    fit_advice.log || { cat fit_advice.log; fail "mpirun's start-up not measured"; }
+ok "fit: CPU table, recommendation, command line, mpirun's start-up measured in $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 "$EF" advise ptycho.ini --solver.iterations 4 --budget 8 > recon_advice.log
 check_advice recon_advice.log 8 $(( $(date +%s) - start ))
 grep -q "reconstruction: 576 positions x 4 iterations, mini-batches of 32" recon_advice.log ||
     { cat recon_advice.log; fail "reconstruction size not read from the config"; }
-ok "reconstruction: CPU table and recommendation in $(( $(date +%s) - start )) s"
+# The defocus trials (no probe in ptycho_small.h5) counted, and 2 ranks calibrated through mpirun.
+grep -q "and up to 18 iterations of probe defocus trials before them" recon_advice.log ||
+    { cat recon_advice.log; fail "the defocus trials are not in the prediction"; }
+grep -q "^  cpu     2 ranks x 1 thread (mpirun), mini-batches of 32: [0-9.]* s for the last iteration" recon_advice.log ||
+    { cat recon_advice.log; fail "no 2-rank calibration run"; }
+grep -q "; with 2 ranks .* ms per mini-batch beyond its compute" recon_advice.log ||
+    { cat recon_advice.log; fail "no per-batch cost of 2 ranks"; }
+ok "reconstruction: CPU table and recommendation, defocus trials and a 2-rank calibration, in $(( $(date +%s) - start )) s"
 
 # The prediction file: a header and one row per placement, one of them recommended.
 [ "$(grep -c $'\t1$' fit.tsv)" = 1 ] || { cat fit.tsv; fail "not exactly one recommended row"; }
