@@ -205,8 +205,8 @@ void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const a
         if (s == &m.gpu)
             std::printf(" (%.3f s of it the GPU's context, %.3f s its teardown at exit)", m.gpu_context, m.gpu_teardown);
         if (s->batch_sync_measured)
-            std::printf("; with 2 ranks %s, %.3g ms per mini-batch beyond its compute",
-                        s == &m.gpu ? "on the GPU" : "", 1e3 * s->batch_sync);
+            std::printf("; with 2 ranks%s, %.3g ms per mini-batch beyond its compute",
+                        s == &m.gpu ? " on the GPU" : "", 1e3 * s->batch_sync);
         if (s == &m.cpu && m.cores > 1) std::printf("; thread efficiency at %d threads %.2f", m.cores, s->thread_efficiency);
         std::printf("\n");
     }
