@@ -51,7 +51,7 @@ grep -q "and up to 18 iterations of probe defocus trials before them" recon_advi
     { cat recon_advice.log; fail "the defocus trials are not in the prediction"; }
 grep -q "^  cpu     2 ranks x 1 thread (mpirun), mini-batches of 32: [0-9.]* s for the last iteration" recon_advice.log ||
     { cat recon_advice.log; fail "no 2-rank calibration run"; }
-grep -q "; with 2 ranks .* ms per mini-batch beyond its compute" recon_advice.log ||
+grep -q "; with 2 ranks[a-zA-Z ]*, [0-9.e+-]* ms per mini-batch beyond its compute" recon_advice.log ||
     { cat recon_advice.log; fail "no per-batch cost of 2 ranks"; }
 ok "reconstruction: CPU table and recommendation, defocus trials and a 2-rank calibration, in $(( $(date +%s) - start )) s"
 
