@@ -48,17 +48,9 @@ std::vector<KernelRecord> fit_kernel_records(const FitProblem& pb, const std::ve
                                              const Ceilings& gpu) {
     std::vector<KernelRecord> out;
     for (const KernelSum& s : sums) {
-        KernelRecord k;
-        k.name = kernel_row_name(s);
-        k.seconds = s.seconds;
-        k.flops = s.flops;
-        k.bytes = s.bytes;
+        KernelRecord k = kernel_record(s, gpu);
         count_phase(pb, s, k);
         k.what += s.gpu ? "; time: CUDA events" : "; time: host clock";
-        if (s.gpu) {
-            k.ceiling_flops = gpu.flops;
-            k.ceiling_bytes = gpu.bytes;
-        }
         out.push_back(k);
     }
     return out;

@@ -290,18 +290,10 @@ std::vector<KernelRecord> recon_kernels(const std::vector<RankTiming>& ranks, co
                                         const Ceilings& gpu) {
     std::vector<KernelRecord> out = {gradient_kernel(ranks)};
     for (const KernelSum& s : sums) {
-        KernelRecord k;
-        k.name = kernel_row_name(s);
-        k.seconds = s.seconds;
-        k.flops = s.flops;
-        k.bytes = s.bytes;
+        KernelRecord k = kernel_record(s, gpu);
         k.what = std::string("FLOP, bytes: its FFTs (5 n log2 n; windows read and written once) and Adam steps "
                              "(estimated), other elementwise work not counted; time: ") +
                  (s.gpu ? "CUDA events" : "host clock");
-        if (s.gpu) {
-            k.ceiling_flops = gpu.flops;
-            k.ceiling_bytes = gpu.bytes;
-        }
         out.push_back(k);
     }
     return out;

@@ -132,6 +132,19 @@ std::string kernel_row_name(const KernelSum& s) {
     return n.empty() ? "phase" : n;
 }
 
+KernelRecord kernel_record(const KernelSum& s, const Ceilings& gpu) {
+    KernelRecord k;
+    k.name = kernel_row_name(s);
+    k.seconds = s.seconds;
+    k.flops = s.flops;
+    k.bytes = s.bytes;
+    if (s.gpu) {
+        k.ceiling_flops = gpu.flops;
+        k.ceiling_bytes = gpu.bytes;
+    }
+    return k;
+}
+
 double KernelRecord::fraction() const {
     double bound = 0;
     if (ceiling_flops > 0 && flops > 0)

@@ -65,6 +65,10 @@ Ceilings gpu_ceilings(const MpiContext& ctx, int device, bool single_precision);
 /// GPU phases get "gpu_" before it.
 std::string kernel_row_name(const KernelSum& s);
 
+/// A summed tally as a /timing/kernels row: its name, seconds, counted FLOPs and bytes, and on
+/// a GPU the measured ceilings (`what` is the caller's: what it counted and how it was timed).
+KernelRecord kernel_record(const KernelSum& s, const Ceilings& gpu);
+
 /**
  * The POP host/device split of a run with GPU ranks (docs/architecture.md, "Roofline, trace and
  * the host/device split"). Host side: the MPI parallel efficiency of every rank's compute phase
