@@ -20,6 +20,7 @@
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "kernels/recon/ptycho_math.hpp"
+#include "tests/gpu/recon_fixture.hpp"
 
 using namespace ef;
 using C = std::complex<double>;
@@ -51,18 +52,11 @@ Setup make_setup(int dp, int modes, int b, int obj) {
         s.amp.push_back(0.9 + 0.2 * u(rng));
         s.phase.push_back(0.6 * u(rng) - 0.3);
     }
-    const double r2 = dp * dp / 25.0;
-    for (int k = 0; k < modes; ++k)
-        for (int q = 0; q < n; ++q) {
-            const double y = q / dp - dp / 2.0, x = q % dp - dp / 2.0;
-            const double env = std::exp(-(x * x + y * y) / r2) * (k == 0 ? 10.0 : 2.0);
-            s.probe.emplace_back(env * (1 + 0.2 * u(rng)), env * 0.2 * (u(rng) - 0.5));
-        }
+    ef_test::append_test_probe(rng, dp, modes, s.probe);
     const double span = obj - dp;
     for (int j = 0; j < b; ++j) {
         s.batch.pattern_of.push_back(b - 1 - j);
-        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? span + 5.0 : span * u(rng));
-        s.batch.positions.push_back(j == 0 ? 0.0 : j == 1 ? span + 0.3 : span * u(rng));
+        ef_test::append_test_position(rng, j, span, s.batch.positions);
     }
     s.patterns.resize(static_cast<size_t>(b) * n);
     for (int j = 0; j < b; ++j)
