@@ -118,18 +118,25 @@ std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, in
             spec[static_cast<size_t>(u) * w + v] =
                 std::polar(amp, defocus * k2 / (disc * disc) - 2 * M_PI * (fy * (h / 2) + fx * (w / 2)));
         }
-    // Separable inverse DFT, rows then columns, scaled by 1/sqrt(n).
+    // Separable inverse DFT, rows then columns, scaled by 1/sqrt(n). The twiddles are tabled
+    // once (the same expression, so the same bits): the defocus trials build 10 probes, and
+    // evaluating them in the inner loops cost 0.08 s a probe at 128 x 128.
+    std::vector<Complex> twx(static_cast<size_t>(w) * w), twy(static_cast<size_t>(h) * h);
+    for (int v = 0; v < w; ++v)
+        for (int x = 0; x < w; ++x) twx[static_cast<size_t>(v) * w + x] = std::polar(1.0, 2 * M_PI * v * x / w);
+    for (int u = 0; u < h; ++u)
+        for (int y = 0; y < h; ++y) twy[static_cast<size_t>(u) * h + y] = std::polar(1.0, 2 * M_PI * u * y / h);
     std::vector<Complex> tmp(n), out(n);
     for (int u = 0; u < h; ++u)
         for (int x = 0; x < w; ++x) {
             Complex s = 0;
-            for (int v = 0; v < w; ++v) s += spec[static_cast<size_t>(u) * w + v] * std::polar(1.0, 2 * M_PI * v * x / w);
+            for (int v = 0; v < w; ++v) s += spec[static_cast<size_t>(u) * w + v] * twx[static_cast<size_t>(v) * w + x];
             tmp[static_cast<size_t>(u) * w + x] = s;
         }
     for (int x = 0; x < w; ++x)
         for (int y = 0; y < h; ++y) {
             Complex s = 0;
-            for (int u = 0; u < h; ++u) s += tmp[static_cast<size_t>(u) * w + x] * std::polar(1.0, 2 * M_PI * u * y / h);
+            for (int u = 0; u < h; ++u) s += tmp[static_cast<size_t>(u) * w + x] * twy[static_cast<size_t>(u) * h + y];
             out[static_cast<size_t>(y) * w + x] = s / std::sqrt(static_cast<double>(n));
         }
     return out;
