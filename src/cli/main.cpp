@@ -65,6 +65,8 @@ void fit_help() {
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
         "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write\n"
+        "  --debug.hold-creating S  rank 0 waits S seconds between creating a new output under\n"
+        "                  its temporary name and renaming it\n"
         "  -h, --help      this text\n\n%s",
         fit_config_help().c_str());
 }
@@ -95,6 +97,12 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
              opt.slow_writes = parse_number_arg("--debug.slow-writes", v);
              if (!(opt.slow_writes >= 0 && opt.slow_writes <= 3600))
                  throw usage_error("--debug.slow-writes: expected seconds in 0..3600");
+         }},
+        {"--debug.hold-creating", true,
+         [&](const std::string& v) {
+             opt.hold_creating = parse_number_arg("--debug.hold-creating", v);
+             if (!(opt.hold_creating >= 0 && opt.hold_creating <= 3600))
+                 throw usage_error("--debug.hold-creating: expected seconds in 0..3600");
          }},
         {"--progress-interval", true,
          [&](const std::string& v) {

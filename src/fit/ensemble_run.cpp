@@ -294,6 +294,7 @@ void FitRun::create_output(OutputAction action) {
                         (action == OutputAction::replace ? "the previous '" + path + "' is unchanged"
                                                          : "nothing was written"));
     }
+    if (opt_.hold_creating > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.hold_creating));
     pending.commit();
 }
 

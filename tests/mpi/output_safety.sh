@@ -51,7 +51,9 @@ $H5CHECK equal ref.h5 live.h5 /central /replicas /summary || fail "the first run
 ok "a second run on a live output is refused (--overwrite, --resume, predict); the first run's file is intact"
 
 # 2. Stale lock: kill -9 mid-run leaves the lock file; --resume takes it over and finishes bitwise.
-setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file stale.h5 $SLOW" > stale.log 2>&1 &
+# (Slower than SLOW, each block's write held 1 s: a slow machine must not finish before the kill.)
+setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file stale.h5 \
+    --debug.slowdown 0:400,1:400 --debug.slow-writes 1" > stale.log 2>&1 &
 pid=$!
 wait_done stale.h5 5
 kill_run $pid
@@ -64,12 +66,13 @@ grep -q "taking over the lock left by a run that ended without releasing it (pid
 $H5CHECK equal ref.h5 stale.h5 /central /replicas /summary || fail "resumed file differs"
 ok "kill -9 at $done/41: the stale lock is taken over, --resume bitwise equal to an uninterrupted run"
 
-# 3. Killed while its output is being created (3e6 replicas): nothing at the output; --resume
-# (here of a 40-replica run on the same output) removes the leftover and completes bitwise.
-setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file big.h5 --fit.replicas 3000000" \
+# 3. Killed while its output is being created (held there by --debug.hold-creating, so that no
+# machine is fast enough to rename it first): nothing at the output; --resume removes the leftover
+# and completes bitwise.
+setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit peaks.ini --output.file big.h5 --debug.hold-creating 120" \
     > big.log 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do sleep 0.05; [ -e big.h5.creating ] && break; done
+for _ in $(seq 1 1200); do sleep 0.05; [ -e big.h5.creating ] && break; done
 [ -e big.h5.creating ] || { cat big.log; fail "never saw big.h5.creating"; }
 kill_run $pid
 [ ! -e big.h5 ] || fail "a run killed while creating its output left a file at the output"

@@ -19,6 +19,9 @@ struct FitRunOptions : RunArgs {
     /// `--debug.slow-writes S`: rank 0's results writer waits S seconds between a block's
     /// values and its status, so a test can kill a run in the middle of a write.
     double slow_writes = 0.0;
+    /// `--debug.hold-creating S`: rank 0 waits S seconds after creating a new output under its
+    /// temporary name and before renaming it, so a test can kill a run at that moment.
+    double hold_creating = 0.0;
     /// A result file of the same problem on fewer ranks: adds computation scalability, global
     /// efficiency and speedup to the timing report.
     std::string baseline;
