@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kAnnounceTag = 1;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // When this process last got SIGCONT (steady-clock ticks; 0: never). A process that was
 // stopped may be resumed by a launcher that is ending the job (Open MPI sends SIGCONT before
 // SIGTERM and SIGKILL): it must not then report the ranks it finds gone.
@@ -75,22 +71,20 @@ void Heartbeat::wait(MPI_Request& req, const char* what) {
         return;
     }
     ++seq_;
-    auto t0 = std::chrono::steady_clock::now(), last = t0;
+    PollClock clock;  // a pause of this process, anywhere in this loop, restarts the count
     bool announced = false;
     for (int done = 0;;) {
         EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
         if (done) return;
-        if (seconds_since(last) > 1.0) t0 = std::chrono::steady_clock::now();  // this process was paused
-        last = std::chrono::steady_clock::now();
-        // Resumed from a stop (here or in the work before this wait): the others may be gone
-        // because a launcher is ending the job; wait twice as long before naming anyone.
-        const double patience = continued_since(created_) ? 2.0 : 1.0;
-        const double waited = seconds_since(t0);
+        const double waited = clock.tick();
+        // Paused or resumed from a stop (here or in the work before this wait): the others may
+        // be gone because a launcher is ending the job; wait twice as long before naming anyone.
+        const double patience = clock.paused() || continued_since(created_) ? 2.0 : 1.0;
         if (waited < 0.5 * patience * timeout_) continue;  // the usual wait: polled as MPI_Barrier polls
         if (!announced) announce();
         announced = true;
         drain();
-        check(waited, patience, what);
+        if (clock.fresh()) check(waited, patience, what);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -24,5 +25,36 @@ namespace ef {
  * it and its host, how long and what it was doing (`doing`, e.g. "while holding 2 work units").
  */
 Error rank_lost(const MpiContext& ctx, int rank, double silent_seconds, double timeout, const std::string& doing);
+
+/**
+ * The time a polling loop has waited for another rank, without this process's own pauses: a
+ * gap of more than a second between two polls (SIGSTOP, a descheduled VM) is this process
+ * stopped, not the other rank silent, so the count starts again, wherever in the loop the
+ * pause fell. Before naming a rank, ask fresh(): a pause since the last tick() voids it.
+ */
+class PollClock {
+   public:
+    /// Once per poll: the seconds waited so far.
+    double tick() {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_ > std::chrono::seconds(1)) {
+            paused_ = true;
+            waited_ = 0;
+        } else {
+            waited_ += std::chrono::duration<double>(now - last_).count();
+        }
+        last_ = now;
+        return waited_;
+    }
+    /// Whether this process was paused while it waited here.
+    bool paused() const { return paused_; }
+    /// No pause since the last tick(): what it returned still holds.
+    bool fresh() const { return std::chrono::steady_clock::now() - last_ <= std::chrono::seconds(1); }
+
+   private:
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+    double waited_ = 0;
+    bool paused_ = false;
+};
 
 }  // namespace ef

@@ -151,16 +151,15 @@ UnitSpan UnitClient::receive() {
     // lets a rank 0 that stopped answering be reported instead of waited for forever.
     MPI_Request req = MPI_REQUEST_NULL;
     EF_MPI_CHECK(MPI_Irecv(span, 2, MPI_INT64_T, 0, kAssignTag, ctx_.world(), &req));
-    auto t0 = std::chrono::steady_clock::now(), last = t0;
+    PollClock clock;  // a pause of this process restarts the count
     for (int done = 0;;) {
         EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
         if (done) break;
-        if (seconds_since(last) > 1.0) t0 = std::chrono::steady_clock::now();  // this process was paused
-        last = std::chrono::steady_clock::now();
-        if (timeout_ > 0 && seconds_since(t0) > timeout_) {
+        const double waited = clock.tick();
+        if (timeout_ > 0 && waited > timeout_ && clock.fresh()) {
             MPI_Cancel(&req);
             MPI_Request_free(&req);
-            throw rank_lost(ctx_, 0, seconds_since(t0), timeout_,
+            throw rank_lost(ctx_, 0, waited, timeout_,
                             "while rank " + std::to_string(ctx_.rank()) + " waits for its next work unit");
         }
     }
