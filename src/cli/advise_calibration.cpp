@@ -127,9 +127,6 @@ class Runner {
     /// A reconstruction on `ranks` ranks through mpirun (one thread each): the last iteration's
     /// seconds; negative when it could not run.
     double run_ranks(int ranks, const std::string& workers, const std::vector<std::string>& extra);
-    /// A fit's `--dry-run` (set-up only) on `ranks` one-thread CPU ranks through mpirun: its wall
-    /// seconds, negative when it could not run.
-    double run_dry(int ranks);
     double spent() const { return spent_; }
 
    private:
@@ -194,38 +191,6 @@ double Runner::run_ranks(int ranks, const std::string& workers, const std::vecto
     spent_ += wall;
     const std::vector<double> its = h5::File::open_read(out).read_double("/iteration_seconds");
     return its.empty() ? -1 : its.back();
-}
-
-double Runner::run_dry(int ranks) {
-    std::vector<std::string> args = {"fit", req_.config};
-    args.insert(args.end(), base_.begin(), base_.end());
-    args.insert(args.end(), {"--run.workers=cpu", "--run.threads=1", "--dry-run",
-                             "--output.file=" + dir_.path() + "/dry" + std::to_string(count_++) + ".h5"});
-    const double wall = run_mpirun(ranks, args);
-    if (wall > 0) spent_ += wall;
-    return wall;
-}
-
-/**
- * Ranks started together build their set-up (the model's tables: memory-bound) at once and
- * share the memory bandwidth: 16 one-thread ranks of stats2 on the H100 machine took 2-3 times
- * what one rank alone took. A dry run (set-up, then exit) on one rank, and, when its set-up is
- * long enough to matter, on every core, both through mpirun; less the launcher's own cost.
- */
-void measure_crowding(Runner& run, const AdviseRequest& req, ProblemModel& m, std::vector<CalibrationPoint>& pts) {
-    if (req.recon || !req.mpirun || !req.cpu || req.cores <= 1) return;
-    const double one = run.run_dry(1) - req.launch;
-    if (!(one > 0.25) || run.spent() + req.launch + 2 * one > 0.6 * req.budget) return;  // short, or no time
-    const double all = run.run_dry(req.cores) - req.launch - req.launch_per_rank * (req.cores - 1);
-    if (!(all > 0)) return;
-    m.setup_crowding = std::clamp(all / one, 1.0, static_cast<double>(req.cores));
-    CalibrationPoint p;
-    p.workers = "cpu";
-    p.threads = kCrowdedDryRun;
-    p.items = req.cores;
-    p.compute = all;
-    p.outside = one;
-    pts.push_back(p);
 }
 
 /**
@@ -303,7 +268,7 @@ std::vector<CalibrationPoint> calibrate_recon(Runner& run, const AdviseRequest& 
     if (req.mpirun && (kind == "gpu" || req.cores > 1) && run.spent() + 2 * guess + 1.0 <= budget) {
         CalibrationPoint p;
         p.workers = kind;
-        p.threads = kTwoRankRun;  // speed_of and two_rank_sync read it
+        p.threads = -2;  // marks the 2-rank run (speed_of reads it)
         p.items = batch;
         p.compute = run.run_ranks(2, kind, with(batch));
         if (p.compute > 0) pts.push_back(p);
@@ -356,7 +321,7 @@ WorkerSpeed speed_of(const std::vector<CalibrationPoint>& pts, int cores) {
 /// the device's throughput. The difference per batch: WorkerSpeed::batch_sync.
 void two_rank_sync(const std::vector<CalibrationPoint>& pts, bool gpu, double batches, WorkerSpeed& s) {
     for (const CalibrationPoint& p : pts) {
-        if (p.threads != kTwoRankRun || batches <= 0) continue;
+        if (p.threads != -2 || batches <= 0) continue;
         const double compute = s.unit.a + s.unit.b * (gpu ? p.items : std::ceil(p.items / 2));
         s.batch_sync = std::max(0.0, p.compute / batches - compute);
         s.batch_sync_measured = true;
@@ -440,8 +405,6 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
     }
     m.gpu_context = req.gpu ? req.gpu_context : 0.0;
     Runner run(req, self);
-    std::vector<CalibrationPoint> crowded;
-    measure_crowding(run, req, m, crowded);  // first: the kinds below share what is left of the budget
     std::vector<std::string> kinds;
     if (req.cpu) kinds.push_back("cpu");
     if (req.gpu) kinds.push_back("gpu");
@@ -473,7 +436,6 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         m.batch = batch;
         m.items = points.front().items * points.front().units;  // positions of one pass
     }
-    points.insert(points.end(), crowded.begin(), crowded.end());  // not an output point
     return m;
 }
 

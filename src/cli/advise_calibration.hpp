@@ -21,7 +21,6 @@ struct AdviseRequest {
     bool cpu = true, gpu = false;
     bool mpirun = false;   ///< mpirun can be started from here (a reconstruction then calibrates 2 ranks too)
     double gpu_context = 0;  ///< seconds to create the GPU's context, timed before anything else touched it
-    double launch = 0, launch_per_rank = 0;  ///< mpirun's cost (when `mpirun`): one rank, each further one
 };
 
 /// One short calibration run of the real command: the items its one unit held, and the
@@ -36,11 +35,6 @@ struct CalibrationPoint {
     double iterations = 0;       ///< fit: mean LM iterations per replica fit
     double compiled = 0;         ///< seconds compiling formulas (not in `outside`: later runs hit the cache)
 };
-/// CalibrationPoint::threads of the reconstruction's 2-rank run (compute: its last iteration).
-constexpr int kTwoRankRun = -2;
-/// CalibrationPoint::threads of a fit's dry runs (items: ranks at once; compute: their set-up,
-/// outside: one rank's alone).
-constexpr int kCrowdedDryRun = -3;
 
 /**
  * Runs the calibration of `req` in this process on `self` (one rank), each run silenced and

@@ -72,9 +72,6 @@ void advise_help() {
         "whole command's wall time (start-up, compute and output) and parallel efficiency for\n"
         "CPU ranks at several counts, each GPU with 1, 2 or 4 ranks, and both together. Prints\n"
         "the recommended placement, why, and the mpirun command and Slurm options for it.\n"
-        "It also times mpirun itself and, for a fit whose set-up takes over a quarter second,\n"
-        "dry runs of one rank and of one rank per core at once (ranks building their tables\n"
-        "together share the memory bandwidth).\n"
         "Inside a Slurm allocation it plans for the allocation's cores and GPUs.\n\n"
         "options:\n"
         "  --workers LIST        cpu, gpu or cpu,gpu (default: cpu, and gpu when one is visible)\n"
@@ -186,15 +183,9 @@ std::string decide_machine(AdviseArgs& a, int& gpus) {
 void print_calibration(const std::vector<advise::CalibrationPoint>& pts, const advise::ProblemModel& m) {
     std::printf("calibration runs (this process, one rank):\n  workers threads items/unit units  compute_s     io_s  other_s\n");
     for (const auto& p : pts) {
-        if (p.threads == advise::kTwoRankRun) {  // through mpirun: its last iteration
+        if (p.threads < 0) {  // the 2-rank run through mpirun: its last iteration
             std::printf("  %-7s 2 ranks x 1 thread (mpirun), mini-batches of %.0f: %.3f s for the last iteration\n",
                         p.workers.c_str(), p.items, p.compute);
-            continue;
-        }
-        if (p.threads == advise::kCrowdedDryRun) {
-            std::printf("  %-7s %.0f ranks x 1 thread at once (mpirun, --dry-run): set-up %.3f s against %.3f s for one "
-                        "rank alone, x%.2f\n",
-                        p.workers.c_str(), p.items, p.compute, p.outside, m.setup_crowding);
             continue;
         }
         std::printf("  %-7s %7d %10.0f %5.0f %10.3f %8.3f %8.3f\n", p.workers.c_str(), p.threads, p.items, p.units,
@@ -336,8 +327,6 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
     const auto l0 = std::chrono::steady_clock::now();
     const bool measured = measure_launch(a.req.cores, launch_model, launch_how);
     a.req.mpirun = measured;
-    a.req.launch = launch_model.launch;
-    a.req.launch_per_rank = launch_model.launch_per_rank;
     a.req.budget = std::max(1.0, a.req.budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count());
     advise::ProblemModel m = advise::calibrate(a.req, self, pts);
     // Measured: mpirun's whole start and end around a run; else this process's own start (a

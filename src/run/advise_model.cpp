@@ -94,25 +94,14 @@ double oversubscription(const ProblemModel& m, const Placement& p) {
 /// Starting the processes and MPI, and ending them: outside what a run's /timing measures.
 double launch(const ProblemModel& m, const Placement& p) { return m.launch + m.launch_per_rank * (p.ranks() - 1); }
 
-/// How much longer `ranks` ranks building their set-up at once take than one alone.
-double crowding(const ProblemModel& m, int ranks) {
-    if (m.cores <= 1 || ranks <= 1) return 1.0;
-    const double f = std::min(1.0, static_cast<double>(ranks - 1) / static_cast<double>(m.cores - 1));
-    return 1.0 + (std::max(m.setup_crowding, 1.0) - 1.0) * f;
-}
-
 /// The start-up before the first unit and the output after the last, on the slowest rank.
 double outside_compute(const ProblemModel& m, const Placement& p, double items) {
-    const double crowd = crowding(m, p.ranks());
     // Ranks sharing a GPU make and destroy their contexts on it one after the other (the
     // driver serialises them): the last rank waits for the others' (H100: 2 ranks of the spot
-    // ensemble 0.2-0.3 s slower than 1, 4 ranks 0.5-0.7 s). The host's part of the set-up is
-    // crowded like a CPU rank's.
-    const double context = m.gpu_context + m.gpu_teardown;
-    const double gpu_fixed =
-        std::max(0.0, m.gpu.fixed - context) * crowd + context + std::max(0, p.ranks_per_gpu - 1) * context;
+    // ensemble 0.2-0.3 s slower than 1, 4 ranks 0.5-0.7 s).
+    const double gpu_fixed = m.gpu.fixed + std::max(0, p.ranks_per_gpu - 1) * (m.gpu_context + m.gpu_teardown);
     const double fixed =
-        std::max(p.cpu_ranks > 0 ? m.cpu.fixed_at(p.threads) * crowd : 0.0, p.gpu_ranks() > 0 ? gpu_fixed : 0.0);
+        std::max(p.cpu_ranks > 0 ? m.cpu.fixed_at(p.threads) : 0.0, p.gpu_ranks() > 0 ? gpu_fixed : 0.0);
     return launch(m, p) + fixed + m.io.at(items);
 }
 

@@ -58,10 +58,6 @@ struct ProblemModel {
     double bandwidth = 4e9;   ///< bytes per second of a sum between ranks of one node
     double gpu_context = 0.0;   ///< seconds to create a GPU's context (measured once; in gpu.fixed)
     double gpu_teardown = 0.0;  ///< seconds to destroy it with what the runs left in it (in gpu.fixed)
-    /// The set-up of `cores` one-thread ranks started at once over one rank's alone (they share
-    /// the memory bandwidth and caches while each builds its tables; measured by dry runs through
-    /// mpirun, 1 when not measured). Ranks in between: on a straight line.
-    double setup_crowding = 1.0;
     WorkerSpeed cpu, gpu;
 };
 

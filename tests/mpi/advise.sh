@@ -39,18 +39,7 @@ grep -q "^  cpu  *1 " fit_advice.log || { cat fit_advice.log; fail "no one-threa
 # Start-up measured: advise (a singleton here) times mpirun itself, in the environment it started with.
 grep -q "^  start-up measured: \`mpirun -np 1 ensemblefit --version\` [0-9.]* s, [0-9.]* s; -np 2 [0-9.]* s" \
     fit_advice.log || { cat fit_advice.log; fail "mpirun's start-up not measured"; }
-grep -q "at once (mpirun, --dry-run)" fit_advice.log && { cat fit_advice.log; fail "dry runs for a set-up too short to matter"; }
 ok "fit: CPU table, recommendation, command line, mpirun's start-up measured in $(( $(date +%s) - start )) s"
-
-# A long set-up (stats2's dis-mellin tables, ~1.5 s): dry runs of 1 rank and of one rank per core
-# at once measure how ranks built together slow each other.
-cp "$SRC/inputs/stats2.ini" "$SRC/inputs/dis-mellin-lo.h5" .
-start=$(date +%s)
-"$EF" advise stats2.ini --fit.replicas 8 --budget 12 > stats2_advice.log
-check_advice stats2_advice.log 12 $(( $(date +%s) - start ))
-grep -Eq "^  cpu +[0-9]+ ranks x 1 thread at once \(mpirun, --dry-run\): set-up [0-9.]+ s against [0-9.]+ s for one rank alone, x[0-9.]+$" \
-    stats2_advice.log || { cat stats2_advice.log; fail "no dry runs of ranks building their set-up at once"; }
-ok "fit with a long set-up: ranks building it at once measured in $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 "$EF" advise ptycho.ini --solver.iterations 4 --budget 8 > recon_advice.log

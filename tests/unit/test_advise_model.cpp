@@ -77,33 +77,6 @@ TEST_CASE("set-up built with a rank's threads is shared by its threads, not by r
     CHECK(two.wall == Approx(0.5 + 0.1 + 1.0 + 0.2 + 9 * 1.1));
 }
 
-TEST_CASE("ranks building their set-up at once take longer, on a line to every core's measured figure", "[advise]") {
-    ProblemModel m = fit_model();
-    m.cores = 5;
-    m.launch_per_rank = 0.0;
-    m.setup_crowding = 3.0;  // 5 one-thread ranks at once: 3 x one rank's set-up
-
-    const Prediction one = predict(m, Placement{1, 1, 0, 0});
-    const Prediction three = predict(m, Placement{3, 1, 0, 0});
-    const Prediction five = predict(m, Placement{5, 1, 0, 0});
-    // Outside compute: launch 0.5 + set-up 1.0 x crowding + output 0.2.
-    CHECK(one.wall - one.compute == Approx(0.5 + 1.0 + 0.2));
-    CHECK(three.wall - three.compute == Approx(0.5 + 1.0 * 2.0 + 0.2));  // halfway: 1 + 2 x 2 / 4
-    CHECK(five.wall - five.compute == Approx(0.5 + 1.0 * 3.0 + 0.2));
-
-    // A GPU rank beside 4 CPU ranks: its host-side set-up is crowded, its context is not.
-    m.gpu.measured = true;
-    m.gpu.unit = Linear{0.0, 0.001};
-    m.gpu_context = 0.2;
-    m.gpu_teardown = 0.1;
-    m.gpu.fixed = 0.8 + 0.3;
-    m.cpu.fixed = 0.1;
-    const Prediction gpu_alone = predict(m, Placement{0, 1, 1, 1});
-    const Prediction gpu_crowded = predict(m, Placement{4, 1, 1, 1});
-    CHECK(gpu_alone.wall - gpu_alone.compute == Approx(0.5 + 1.1 + 0.2));
-    CHECK(gpu_crowded.wall - gpu_crowded.compute == Approx(0.5 + 0.8 * 3.0 + 0.3 + 0.2));
-}
-
 TEST_CASE("threads beyond the cores slow every unit down in proportion", "[advise]") {
     const ProblemModel m = fit_model();
 
