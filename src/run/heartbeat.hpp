@@ -20,9 +20,10 @@ namespace ef {
  * it is in (rank 0 tells every rank), on a communicator of the watch's own; rank 0, after 1.5
  * timeouts, names the lowest rank that never said so: every rank that arrived within one
  * timeout of it has. The other ranks name rank 0 when it has not said so after 1.5 timeouts
- * and a second. Only time spent polling counts: a process that was itself paused (a poll more than
- * a second after the last) starts counting again, and one resumed from a stop (SIGCONT: Open MPI
- * sends it before killing a job) waits twice as long before naming anyone. Only the thread that calls MPI calls it (MPI_THREAD_SERIALIZED suffices).
+ * and a second. Only time spent polling counts (PollClock): a process that was itself paused (a
+ * poll more than a second after the last) starts counting again, and it, like one resumed from
+ * a stop (SIGCONT: Open MPI sends it before killing a job), waits twice as long before naming
+ * anyone. Only the thread that calls MPI calls it (MPI_THREAD_SERIALIZED suffices).
  */
 class Heartbeat {
    public:
