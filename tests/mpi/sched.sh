@@ -61,4 +61,44 @@ head -1 report.csv | grep -q "file,ranks,workers,policy,wall_s,speedup" || fail 
 [ "$(sed -n 2p report.csv | cut -d, -f6)" = "1.000000" ] || fail "baseline row speedup is not 1"
 expect_error 3 "peaks.csv: cannot open as an HDF5 file" -- "$EF" report peaks.csv
 ok "report: 3 rows sorted by ranks, CSV written; fit --baseline adds speedup"
+# Strong and weak scaling, detected from the fits per rank (one.h5: 41 on 1 rank, two.h5: 41 on 2;
+# weak2/weak4: 40 per rank + the central fit), or as asked; the arithmetic checked on the CSV.
+run_np 2 fit peaks.ini --fit.replicas 80 --output.file weak2.h5 > weak2.log
+run_np 4 fit peaks.ini --fit.replicas 160 --output.file weak4.h5 > weak4.log
+"$EF" report weak4.h5 one.h5 weak2.h5 --csv weak.csv > weak.log
+grep -q "^cpu ranks: weak scaling (detected: work proportional to the ranks); baseline one.h5" weak.log ||
+    { cat weak.log; fail "report does not detect weak scaling"; }
+grep -q "^where the time went" weak.log || { cat weak.log; fail "report has no per-phase seconds"; }
+"$EF" report two.h5 one.h5 --csv strong.csv > strong.log
+grep -q "^cpu ranks: strong scaling (detected: the same total work" strong.log ||
+    { cat strong.log; fail "report does not detect strong scaling"; }
+"$EF" report weak4.h5 one.h5 weak2.h5 --strong --csv forced.csv > forced.log
+grep -q "^cpu ranks: strong scaling (as asked)" forced.log || { cat forced.log; fail "--strong not taken"; }
+/usr/bin/python3 - weak.csv strong.csv forced.csv <<'PY' || fail "report's scaling arithmetic"
+import csv, sys
+def rows(p):
+    return list(csv.DictReader(open(p)))
+def close(a, b):
+    return abs(float(a) - b) <= 1e-5 * max(1.0, abs(b))
+for path, want in ((sys.argv[1], "weak"), (sys.argv[2], "strong"), (sys.argv[3], "strong")):
+    rs = rows(path)
+    assert [int(r["ranks"]) for r in rs] == sorted(int(r["ranks"]) for r in rs), path
+    base = rs[0]
+    assert base["file"] == "one.h5" and base["baseline"] == "one.h5", (path, base)
+    t1 = float(base["wall_s"])
+    for r in rs:
+        n, tn = float(r["ranks"]), float(r["wall_s"])
+        assert r["group"] == "cpu" and r["cpu_ranks"] == r["ranks"] and r["gpu_ranks"] == "0", r
+        if n > 1:
+            assert r["mode"] == want, (path, r["mode"], want)
+        if want == "weak":      # efficiency T1/TN, scaled speedup N T1/TN
+            assert close(r["scaling_efficiency"], t1 / tn) and close(r["speedup"], n * t1 / tn), (path, r)
+        else:                   # speedup T1/TN, efficiency speedup/N
+            assert close(r["speedup"], t1 / tn) and close(r["scaling_efficiency"], t1 / tn / n), (path, r)
+        for ph in ("setup", "compute", "io", "sync", "idle", "sched"):
+            assert float(r[ph + "_max_s"]) >= float(r[ph + "_mean_s"]) >= 0, (path, ph, r)
+    print(path, [(r["ranks"], r["mode"], r["speedup"], r["scaling_efficiency"]) for r in rs])
+PY
+expect_error 2 "--weak and --strong exclude each other" -- "$EF" report one.h5 two.h5 --weak --strong
+ok "report: weak (40 fits per rank) and strong scaling detected or as asked, efficiencies T1/TN and T1/(N TN)"
 echo "sched: all checks passed"
