@@ -111,6 +111,10 @@ void print_row(const std::string& label, const RunTiming& r, const Study& s, Sca
     const RunTiming& base = s.base.count(g) ? s.base.at(g) : r;
     apply_baseline(m, r.ranks, base.ranks, base.metrics.runtime);
     const ScalingPoint p = point_of(s, r, forced);
+    // POP's computation scalability against the work the baseline would do for this run's
+    // (weak scaling: N times its own), so that it is 1 when the compute per item is unchanged
+    m.computation_scalability *= g == "mixed" ? 1.0 : p.assumed_work;
+    m.global_efficiency = m.parallel_efficiency * m.computation_scalability;
     double total = 0;
     double share[kPhaseCount] = {};
     for (const auto& k : r.ranks) {

@@ -11,6 +11,7 @@ double log_distance(double a, double b) {
     return a > 0 && b > 0 ? std::fabs(std::log(a / b)) : 1e300;
 }
 constexpr double kTolerance = 0.0953;  // log(1.1): within 10 %
+constexpr double kLoose = 0.405;       // log(1.5)
 }  // namespace
 
 const char* to_string(ScalingMode m) {
@@ -40,8 +41,10 @@ WorkerMix worker_mix(const std::vector<std::string>& placement) {
 ScalingMode detect_scaling_mode(double work_ratio, double unit_ratio) {
     const double strong = log_distance(work_ratio, 1.0);
     const double weak = log_distance(work_ratio, unit_ratio);
-    if (strong <= kTolerance && strong <= weak) return ScalingMode::strong;
-    if (weak <= kTolerance) return ScalingMode::weak;
+    // the closer one, if it is clearly closer (a fixed item per run, such as the central fit,
+    // moves small weak studies off N: 2 replicas per rank + 1 on 1, 2, 4 ranks is 3, 5, 9)
+    if (strong <= weak && (strong <= kTolerance || (strong <= kLoose && 2 * strong < weak))) return ScalingMode::strong;
+    if (weak < strong && (weak <= kTolerance || (weak <= kLoose && 2 * weak < strong))) return ScalingMode::weak;
     return ScalingMode::automatic;
 }
 
@@ -52,6 +55,7 @@ ScalingPoint scaling_point(const ScalingInput& run, const ScalingInput& base, Sc
     p.work_ratio = base.items > 0 ? run.items / base.items : 0.0;
     p.mode = forced == ScalingMode::automatic ? detect_scaling_mode(p.work_ratio, p.unit_ratio) : forced;
     const double w = p.mode == ScalingMode::strong ? 1.0 : p.mode == ScalingMode::weak ? p.unit_ratio : p.work_ratio;
+    p.assumed_work = w;
     p.speedup = run.runtime > 0 ? w * base.runtime / run.runtime : 0.0;
     p.efficiency = p.unit_ratio > 0 ? p.speedup / p.unit_ratio : 0.0;
     return p;

@@ -43,14 +43,16 @@ struct ScalingInput {
  */
 struct ScalingPoint {
     ScalingMode mode = ScalingMode::automatic;  ///< detected or forced; automatic: neither fits
-    double work_ratio = 1.0;
+    double work_ratio = 1.0;    ///< items / the baseline's items
+    double assumed_work = 1.0;  ///< the work ratio the arithmetic took: 1, unit_ratio or work_ratio
     double unit_ratio = 1.0;
     double speedup = 0.0;
     double efficiency = 0.0;
 };
 
-/// The mode whose work ratio (1 for strong, n for weak) is within 10 % of w; automatic when
-/// neither is, strong when n == 1 and w == 1 (a baseline is both).
+/// The mode whose work ratio (1 for strong, n for weak) is within 10 % of w, or within 50 % and
+/// less than half as far (on a log scale) as the other's; automatic when neither is; strong when
+/// n == 1 and w == 1 (a baseline is both).
 ScalingMode detect_scaling_mode(double work_ratio, double unit_ratio);
 
 ScalingPoint scaling_point(const ScalingInput& run, const ScalingInput& base, ScalingMode forced);

@@ -38,6 +38,7 @@ TEST_CASE("weak scaling: efficiency T1/TN, scaled speedup N x T1/TN", "[scaling]
     CHECK(p.mode == ef::ScalingMode::weak);
     CHECK(p.efficiency == Approx(7.77 / 23.1));  // 0.336, not the 0.337 "speedup" of a strong report
     CHECK(p.speedup == Approx(64 * 7.77 / 23.1));
+    CHECK(p.assumed_work == 64.0);
 }
 
 TEST_CASE("a forced mode takes its work ratio whatever the items say", "[scaling]") {
@@ -66,7 +67,10 @@ TEST_CASE("detection: within 10 % of 1 is strong, of N is weak; the baseline's s
     CHECK(ef::detect_scaling_mode(1.0, 1.0) == ef::ScalingMode::strong);
     CHECK(ef::detect_scaling_mode(1.05, 8.0) == ef::ScalingMode::strong);
     CHECK(ef::detect_scaling_mode(7.5, 8.0) == ef::ScalingMode::weak);
-    CHECK(ef::detect_scaling_mode(4.0, 8.0) == ef::ScalingMode::automatic);
+    CHECK(ef::detect_scaling_mode(4.0, 8.0) == ef::ScalingMode::automatic);  // 4x the work on 8x the ranks: far from both
+    CHECK(ef::detect_scaling_mode(5.0 / 3, 2.0) == ef::ScalingMode::weak);   // 2 per rank + 1: 3, 5, 9
+    CHECK(ef::detect_scaling_mode(3.0, 4.0) == ef::ScalingMode::weak);
+    CHECK(ef::detect_scaling_mode(640.0 / 41, 4.0) == ef::ScalingMode::automatic);  // far from both
     CHECK(ef::detect_scaling_mode(0.0, 8.0) == ef::ScalingMode::automatic);
     const auto base = run(0, 1, 41, 1);
     CHECK(ef::detect_study_mode({base, run(0, 2, 81, 1), run(0, 64, 2561, 1)}, base) == ef::ScalingMode::weak);
