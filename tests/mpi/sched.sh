@@ -101,4 +101,36 @@ for path, want in ((sys.argv[1], "weak"), (sys.argv[2], "strong"), (sys.argv[3],
 PY
 expect_error 2 "--weak and --strong exclude each other" -- "$EF" report one.h5 two.h5 --weak --strong
 ok "report: weak (40 fits per rank) and strong scaling detected or as asked, efficiencies T1/TN and T1/(N TN)"
+# GPU and mixed groups on real files: copies whose stored placement says their first ranks drove
+# a GPU (this machine has none); the mixed row against the GPU-only run with as many GPUs and
+# against its parts' per-rank throughputs (the gpu and cpu groups' baselines).
+/usr/bin/python3 - <<'PY' || fail "could not write the GPU-labelled copies"
+import shutil, h5py, numpy as np
+for src, dst, gpus in (("one.h5", "gpu1.h5", 1), ("two.h5", "gpu2.h5", 2), ("weak4.h5", "mixed.h5", 2)):
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        for g in ["timing"] + ["timing/runs/" + k for k in f["timing/runs"]]:
+            old = f[g].attrs["placement"]
+            rows = [r.decode() if isinstance(r, bytes) else str(r) for r in old]
+            rows = ["\t".join(c[:2] + ([f"gpu {i}: test"] if i < gpus else c[2:3]) + c[3:])
+                    for i, c in enumerate(r.split("\t") for r in rows)]
+            f[g].attrs.modify("placement", np.array(rows, dtype=old.dtype))
+PY
+"$EF" report gpu1.h5 gpu2.h5 mixed.h5 one.h5 --csv mixed.csv > mixed.log
+grep -q "^gpu ranks: strong scaling (detected" mixed.log && grep -q "^mixed (GPU and CPU ranks)" mixed.log ||
+    { cat mixed.log; fail "report: no gpu and mixed groups"; }
+/usr/bin/python3 - mixed.csv <<'PY' || { cat mixed.log; fail "report's mixed arithmetic"; }
+import csv, sys
+rs = {r["file"]: r for r in csv.DictReader(open(sys.argv[1]))}
+assert [r["group"] for r in csv.DictReader(open(sys.argv[1]))] == ["gpu", "gpu", "cpu", "mixed"]
+thr = lambda r: float(r["items"]) / float(r["wall_s"])
+m, g1, g2, c1 = rs["mixed.h5"], rs["gpu1.h5"], rs["gpu2.h5"], rs["one.h5"]
+assert m["mode"] == "mixed" and m["gpu_ranks"] == "2" and m["cpu_ranks"] == "2", m
+ideal = 2 * thr(g1) + 2 * thr(c1)   # one GPU rank's and one CPU rank's throughput, from the baselines
+assert abs(float(m["scaling_efficiency"]) - thr(m) / ideal) <= 1e-5 * max(1, thr(m) / ideal), (m, ideal)
+assert abs(float(m["speedup"]) - thr(m) / thr(g2)) <= 1e-5 * max(1, thr(m) / thr(g2)), m
+assert g2["baseline"] == "gpu1.h5" and c1["baseline"] == "one.h5", (g2, c1)
+print("mixed: efficiency", m["scaling_efficiency"], "speedup vs 2 GPUs alone", m["speedup"])
+PY
+ok "report: gpu, cpu and mixed groups on real (relabelled) runs; the mixed row against its parts"
 echo "sched: all checks passed"
