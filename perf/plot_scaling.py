@@ -105,6 +105,7 @@ def read_one_h5(p):
         sums = {ph: float(np.sum(t[ph][()])) for ph in PHASES + ["wall"] if ph in t}
     cpus = int(run["ranks"]) - gpus
     run["group"] = "mixed" if gpus and cpus else "gpu" if gpus else "cpu"
+    run["gpus"] = gpus
     run["_compute_total"] = sums.get("compute", float("nan"))
     total = sums.get("wall") or sum(sums.get(ph, 0.0) for ph in PHASES)
     for ph in PHASES:
@@ -121,17 +122,38 @@ def read_h5(paths, baseline=None, forced=None):
     if baseline:
         b = read_one_h5(baseline)
         bases[b["group"]] = b
+    def ratios(r):
+        base = bases[r["group"]]
+        work = r["items"] / base["items"] if base["items"] > 0 else float("nan")
+        return work, r["ranks"] / base["ranks"]
+
+    # a group's mode: the one its runs larger than the baseline agree on (report's rule)
+    study = {}
+    for g in bases:
+        seen = {detect(*ratios(r)) for r in runs if r["group"] == g and r["ranks"] != bases[g]["ranks"]}
+        study[g] = forced or (seen.pop() if len(seen) == 1 and "other" not in seen else None)
     for r in runs:
         base = bases[r["group"]]
-        n = r["ranks"] / base["ranks"]
-        work = r["items"] / base["items"] if base["items"] > 0 else float("nan")
-        r["mode"] = "mixed" if r["group"] == "mixed" else forced or detect(work, n)
+        work, n = ratios(r)
+        r["mode"] = "mixed" if r["group"] == "mixed" else study[r["group"]] or detect(work, n)
         w = {"strong": 1.0, "weak": n}.get(r["mode"], work)
         r["speedup"] = w * base["wall_s"] / r["wall_s"]
         r["scaling_efficiency"] = r["speedup"] / n
         if base["_compute_total"] > 0 and r["_compute_total"] > 0:
-            r["computation_scalability"] = base["_compute_total"] / r["_compute_total"]
+            # against the compute the baseline would spend on this run's work (weak: N times)
+            r["computation_scalability"] = w * base["_compute_total"] / r["_compute_total"]
             r["global_efficiency"] = r["parallel_efficiency"] * r["computation_scalability"]
+    # mixed runs as report sets them: against the GPU-only run with as many GPU ranks (speedup)
+    # and against their parts' per-rank throughputs from the gpu and cpu baselines (efficiency)
+    thr = lambda r: r["items"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")  # noqa: E731
+    per_rank = {g: thr(bases[g]) / bases[g]["ranks"] for g in ("gpu", "cpu") if g in bases}
+    for r in runs:
+        if r["group"] != "mixed":
+            continue
+        alone = [o for o in runs if o["group"] == "gpu" and o["ranks"] == r["gpus"]]
+        r["speedup"] = thr(r) / thr(alone[-1]) if alone else float("nan")
+        ideal = r["gpus"] * per_rank.get("gpu", 0.0) + (r["ranks"] - r["gpus"]) * per_rank.get("cpu", 0.0)
+        r["scaling_efficiency"] = thr(r) / ideal if ideal > 0 else float("nan")
     return runs, bases
 
 
