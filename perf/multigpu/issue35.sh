@@ -122,7 +122,7 @@ run() {
     [ "$limit" -gt "$cap" ] && limit=$cap
     if [ "$limit" -lt 5 ]; then
         say "$name: skipped (budget: $(left) s left)"
-        printf '%s\t%s\t%s\t%s\tskipped\t-\t-\t-\t-\tnot run: the budget was spent\n' "$name" "$g" "$c" "$reps" >> "$TSV"
+        printf '%s\t%s\t%s\t%s\tskipped\t-\t-\t-\t-\tnot run: the budget was spent\n' "$name" "$g" "$c" "$reps" | tee -a "$TSV"
         return 1
     fi
     say "$name: $g GPU(s), $c CPU rank(s), $reps (timeout $limit s)"
