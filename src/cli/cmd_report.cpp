@@ -199,6 +199,13 @@ void print_phases(const std::vector<RunTiming>& runs) {
     }
 }
 
+/// Whether every run of group `g` has its baseline's ranks (then nothing scaled).
+bool one_size(const Study& s, const std::string& g) {
+    for (const RunTiming& r : s.runs)
+        if (group_of(r) == g && r.ranks.size() != s.base.at(g).ranks.size()) return false;
+    return true;
+}
+
 /// One line per group: its mode, how it was decided, its baseline and the efficiency formula.
 void print_study(const Study& s, ScalingMode forced) {
     for (const auto& [g, b] : s.base) {
@@ -214,10 +221,16 @@ void print_study(const Study& s, ScalingMode forced) {
                         "throughput, from the gpu and cpu baselines; a part without one counts 0)\n");
             continue;
         }
+        if (forced == ScalingMode::automatic && one_size(s, g)) {
+            std::printf("%s ranks: every run on %zu rank(s), nothing scaled; baseline %s (%.3f s)\n", g.c_str(),
+                        b.ranks.size(), b.file.c_str(), b.metrics.runtime);
+            continue;
+        }
         std::printf("%s ranks: %s scaling (%s); baseline %s (%zu rank(s), %.3f s); %s\n", g.c_str(), to_string(m), how,
                     b.file.c_str(), b.ranks.size(), b.metrics.runtime,
-                    m == ScalingMode::weak ? "efficiency = T1/TN, speedup = N x T1/TN (scaled)"
-                                           : "speedup = T1/TN, efficiency = speedup / N");
+                    m == ScalingMode::weak     ? "efficiency = T1/TN, speedup = N x T1/TN (scaled)"
+                    : m == ScalingMode::strong ? "speedup = T1/TN, efficiency = speedup / N"
+                                               : "efficiency = speedup / N");
     }
     for (const std::string& n : s.notes) std::printf("note: %s\n", n.c_str());
 }
