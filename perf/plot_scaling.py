@@ -1,23 +1,26 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Plots a scaling study: speedup and efficiency against ranks, with the ideal lines, and where
-the efficiency went.
+the efficiency and the time went; strong and weak scaling, GPU ranks, CPU ranks and mixed runs.
 
   plot_scaling.py results/scaling/report.csv [-o scaling.png] [--title TEXT]
-  plot_scaling.py results/scaling/ranks-*.h5 [--baseline FILE.h5] [-o scaling.png]
+  plot_scaling.py results/scaling/ranks-*.h5 [--baseline FILE.h5] [--weak|--strong] [-o scaling.png]
 
 Input: the CSV of `ensemblefit report --csv` (columns file, ranks, wall_s, speedup,
-parallel_efficiency, load_balance, communication_efficiency, and when present
-computation_scalability and the phase shares setup..io), or the result files themselves, from
-which the same numbers are computed (baseline: the file given, else the run with the fewest
-ranks).
+scaling_efficiency, parallel_efficiency, load_balance, communication_efficiency, and when present
+computation_scalability, the phase shares setup..io, and mode (strong, weak, other, mixed) and
+group (gpu, cpu, mixed) of each run), or the result files themselves, from which the same numbers
+are computed the way `report` does (per group of workers; baseline: the file given, else the
+group's run with the fewest ranks; strong or weak from the items per rank unless --weak/--strong).
 
-Panels: (a) speedup against the baseline, ideal = ranks / baseline ranks; (b) scaling efficiency
-(speedup / ideal) and parallel efficiency (load balance x communication efficiency), ideal 1;
-(c) the global efficiency stacked with what each POP factor lost: global = load balance x
-communication efficiency x computation scalability, and 1 - global is split between the factors
-in proportion to -log(factor), so the bar adds up to 100%; (d) where the ranks' time went, per
-phase. Uses Debian's python3-matplotlib (Agg backend) and python3-h5py; writes PNG.
+Panels: (a) speedup against the group's baseline: strong T1/TN, weak the scaled speedup
+N x T1/TN, ideal = ranks / baseline ranks for both; (b) efficiency (strong: speedup / N, weak:
+T1/TN, mixed: throughput against the parts' own) and parallel efficiency (load balance x
+communication efficiency), ideal 1; (c) the global efficiency stacked with what each POP factor
+lost: global = load balance x communication efficiency x computation scalability, and 1 - global
+is split between the factors in proportion to -log(factor), so the bar adds up to 100%; (d)
+where the ranks' time went, per phase. Uses Debian's python3-matplotlib (Agg backend) and
+python3-h5py (run it with /usr/bin/python3); writes PNG.
 """
 import argparse
 import csv
@@ -38,6 +41,11 @@ FACTORS = [("load_balance", "load balance", "#c62828"),
            ("computation_scalability", "computation scalability", "#ef6c00")]
 
 
+GROUP_STYLE = {"gpu": ("#6a1b9a", "o"), "cpu": ("#1565c0", "s"), "mixed": ("#c62828", "*"),
+               "all": ("#1565c0", "o")}
+STRINGS = ("file", "workers", "policy", "mode", "group", "baseline")
+
+
 def read_csv(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -50,106 +58,170 @@ def read_csv(path):
         sys.exit(f"plot_scaling: {path}: missing columns {', '.join(sorted(missing))}")
     out = []
     for r in rows:
-        run = {"file": r.get("file", "")}
+        run = {k: r.get(k) or "" for k in STRINGS}
         for k, v in r.items():
-            if k in ("file", "workers", "policy") or v is None or v == "":
+            if k in STRINGS or v is None or v == "":
                 continue
             try:
                 run[k] = float(v)
             except ValueError:
                 pass
         out.append(run)
+    # a report from before groups and modes: one strong-scaling study
+    base = min(out, key=lambda r: r["ranks"])
+    for r in out:
+        r["group"] = r["group"] or "all"
+        r["mode"] = r["mode"] or "strong"
+        r.setdefault("scaling_efficiency", r["speedup"] / (r["ranks"] / base["ranks"]))
     return out
 
 
-def read_h5(paths, baseline=None):
+def detect(work, units):
+    """report's rule: strong when the work ratio is within 10 % of 1, weak within 10 % of N."""
+    strong = abs(math.log(work)) if work > 0 else float("inf")
+    weak = abs(math.log(work / units)) if work > 0 and units > 0 else float("inf")
+    if strong <= math.log(1.1) and strong <= weak:
+        return "strong"
+    return "weak" if weak <= math.log(1.1) else "other"
+
+
+def read_one_h5(p):
     import h5py
 
-    runs = []
-    for p in paths:
-        with h5py.File(p, "r") as f:
-            if "timing" not in f:
-                sys.exit(f"plot_scaling: {p}: no /timing group")
-            t = f["timing"]
-            run = {"file": p, "ranks": float(t.attrs["ranks"]),
-                   "wall_s": float(t.attrs["runtime_seconds"]),
-                   "parallel_efficiency": float(t.attrs["parallel_efficiency"]),
-                   "load_balance": float(t.attrs["load_balance"]),
-                   "communication_efficiency": float(t.attrs["communication_efficiency"])}
-            sums = {ph: float(np.sum(t[ph][()])) for ph in PHASES + ["wall"] if ph in t}
-        run["_compute_total"] = sums.get("compute", float("nan"))
-        total = sums.get("wall") or sum(sums.get(ph, 0.0) for ph in PHASES)
-        for ph in PHASES:
-            if ph in sums and total > 0:
-                run[ph] = sums[ph] / total
-        runs.append(run)
+    with h5py.File(p, "r") as f:
+        if "timing" not in f:
+            sys.exit(f"plot_scaling: {p}: no /timing group")
+        t = f["timing"]
+        rows = [x.decode() if isinstance(x, bytes) else str(x) for x in t.attrs.get("placement", [])]
+        gpus = sum(1 for x in rows if x.split("\t")[2:3] and x.split("\t")[2].startswith("gpu"))
+        cols = [x.decode() if isinstance(x, bytes) else str(x) for x in t.attrs.get("columns", [])]
+        items = cols[0] if cols else "replicas"
+        run = {"file": p, "ranks": float(t.attrs["ranks"]),
+               "wall_s": float(t.attrs["runtime_seconds"]),
+               "parallel_efficiency": float(t.attrs["parallel_efficiency"]),
+               "load_balance": float(t.attrs["load_balance"]),
+               "communication_efficiency": float(t.attrs["communication_efficiency"]),
+               "items": float(np.sum(t[items][()])) if items in t else float("nan")}
+        sums = {ph: float(np.sum(t[ph][()])) for ph in PHASES + ["wall"] if ph in t}
+    cpus = int(run["ranks"]) - gpus
+    run["group"] = "mixed" if gpus and cpus else "gpu" if gpus else "cpu"
+    run["gpus"] = gpus
+    run["_compute_total"] = sums.get("compute", float("nan"))
+    total = sums.get("wall") or sum(sums.get(ph, 0.0) for ph in PHASES)
+    for ph in PHASES:
+        if ph in sums and total > 0:
+            run[ph] = sums[ph] / total
+    return run
+
+
+def read_h5(paths, baseline=None, forced=None):
+    runs = [read_one_h5(p) for p in paths]
+    bases = {}
+    for r in sorted(runs, key=lambda r: r["ranks"]):
+        bases.setdefault(r["group"], r)
     if baseline:
-        base = read_h5([baseline])[0]
-    else:
-        base = min(runs, key=lambda r: (r["ranks"], r["wall_s"]))
+        b = read_one_h5(baseline)
+        bases[b["group"]] = b
+    def ratios(r):
+        base = bases[r["group"]]
+        work = r["items"] / base["items"] if base["items"] > 0 else float("nan")
+        return work, r["ranks"] / base["ranks"]
+
+    # a group's mode: the one its runs larger than the baseline agree on (report's rule)
+    study = {}
+    for g in bases:
+        seen = {detect(*ratios(r)) for r in runs if r["group"] == g and r["ranks"] != bases[g]["ranks"]}
+        study[g] = forced or (seen.pop() if len(seen) == 1 and "other" not in seen else None)
     for r in runs:
-        r["speedup"] = base["wall_s"] / r["wall_s"]
-        r["scaling_efficiency"] = r["speedup"] / (r["ranks"] / base["ranks"])
+        base = bases[r["group"]]
+        work, n = ratios(r)
+        r["mode"] = "mixed" if r["group"] == "mixed" else study[r["group"]] or detect(work, n)
+        w = {"strong": 1.0, "weak": n}.get(r["mode"], work)
+        r["speedup"] = w * base["wall_s"] / r["wall_s"]
+        r["scaling_efficiency"] = r["speedup"] / n
         if base["_compute_total"] > 0 and r["_compute_total"] > 0:
-            r["computation_scalability"] = base["_compute_total"] / r["_compute_total"]
+            # against the compute the baseline would spend on this run's work (weak: N times)
+            r["computation_scalability"] = w * base["_compute_total"] / r["_compute_total"]
             r["global_efficiency"] = r["parallel_efficiency"] * r["computation_scalability"]
-    return runs, base
+    # mixed runs as report sets them: against the GPU-only run with as many GPU ranks (speedup)
+    # and against their parts' per-rank throughputs from the gpu and cpu baselines (efficiency)
+    thr = lambda r: r["items"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")  # noqa: E731
+    per_rank = {g: thr(bases[g]) / bases[g]["ranks"] for g in ("gpu", "cpu") if g in bases}
+    for r in runs:
+        if r["group"] != "mixed":
+            continue
+        alone = [o for o in runs if o["group"] == "gpu" and o["ranks"] == r["gpus"]]
+        r["speedup"] = thr(r) / thr(alone[-1]) if alone else float("nan")
+        ideal = r["gpus"] * per_rank.get("gpu", 0.0) + (r["ranks"] - r["gpus"]) * per_rank.get("cpu", 0.0)
+        r["scaling_efficiency"] = thr(r) / ideal if ideal > 0 else float("nan")
+    return runs, bases
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("inputs", nargs="+", help="report CSV, or result .h5 files")
     ap.add_argument("-o", "--output", default="scaling.png", help="PNG to write (scaling.png)")
-    ap.add_argument("--baseline", help="with .h5 inputs: the run to compare against")
+    ap.add_argument("--baseline", help="with .h5 inputs: the run to compare its group against")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--weak", action="store_const", const="weak", dest="mode",
+                      help="with .h5 inputs: weak scaling (default: detected)")
+    mode.add_argument("--strong", action="store_const", const="strong", dest="mode",
+                      help="with .h5 inputs: strong scaling (default: detected)")
     ap.add_argument("--title", help="figure title")
     a = ap.parse_args()
 
     if len(a.inputs) == 1 and a.inputs[0].endswith(".csv"):
         runs = read_csv(a.inputs[0])
-        base = min(runs, key=lambda r: r["ranks"])
-        for r in runs:   # older reports may lack these columns
-            r.setdefault("scaling_efficiency", r["speedup"] / (r["ranks"] / base["ranks"]))
     else:
-        runs, base = read_h5(a.inputs, a.baseline)
-    runs.sort(key=lambda r: r["ranks"])
-    ranks = np.array([r["ranks"] for r in runs])
-    speedup = np.array([r["speedup"] for r in runs])
-    base_ranks = base["ranks"]
+        runs, _ = read_h5(a.inputs, a.baseline, a.mode)
+    order = {"gpu": 0, "cpu": 1, "mixed": 2}
+    runs.sort(key=lambda r: (order.get(r["group"], 1), r["ranks"]))
+    groups = list(dict.fromkeys(r["group"] for r in runs))
+    modes = sorted({r["mode"] for r in runs if r["group"] != "mixed"})
+    labels = [f"{r['group']} {r['ranks']:g}" if len(groups) > 1 else f"{r['ranks']:g}" for r in runs]
 
     fig, ax = plt.subplots(2, 2, figsize=(11, 9.5))
-    fig.suptitle(a.title or f"strong scaling, {len(runs)} runs "
-                 f"(baseline {base_ranks:g} rank(s), {base['wall_s']:.3f} s)")
+    fig.suptitle(a.title or f"{' and '.join(modes) or 'mixed'} scaling, {len(runs)} runs "
+                 f"({', '.join(groups)})")
 
-    # (a) speedup
+    # (a) speedup per group, ideal = ranks / baseline ranks (scaled speedup for weak scaling)
     s = ax[0, 0]
-    ideal_x = np.array([ranks.min(), ranks.max()])
-    s.plot(ideal_x, ideal_x / base_ranks, "k--", lw=1, label="ideal")
-    s.plot(ranks, speedup, "o-", color="#1565c0", label="measured")
-    for x, y in zip(ranks, speedup):
-        s.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(-8, 8), fontsize=8)
+    e = ax[0, 1]
+    e.axhline(1.0, color="k", ls="--", lw=1, label="ideal")
+    for g in groups:
+        rs = [r for r in runs if r["group"] == g]
+        colour, marker = GROUP_STYLE.get(g, ("#1565c0", "o"))
+        x = np.array([r["ranks"] for r in rs])
+        what = "/".join(sorted({r["mode"] for r in rs}))
+        if g != "mixed":
+            y = np.array([r["speedup"] for r in rs])
+            x0 = x.min()
+            ideal_x = np.array([x0, x.max()])
+            s.plot(ideal_x, ideal_x / x0, "--", color=colour, lw=1, alpha=0.6, label=f"{g}: ideal")
+            s.plot(x, y, marker + "-", color=colour,
+                   label=f"{g}, {what}" + (" (scaled speedup)" if what == "weak" else ""))
+            for xi, yi in zip(x, y):
+                s.annotate(f"{yi:.2f}", (xi, yi), textcoords="offset points", xytext=(-8, 8), fontsize=8)
+        e.plot(x, [r["scaling_efficiency"] for r in rs], marker + ("" if g == "mixed" else "-"),
+               color=colour, ms=12 if g == "mixed" else 6,
+               label=f"{g}: " + ("throughput / its parts' (mixed)" if g == "mixed"
+                                 else "T1/TN (weak)" if what == "weak" else "speedup / N (strong)"
+                                 if what == "strong" else f"{what} efficiency"))
+        e.plot(x, [r["parallel_efficiency"] for r in rs], marker + ":", color=colour, alpha=0.5,
+               mfc="none", label=f"{g}: parallel efficiency (LB x comm)")
     s.set_xscale("log", base=2)
     s.set_yscale("log", base=2)
     s.set_xlabel("ranks")
     s.set_ylabel("speedup")
     s.set_title("(a) speedup")
-    s.legend()
-
-    # (b) efficiencies
-    e = ax[0, 1]
-    e.axhline(1.0, color="k", ls="--", lw=1, label="ideal")
-    e.plot(ranks, [r["scaling_efficiency"] for r in runs], "o-", color="#1565c0",
-           label="scaling efficiency (speedup / ideal)")
-    e.plot(ranks, [r["parallel_efficiency"] for r in runs], "s-", color="#2e7d32",
-           label="parallel efficiency (LB x comm)")
-    if all("global_efficiency" in r for r in runs):
-        e.plot(ranks, [r["global_efficiency"] for r in runs], "^-", color="#ef6c00",
-               label="global efficiency (PE x comp. scal.)")
+    s.legend(fontsize=8)
     e.set_xscale("log", base=2)
-    e.set_ylim(0, 1.1)
+    effs = [r["scaling_efficiency"] for r in runs if math.isfinite(r["scaling_efficiency"])]
+    e.set_ylim(0, min(max([1.1] + [1.05 * v for v in effs]), 3.0))
     e.set_xlabel("ranks")
     e.set_ylabel("efficiency")
     e.set_title("(b) efficiency")
-    e.legend(fontsize=8, loc="lower left")
+    e.legend(fontsize=7, loc="lower left")
 
     # (c) global efficiency and the factors' losses, stacked to 100 %
     c = ax[1, 0]
@@ -173,7 +245,7 @@ def main():
         bottom += vals
     for x, g in zip(pos, glob):
         c.text(x, g / 2, f"{100 * g:.0f}%", ha="center", va="center", color="white", fontsize=8)
-    c.set_xticks(pos, [f"{x:g}" for x in ranks])
+    c.set_xticks(pos, labels, fontsize=7)
     c.set_ylim(0, 1.0)
     c.set_xlabel("ranks")
     c.set_ylabel("share of ideal")
@@ -188,7 +260,7 @@ def main():
         vals = np.array([r[ph] for r in runs])
         d.bar(pos, vals, bottom=bottom, color=PHASE_COLOURS[ph], label=ph)
         bottom += vals
-    d.set_xticks(pos, [f"{x:g}" for x in ranks])
+    d.set_xticks(pos, labels, fontsize=7)
     d.set_ylim(0, max(1.0, bottom.max() if len(bottom) else 1.0))
     d.set_xlabel("ranks")
     d.set_ylabel("share of the ranks' total time")

@@ -123,7 +123,7 @@ std::string describe_workers(const std::vector<std::string>& placement) {
         std::getline(ss, rank, '\t');
         std::getline(ss, host, '\t');
         std::getline(ss, worker, '\t');
-        kinds[worker.substr(0, worker.find(','))] += 1;
+        kinds[worker.substr(0, worker.find_first_of(" ,:"))] += 1;  // "gpu 0: <name>" -> gpu
     }
     std::string out;
     for (const auto& [k, n] : kinds) out += (out.empty() ? "" : " + ") + std::to_string(n) + " " + k;

@@ -61,4 +61,76 @@ head -1 report.csv | grep -q "file,ranks,workers,policy,wall_s,speedup" || fail 
 [ "$(sed -n 2p report.csv | cut -d, -f6)" = "1.000000" ] || fail "baseline row speedup is not 1"
 expect_error 3 "peaks.csv: cannot open as an HDF5 file" -- "$EF" report peaks.csv
 ok "report: 3 rows sorted by ranks, CSV written; fit --baseline adds speedup"
+# Strong and weak scaling, detected from the fits per rank (one.h5: 41 on 1 rank, two.h5: 41 on 2;
+# weak2/weak4: 40 per rank + the central fit), or as asked; the arithmetic checked on the CSV.
+run_np 2 fit peaks.ini --fit.replicas 80 --output.file weak2.h5 > weak2.log
+run_np 4 fit peaks.ini --fit.replicas 160 --output.file weak4.h5 > weak4.log
+"$EF" report weak4.h5 one.h5 weak2.h5 --csv weak.csv > weak.log
+grep -q "^cpu ranks: weak scaling (detected: work proportional to the ranks); baseline one.h5" weak.log ||
+    { cat weak.log; fail "report does not detect weak scaling"; }
+grep -q "^where the time went" weak.log || { cat weak.log; fail "report has no per-phase seconds"; }
+"$EF" report two.h5 one.h5 --csv strong.csv > strong.log
+grep -q "^cpu ranks: strong scaling (detected: the same total work" strong.log ||
+    { cat strong.log; fail "report does not detect strong scaling"; }
+"$EF" report weak4.h5 one.h5 weak2.h5 --strong --csv forced.csv > forced.log
+grep -q "^cpu ranks: strong scaling (as asked)" forced.log || { cat forced.log; fail "--strong not taken"; }
+/usr/bin/python3 - weak.csv strong.csv forced.csv <<'PY' || fail "report's scaling arithmetic"
+import csv, sys
+def rows(p):
+    return list(csv.DictReader(open(p)))
+def close(a, b):
+    return abs(float(a) - b) <= 1e-5 * max(1.0, abs(b))
+for path, want in ((sys.argv[1], "weak"), (sys.argv[2], "strong"), (sys.argv[3], "strong")):
+    rs = rows(path)
+    assert [int(r["ranks"]) for r in rs] == sorted(int(r["ranks"]) for r in rs), path
+    base = rs[0]
+    assert base["file"] == "one.h5" and base["baseline"] == "one.h5", (path, base)
+    t1 = float(base["wall_s"])
+    for r in rs:
+        n, tn = float(r["ranks"]), float(r["wall_s"])
+        assert r["group"] == "cpu" and r["cpu_ranks"] == r["ranks"] and r["gpu_ranks"] == "0", r
+        if n > 1:
+            assert r["mode"] == want, (path, r["mode"], want)
+        if want == "weak":      # efficiency T1/TN, scaled speedup N T1/TN
+            assert close(r["scaling_efficiency"], t1 / tn) and close(r["speedup"], n * t1 / tn), (path, r)
+        else:                   # speedup T1/TN, efficiency speedup/N
+            assert close(r["speedup"], t1 / tn) and close(r["scaling_efficiency"], t1 / tn / n), (path, r)
+        for ph in ("setup", "compute", "io", "sync", "idle", "sched"):
+            assert float(r[ph + "_max_s"]) >= float(r[ph + "_mean_s"]) >= 0, (path, ph, r)
+    print(path, [(r["ranks"], r["mode"], r["speedup"], r["scaling_efficiency"]) for r in rs])
+PY
+expect_error 2 "--weak and --strong exclude each other" -- "$EF" report one.h5 two.h5 --weak --strong
+ok "report: weak (40 fits per rank) and strong scaling detected or as asked, efficiencies T1/TN and T1/(N TN)"
+# GPU and mixed groups on real files: copies whose stored placement says their first ranks drove
+# a GPU (this machine has none); the mixed row against the GPU-only run with as many GPUs and
+# against its parts' per-rank throughputs (the gpu and cpu groups' baselines).
+/usr/bin/python3 - <<'PY' || fail "could not write the GPU-labelled copies"
+import shutil, h5py, numpy as np
+for src, dst, gpus in (("one.h5", "gpu1.h5", 1), ("two.h5", "gpu2.h5", 2), ("weak4.h5", "mixed.h5", 2)):
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        for g in ["timing"] + ["timing/runs/" + k for k in f["timing/runs"]]:
+            old = f[g].attrs["placement"]
+            rows = [r.decode() if isinstance(r, bytes) else str(r) for r in old]
+            rows = ["\t".join(c[:2] + ([f"gpu {i}: test"] if i < gpus else c[2:3]) + c[3:])
+                    for i, c in enumerate(r.split("\t") for r in rows)]
+            f[g].attrs.modify("placement", np.array(rows, dtype=old.dtype))
+PY
+"$EF" report gpu1.h5 gpu2.h5 mixed.h5 one.h5 --csv mixed.csv > mixed.log
+grep -q "^gpu ranks: strong scaling (detected" mixed.log && grep -q "^mixed (GPU and CPU ranks)" mixed.log ||
+    { cat mixed.log; fail "report: no gpu and mixed groups"; }
+/usr/bin/python3 - mixed.csv <<'PY' || { cat mixed.log; fail "report's mixed arithmetic"; }
+import csv, sys
+rs = {r["file"]: r for r in csv.DictReader(open(sys.argv[1]))}
+assert [r["group"] for r in csv.DictReader(open(sys.argv[1]))] == ["gpu", "gpu", "cpu", "mixed"]
+thr = lambda r: float(r["items"]) / float(r["wall_s"])
+m, g1, g2, c1 = rs["mixed.h5"], rs["gpu1.h5"], rs["gpu2.h5"], rs["one.h5"]
+assert m["mode"] == "mixed" and m["gpu_ranks"] == "2" and m["cpu_ranks"] == "2", m
+ideal = 2 * thr(g1) + 2 * thr(c1)   # one GPU rank's and one CPU rank's throughput, from the baselines
+assert abs(float(m["scaling_efficiency"]) - thr(m) / ideal) <= 1e-5 * max(1, thr(m) / ideal), (m, ideal)
+assert abs(float(m["speedup"]) - thr(m) / thr(g2)) <= 1e-5 * max(1, thr(m) / thr(g2)), m
+assert g2["baseline"] == "gpu1.h5" and c1["baseline"] == "one.h5", (g2, c1)
+print("mixed: efficiency", m["scaling_efficiency"], "speedup vs 2 GPUs alone", m["speedup"])
+PY
+ok "report: gpu, cpu and mixed groups on real (relabelled) runs; the mixed row against its parts"
 echo "sched: all checks passed"
