@@ -20,16 +20,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
+DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet, bool accept_results) {
     MPI_Status st;
     int flag = 0;
-    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx_.world(), &flag, &st));
-    if (!flag) return Event::none;
-    if (st.MPI_TAG == kRequestTag) {
+    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kRequestTag, ctx_.world(), &flag, &st));
+    if (flag) {
         answer_request(st.MPI_SOURCE);
         return Event::request;
     }
-    if (st.MPI_TAG != kResultTag) return Event::none;
+    if (!accept_results) return Event::none;
+    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kResultTag, ctx_.world(), &flag, &st));
+    if (!flag) return Event::none;
     heard(st.MPI_SOURCE, -1);
     const auto t0 = std::chrono::steady_clock::now();
     int bytes = 0;
