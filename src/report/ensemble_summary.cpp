@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
+
+#include <omp.h>
 
 namespace ef {
 
@@ -13,7 +16,7 @@ namespace {
 /// Means and the covariance in one pass over the rows, with one accumulator per value, each
 /// summed in replica order (the bits of a loop per value over the rows; C_ba is C_ab: the same
 /// products, as multiplication commutes).
-void moments(const std::vector<double>& params, const std::vector<size_t>& rows, EnsembleSummary& s) {
+void moments_serial(const std::vector<double>& params, const std::vector<size_t>& rows, EnsembleSummary& s) {
     const size_t Pz = static_cast<size_t>(s.P);
     const double m = static_cast<double>(rows.size());
     std::vector<double> acc(Pz, 0.0);
@@ -36,6 +39,41 @@ void moments(const std::vector<double>& params, const std::vector<size_t>& rows,
         }
         s.std[a] = std::sqrt(s.covariance[a * Pz + a]);
     }
+}
+
+/**
+ * The same values with every accumulator a chain of its own on the threads, each over every
+ * row: the order within each chain, hence every bit, is moments_serial()'s. It reads the rows
+ * once per value rather than twice in all, so it pays only with several threads (the summary of
+ * a GPU rank's 1e7 replicas: 20 chains of 5 parameters over 16 threads).
+ */
+void moments_parallel(const std::vector<double>& params, const std::vector<size_t>& rows, EnsembleSummary& s) {
+    const size_t Pz = static_cast<size_t>(s.P);
+    const double m = static_cast<double>(rows.size());
+#pragma omp parallel for schedule(static, 1)
+    for (std::int64_t q = 0; q < static_cast<std::int64_t>(Pz); ++q) {
+        double acc = 0.0;
+        for (size_t r : rows) acc += params[r * Pz + static_cast<size_t>(q)];
+        s.mean[static_cast<size_t>(q)] = acc / m;
+    }
+    std::vector<std::pair<size_t, size_t>> pairs;  // (a, b), b >= a
+    for (size_t a = 0; a < Pz; ++a)
+        for (size_t b = a; b < Pz; ++b) pairs.emplace_back(a, b);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(pairs.size()); ++k) {
+        const auto [a, b] = pairs[static_cast<size_t>(k)];
+        const double ma = s.mean[a], mb = s.mean[b];
+        double acc = 0.0;
+        for (size_t r : rows) acc += (params[r * Pz + a] - ma) * (params[r * Pz + b] - mb);
+        s.covariance[a * Pz + b] = acc / (m - 1.0);
+        s.covariance[b * Pz + a] = s.covariance[a * Pz + b];
+    }
+    for (size_t a = 0; a < Pz; ++a) s.std[a] = std::sqrt(s.covariance[a * Pz + a]);
+}
+
+void moments(const std::vector<double>& params, const std::vector<size_t>& rows, EnsembleSummary& s) {
+    if (rows.size() >= (std::size_t{1} << 16) && omp_get_max_threads() >= 4) moments_parallel(params, rows, s);
+    else moments_serial(params, rows, s);
 }
 
 /// Rearranges `col` so that col[k] holds its k-th smallest value for every k in `positions`
@@ -203,6 +241,7 @@ EnsembleSummary summarize(const std::vector<double>& params, const std::vector<s
     s.total = static_cast<std::int64_t>(status.size());
     const size_t Pz = static_cast<size_t>(P);
     std::vector<size_t> rows;
+    rows.reserve(status.size());
     for (size_t r = 0; r < status.size(); ++r)
         if (status[r] == 0) rows.push_back(r);
     s.used = static_cast<std::int64_t>(rows.size());
