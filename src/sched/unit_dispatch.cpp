@@ -116,9 +116,17 @@ void DispatchChannel::check_silence() {
     for (size_t r = 1; r < held_.size(); ++r) {
         const double silent = std::chrono::duration<double>(now - heard_[r]).count();
         const double busy = unit_seconds_[r] >= 0 ? held_[r] * unit_seconds_[r] : -1.0;
-        if (held_[r] > 0 && silent > silence_limit(busy))
-            throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
-                            "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
+        if (held_[r] == 0 || silent <= silence_limit(busy)) continue;
+        // A result held back while the store is full (poll's accept_results) is the rank's word:
+        // it is alive, only its message waits.
+        int waiting = 0;
+        EF_MPI_CHECK(MPI_Iprobe(static_cast<int>(r), kResultTag, ctx_.world(), &waiting, MPI_STATUS_IGNORE));
+        if (waiting) {
+            heard_[r] = now;
+            continue;
+        }
+        throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
+                        "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
     }
 }
 

@@ -33,4 +33,13 @@ assert reps[0] < 3 * 801 // 4, reps  # a coarse guard only: shares are noise on 
 assert min(reps[1:]) > 0, reps
 PY
 ok "requests answered while the writer was full; every rank fitted replicas"
+# Results held back for longer than [run] heartbeat_timeout (a 4 s pause in each write, a 2 s
+# timeout) are no silence: rank 0 finds them waiting (MPI_Iprobe) and does not report their
+# senders lost (before, the run ended with "rank 1 has not been heard from").
+ARGS="--fit.replicas 100 --fit.chunk 4 --policy dynamic"
+run_np 1 fit example.ini $ARGS --output.file hb1.h5 > hb1.log
+run_np 4 fit example.ini $ARGS --output.file hb4.h5 --debug.slow-writes 4 --run.heartbeat_timeout 2 > hb4.log 2>&1 \
+    || { cat hb4.log; fail "a rank whose results waited for the writer was reported lost"; }
+$H5CHECK equal hb1.h5 hb4.h5 /central /replicas /summary || fail "held-back results differ from 1 rank"
+ok "results held back 4 s with a 2 s heartbeat timeout: no rank reported lost, bits of 1 rank"
 echo "balance: all checks passed"
