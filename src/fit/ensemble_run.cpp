@@ -83,6 +83,7 @@ void write_dispatch_timing(h5::File& f, const std::string& group, const Dispatch
     f.set_attr(group, "dispatcher_comm_seconds", ds.comm);
     f.set_attr(group, "dispatcher_sched_seconds", ds.sched);
     f.set_attr(group, "dispatch_requests", ds.requests);
+    f.set_attr(group, "dispatch_requests_store_full", ds.requests_store_full);
     f.set_attr(group, "dispatch_microseconds_per_request", ds.microseconds_per_request());
     f.set_attr(group, "writer_seconds", ws.write_seconds);  // its own thread, beside the fit
     f.set_attr(group, "writer_wait_seconds", ws.wait_seconds);  // the run waiting for it
@@ -333,6 +334,10 @@ ReplicaWriter::Options FitRun::writer_options() const {
     const std::size_t P = id_.param_names.size();
     o.buffer_rows = ReplicaWriter::buffer_rows_for(replica_chunk_rows(static_cast<std::uint64_t>(id_.span.size()), P), P);
     o.debug_pause = opt_.slow_writes;
+    if (opt_.slow_writes > 0) {  // a test's slow disk: small blocks, so a few hundred rows fill the backlog
+        o.buffer_rows = 32;
+        o.backlog_rows = 64;
+    }
     if (static_cast<std::int64_t>(pending_.size()) == id_.span.size() + (id_.span.central ? 1 : 0)) {
         o.kept_begin = id_.span.begin;  // every row is this run's: the summary needs no read-back
         o.kept_rows = static_cast<std::size_t>(id_.span.size());
@@ -362,10 +367,12 @@ void FitRun::fit_pending() {
         return c > 0 ? static_cast<double>(mine_.replicas) / c : 0.0;
     };
     if (ctx_.is_root()) writer_ = std::make_unique<ReplicaWriter>(*out_, writer_options());
-    h.store = [&](const ReplicaBlock& b) {
-        writer_->add(ReplicaBlock(b));
-        progress.update(stored += static_cast<std::int64_t>(b.size()));
+    h.store = [&](ReplicaBlock&& b) {
+        const auto n = static_cast<std::int64_t>(b.size());
+        writer_->add(std::move(b));
+        progress.update(stored += n);
     };
+    h.store_ready = [&] { return writer_->ready(); };  // a slow disk holds results back, not requests
     h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
     h.fail = [this](const std::exception& e) { abort(e); };  // a silent rank, a failed write
     h.heartbeat_timeout = ctx_.size() > 1 ? pb_->config.heartbeat_timeout : 0;

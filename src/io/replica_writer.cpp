@@ -50,6 +50,11 @@ std::size_t ReplicaWriter::buffer_rows_for(std::size_t chunk_rows, std::size_t P
 
 ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options) : file_(file), opt_(options) {
     opt_.buffer_rows = std::max<std::size_t>(opt_.buffer_rows, 1);
+    if (opt_.backlog_rows == 0) {
+        const std::size_t P = file_.identity().param_names.size();
+        opt_.backlog_rows = (std::size_t{256} << 20) / (8 * (P + 4));  // index, params, chi2, status, iterations
+    }
+    opt_.backlog_rows = std::max(opt_.backlog_rows, 2 * opt_.buffer_rows);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -63,9 +68,9 @@ bool ReplicaWriter::due(Clock::time_point now) const {
 void ReplicaWriter::add(ReplicaBlock&& block) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (error_) std::rethrow_exception(error_);
-    if (filling_rows_ >= 2 * opt_.buffer_rows) {  // the writer is two buffers behind: wait for it
+    if (filling_rows_ >= opt_.backlog_rows) {  // the writer is far behind: wait for it
         const auto t0 = Clock::now();
-        done_.wait(lock, [&] { return filling_rows_ < 2 * opt_.buffer_rows || error_; });
+        done_.wait(lock, [&] { return filling_rows_ < opt_.backlog_rows || error_; });
         stats_.wait_seconds += seconds_since(t0);
         if (error_) std::rethrow_exception(error_);
     }
@@ -74,6 +79,11 @@ void ReplicaWriter::add(ReplicaBlock&& block) {
     filling_rows_ += block.size();
     filling_.push_back(std::move(block));
     if (first || filling_rows_ >= opt_.buffer_rows) wake_.notify_one();
+}
+
+bool ReplicaWriter::ready() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_ || filling_rows_ + writing_rows_ < opt_.backlog_rows;
 }
 
 void ReplicaWriter::loop() {
@@ -109,21 +119,77 @@ void ReplicaWriter::loop() {
     }
 }
 
+namespace {
+
+/// Blocks whose rows ascend each, with no block's rows among another's (units of contiguous
+/// replicas, as a run without --resume hands out): sorted by their first row, they are the
+/// buffer's rows in replica order as they are, with no row to move.
+bool ordered_blocks(std::vector<ReplicaBlock>& blocks) {
+    for (const ReplicaBlock& b : blocks) {
+        if (b.size() == 0) return false;
+        for (std::size_t i = 1; i < b.size(); ++i)
+            if (b.index[i] <= b.index[i - 1]) return false;
+    }
+    std::sort(blocks.begin(), blocks.end(),
+              [](const ReplicaBlock& a, const ReplicaBlock& b) { return a.index.front() < b.index.front(); });
+    for (std::size_t k = 1; k < blocks.size(); ++k)
+        if (blocks[k].index.front() <= blocks[k - 1].index.back()) return false;
+    return true;
+}
+
+/// Rows of a block worth a write of their own (~2 MiB of values and more): smaller blocks are
+/// joined with their neighbours first, so the file gets few large hyperslabs.
+constexpr std::size_t kOwnWriteRows = 32768;
+
+/// The buffer as the blocks to write, in replica order: large ordered blocks as they are (no
+/// copy), runs of small ones joined; any other buffer as one sorted block (gather_sorted).
+std::vector<ReplicaBlock> blocks_to_write(std::vector<ReplicaBlock>& buffer) {
+    std::vector<ReplicaBlock> out;
+    if (!ordered_blocks(buffer)) {
+        out.push_back(gather_sorted(buffer));
+        return out;
+    }
+    std::vector<ReplicaBlock> small;
+    auto join_small = [&] {
+        if (small.size() == 1) out.push_back(std::move(small.front()));
+        else if (!small.empty()) out.push_back(gather_sorted(small));
+        small.clear();
+    };
+    for (ReplicaBlock& b : buffer) {
+        if (b.size() >= kOwnWriteRows) {
+            join_small();
+            out.push_back(std::move(b));
+        } else {
+            small.push_back(std::move(b));
+        }
+    }
+    join_small();
+    return out;
+}
+
+}  // namespace
+
 void ReplicaWriter::write_buffer(std::vector<ReplicaBlock>& buffer) {
-    const ReplicaBlock block = gather_sorted(buffer);
+    std::vector<ReplicaBlock> blocks = blocks_to_write(buffer);
     buffer.clear();
     auto t0 = Clock::now();
-    keep(block);
-    file_.write_values(block);
+    std::size_t rows = 0;
+    for (const ReplicaBlock& b : blocks) {
+        keep(b);
+        file_.write_values(b, false);
+        rows += b.size();
+    }
+    file_.flush();  // every value of the buffer on disk before any of its status rows
     double busy = seconds_since(t0);
     if (opt_.debug_pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.debug_pause));
     t0 = Clock::now();
-    file_.write_status(block);
+    for (const ReplicaBlock& b : blocks) file_.write_status(b, false);
+    file_.flush();
     busy += seconds_since(t0);
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.write_seconds += busy;
     stats_.writes += 1;
-    stats_.rows += static_cast<std::int64_t>(block.size());
+    stats_.rows += static_cast<std::int64_t>(rows);
 }
 
 // The first call fills the whole array (page faults and all) here, beside the fit, not after it.

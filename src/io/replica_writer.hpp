@@ -27,7 +27,13 @@ namespace ef {
  * writes each contiguous run as one hyperslab: values, a flush, status, a flush
  * (ResultsFile::write_values, write_status). So a kill loses at most the units in the two
  * buffers (at most `max_delay` seconds of results plus the one being written), and --resume
- * needs no journal. add() waits only when the writer is more than two buffers behind.
+ * needs no journal.
+ *
+ * Backlog: ready() says whether the rows waiting for the writer (filling and being written)
+ * are under `backlog_rows`; rank 0's dispatcher hands blocks over only then, and otherwise
+ * leaves the results with the ranks that sent them, so a slow disk never keeps it from
+ * answering work requests. add() itself waits only when a caller ignores ready() and the
+ * filling buffer alone reaches the backlog.
  *
  * Threads: while it runs, only this writer's thread calls HDF5 on the file; it never calls MPI
  * (the process stays at MPI_THREAD_SERIALIZED, MPI on the dispatcher thread).
@@ -45,6 +51,9 @@ class ReplicaWriter {
         /// written (kept_rows()), so the summary after the last fit reads nothing back. 0: none.
         std::int64_t kept_begin = 1;
         std::size_t kept_rows = 0;
+        /// Rows that may wait for the writer before ready() says no; 0: 256 MiB of rows (at
+        /// least two buffers).
+        std::size_t backlog_rows = 0;
     };
     struct Stats {
         double write_seconds = 0.0;  ///< the writer thread in HDF5 calls (beside the fit)
@@ -61,6 +70,8 @@ class ReplicaWriter {
 
     /// Hands a finished unit to the writer (any thread, one at a time); rethrows a failed write.
     void add(ReplicaBlock&& block);
+    /// Whether add() would take a block now without waiting (or a write failed: add() throws).
+    bool ready() const;
     /// Writes everything buffered and stops the thread; rethrows a failed write. Once only.
     void finish();
     /// For the abort path: writes what is buffered unless a write already failed; never throws.

@@ -362,7 +362,7 @@ void ResultsFile::write(const ReplicaBlock& b) {
 // Each contiguous run of rows is one hyperslab per dataset. Status last: every value of the
 // block is flushed to disk before any of its status rows, so a row only counts as done once its
 // values are on disk (a kill in between leaves those rows at -1, fitted again by --resume).
-void ResultsFile::write_values(const ReplicaBlock& b) {
+void ResultsFile::write_values(const ReplicaBlock& b, bool flush) {
     const size_t P = static_cast<size_t>(b.P);
     const RowRuns rr = row_runs(b);
     if (rr.central < b.size()) write_central(b, rr.central);
@@ -372,15 +372,15 @@ void ResultsFile::write_values(const ReplicaBlock& b) {
         rows().chi2.write_rows(row, j - i, &b.chi2[i]);
         rows().iterations.write_rows(row, j - i, &b.iterations[i]);
     }
-    file_.flush();
+    if (flush) file_.flush();
 }
 
-void ResultsFile::write_status(const ReplicaBlock& b) {
+void ResultsFile::write_status(const ReplicaBlock& b, bool flush) {
     const RowRuns rr = row_runs(b);
     if (rr.central < b.size()) file_.write_rows("/central/status", 0, 1, &b.status[rr.central]);
     for (const auto& [i, j] : rr.runs)
         rows().status.write_rows(static_cast<std::uint64_t>(b.index[i] - id_.span.begin), j - i, &b.status[i]);
-    file_.flush();
+    if (flush) file_.flush();
 }
 
 ReplicaBlock ResultsFile::read_replicas() const {

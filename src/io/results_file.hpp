@@ -72,10 +72,14 @@ class ResultsFile {
     /// Writes a block's rows (any replica numbers of this file; contiguous runs as one
     /// hyperslab each): write_values(), then write_status().
     void write(const ReplicaBlock& block);
-    /// Every value but the status, then a flush.
-    void write_values(const ReplicaBlock& block);
-    /// The status rows (after write_values() of the same block), then a flush.
-    void write_status(const ReplicaBlock& block);
+    /// Every value but the status, then a flush (unless `flush` is false: the caller flushes
+    /// before any status row of the block is written).
+    void write_values(const ReplicaBlock& block, bool flush = true);
+    /// The status rows (after write_values() of the same block, flushed), then a flush (unless
+    /// `flush` is false).
+    void write_status(const ReplicaBlock& block, bool flush = true);
+    /// Everything written so far to disk (H5Fflush).
+    void flush() { file_.flush(); }
     /// /replicas arrays as stored now (rows in replica order).
     ReplicaBlock read_replicas() const;
     void write_summary(const EnsembleSummary& s);

@@ -20,16 +20,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet) {
+DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet, bool accept_results) {
     MPI_Status st;
     int flag = 0;
-    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx_.world(), &flag, &st));
-    if (!flag) return Event::none;
-    if (st.MPI_TAG == kRequestTag) {
+    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kRequestTag, ctx_.world(), &flag, &st));
+    if (flag) {
         answer_request(st.MPI_SOURCE);
         return Event::request;
     }
-    if (st.MPI_TAG != kResultTag) return Event::none;
+    if (!accept_results) return Event::none;
+    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kResultTag, ctx_.world(), &flag, &st));
+    if (!flag) return Event::none;
     heard(st.MPI_SOURCE, -1);
     const auto t0 = std::chrono::steady_clock::now();
     int bytes = 0;
@@ -115,9 +116,17 @@ void DispatchChannel::check_silence() {
     for (size_t r = 1; r < held_.size(); ++r) {
         const double silent = std::chrono::duration<double>(now - heard_[r]).count();
         const double busy = unit_seconds_[r] >= 0 ? held_[r] * unit_seconds_[r] : -1.0;
-        if (held_[r] > 0 && silent > silence_limit(busy))
-            throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
-                            "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
+        if (held_[r] == 0 || silent <= silence_limit(busy)) continue;
+        // A result held back while the store is full (poll's accept_results) is the rank's word:
+        // it is alive, only its message waits.
+        int waiting = 0;
+        EF_MPI_CHECK(MPI_Iprobe(static_cast<int>(r), kResultTag, ctx_.world(), &waiting, MPI_STATUS_IGNORE));
+        if (waiting) {
+            heard_[r] = now;
+            continue;
+        }
+        throw rank_lost(ctx_, static_cast<int>(r), silent, timeout_,
+                        "while holding " + std::to_string(held_[r]) + " work unit" + (held_[r] > 1 ? "s" : ""));
     }
 }
 

@@ -30,6 +30,9 @@ struct DispatchStats {
     double comm = 0.0;   ///< receiving result blocks
     double sched = 0.0;  ///< answering work requests
     std::int64_t requests = 0;
+    /// Requests answered while the store was full and results waited with their senders: what
+    /// a dispatcher that waited for the store could not have answered.
+    std::int64_t requests_store_full = 0;
     std::int64_t mpi_calls = 0;
     std::int64_t mpi_bytes = 0;
     /// Service time per answered request, microseconds (0 without requests).
@@ -45,8 +48,11 @@ class DispatchChannel {
     enum class Event { none, request, result };
     DispatchChannel(const MpiContext& ctx, WorkQueue& queue, std::mutex& queue_mutex)
         : ctx_(ctx), queue_(queue), queue_mutex_(queue_mutex) {}
-    /// One non-blocking look at the messages; a result's bytes go to `packet`.
-    Event poll(std::vector<char>& packet);
+    /// One non-blocking look at the messages; a result's bytes go to `packet`. Work requests
+    /// come first, whatever arrived before them: a rank waiting for its next unit never waits
+    /// behind a result being received or stored. Results are received only while
+    /// `accept_results` (the store has room); until then they stay with their senders.
+    Event poll(std::vector<char>& packet, bool accept_results = true);
     /// Other ranks told that there is no more work.
     int finished() const { return finished_; }
     /// The next unit for `rank` from the WorkQueue (any thread), or an empty one once stopped.
@@ -139,7 +145,11 @@ class UnitDispatch {
     struct Handlers {
         std::function<void(const UnitSpan&, Block&)> compute;
         std::function<double()> throughput;        ///< items per compute second, so far
-        std::function<void(const Block&)> store;   ///< rank 0: a finished block
+        std::function<void(Block&&)> store;        ///< rank 0: a finished block (its to keep)
+        /// Rank 0: whether store() would take a block now without waiting (optional; unset:
+        /// always). While it says no, results stay with their senders and requests are still
+        /// answered, so a slow disk delays the output, never the handing out of work.
+        std::function<bool()> store_ready;
         std::function<int()> stop_signal;          ///< != 0: stop at the next unit (optional)
         /// Rank 0: the dispatcher failed or found a silent rank; called on its thread, ends the
         /// run and does not return (unset: the main thread rethrows after its current unit).
@@ -226,8 +236,11 @@ class UnitDispatch {
                 if (const int sig = local_stop_signal()) channel.stop(sig);
                 channel.check_silence();
                 check_own_unit(channel);
-                const auto event = channel.poll(packet);
-                if (event == DispatchChannel::Event::result) stored += store(Block::unpack(packet.data(), packet.size()), channel.stats);
+                const bool room = store_ready();
+                const auto event = channel.poll(packet, room);
+                if (event == DispatchChannel::Event::request && !room) ++channel.stats.requests_store_full;
+                if (event == DispatchChannel::Event::result)
+                    stored += store(Block::unpack(packet.data(), packet.size()), channel.stats);
                 const std::int64_t local = drain_local(channel.stats);
                 stored += local;
                 if (event != DispatchChannel::Event::none || local > 0) backoff.reset();
@@ -240,9 +253,12 @@ class UnitDispatch {
         }
     }
 
+    bool store_ready() const { return !h_.store_ready || h_.store_ready(); }
+
+    /// Rank 0's own finished blocks, to the store while it has room.
     std::int64_t drain_local(DispatchStats& stats) {
         std::int64_t n = 0;
-        for (;;) {
+        while (store_ready()) {
             Block b;
             {
                 std::lock_guard<std::mutex> lock(local_mutex_);
@@ -250,15 +266,17 @@ class UnitDispatch {
                 b = std::move(local_.front());
                 local_.pop_front();
             }
-            n += store(b, stats);
+            n += store(std::move(b), stats);
         }
+        return n;
     }
 
-    std::int64_t store(const Block& b, DispatchStats& stats) {
+    std::int64_t store(Block&& b, DispatchStats& stats) {
         const auto t0 = std::chrono::steady_clock::now();
-        h_.store(b);
+        const auto n = static_cast<std::int64_t>(b.size());
+        h_.store(std::move(b));
         stats.io += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return static_cast<std::int64_t>(b.size());
+        return n;
     }
 
     void run_worker() {
