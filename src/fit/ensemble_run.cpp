@@ -24,6 +24,7 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/replica_writer.hpp"
+#include "src/comm/table_share.hpp"
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
@@ -194,16 +195,23 @@ void FitRun::set_up() {
                                   worker_->kind() == WorkerKind::gpu ? device_ : -1);
 }
 
-/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
+/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone, but for the
+/// model's tables, which the node's ranks build together and share (src/comm/table_share.hpp).
 void FitRun::read_problem(FitConfig&& cfg) {
-    DataTable data = load_data(cfg);
-    const CorrelatedInputs correlated = load_correlated(cfg, data);
+    DataTable data;
+    CorrelatedInputs correlated;
+    // Agreed on before the model: its tables are built by the node's ranks together.
+    collective(ctx_, [&] {
+        data = load_data(cfg);
+        correlated = load_correlated(cfg, data);
+    });
     trace_.mark("config and data");
     threads_ = resolve_threads(cfg.threads, ctx_.local_size());
     // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's
     // threads, not every core of the node, which ranks beside each other would oversubscribe.
     omp_set_num_threads(threads_.threads);
-    pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
+    const std::unique_ptr<TableShare> node_tables = make_node_table_share(ctx_);  // one copy per node
+    pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data), node_tables.get()));
     trace_.mark("model (tables)");
     whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
     if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
