@@ -324,13 +324,19 @@ void FitRun::print_plan() const {
 }
 
 /// Automatic unit size: on a CPU rank 4 replicas per thread, but at least ~8 units per rank so
-/// that short runs of expensive fits still balance; on a GPU rank half its share, since a GPU
-/// fits one replica per thread and needs thousands at once (rounded up: 2561 replicas on one
-/// GPU are two units, not two and a lone replica that would run its every LM round by itself).
+/// that short runs of expensive fits still balance; on a GPU rank half its share among the GPU
+/// ranks, since a GPU fits one replica per thread and needs thousands at once (rounded up: 2561
+/// replicas on one GPU are two units, not two and a lone replica that would run its every LM
+/// round by itself). Counted over GPU ranks, not all ranks: beside 60 CPU ranks 4 GPUs got units
+/// of M / 128, each as long as its LM rounds whatever its size, and ran 3x slower (issue 35).
+/// Collective (the GPU ranks are counted).
 std::int64_t FitRun::unit_size() const {
     if (pb_->config.chunk > 0) return pb_->config.chunk;
     const std::int64_t M = static_cast<std::int64_t>(pending_.size());
-    const std::int64_t ranks = ctx_.size();
+    const std::int64_t mine = worker_->kind() == WorkerKind::gpu ? 1 : 0;
+    std::int64_t gpu_ranks = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&mine, &gpu_ranks, 1, MPI_INT64_T, MPI_SUM, ctx_.world()));
+    const std::int64_t ranks = mine ? gpu_ranks : ctx_.size();
     return worker_->kind() == WorkerKind::gpu ? std::clamp<std::int64_t>((M + 2 * ranks - 1) / (2 * ranks), 1, 1 << 20)
                                               : std::clamp<std::int64_t>(M / (8 * ranks), 1, 4 * threads_.threads);
 }
