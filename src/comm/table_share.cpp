@@ -84,6 +84,7 @@ class NodeTableShare final : public TableShare {
     }
 
     std::string describe() const override {
+        if (size_ == 1) return "";  // a lone rank: nothing to say
         if (!shared_) return "tables " + megabytes(count_) + " per rank" + note_;
         return "tables " + megabytes(count_) + ", one copy per node shared by its " + std::to_string(size_) +
                " ranks, each built 1/" + std::to_string(size_) + " of the rows";

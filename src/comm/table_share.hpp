@@ -29,8 +29,8 @@ class TableShare {
     virtual std::pair<int, int> slice(int rows) const = 0;
     /// Collective: returns once every sharer has written its slice; read-only from then on.
     virtual void publish() = 0;
-    /// How the last table was placed, for the run's model line: "one copy per node, its 4
-    /// ranks built 1250 rows each" or why each rank has its own.
+    /// How the last table was placed, for the run's model line ("tables 43.5 MB, one copy per
+    /// node shared by its 4 ranks, ..." or why each rank has its own); empty for a lone rank.
     virtual std::string describe() const = 0;
 };
 
