@@ -3,7 +3,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include <ensemblefit/comm/mpi_context.hpp>
@@ -25,6 +28,23 @@ void free_window(MPI_Win& win) {
     if (finalized || win == MPI_WIN_NULL) return;
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
+}
+
+/**
+ * A barrier that waits asleep: MPI_Barrier polls at full speed, and a rank whose slice is done
+ * would take the core of a rank still computing where ranks outnumber cores (a dry run on 2
+ * cores: 2.9-3.3 s of CPU on the waiting rank against 1.2-1.3 s). Sleeps of 20 us doubling to
+ * 1 ms: a rank learns of the last slice within ~1 ms.
+ */
+void sleeping_barrier(MPI_Comm comm) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    EF_MPI_CHECK(MPI_Ibarrier(comm, &req));
+    int done = 0;
+    for (auto pause = std::chrono::microseconds(20);; pause = std::min(2 * pause, std::chrono::microseconds(1000))) {
+        EF_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (done) return;
+        std::this_thread::sleep_for(pause);
+    }
 }
 
 class NodeTableShare final : public TableShare {
@@ -79,7 +99,7 @@ class NodeTableShare final : public TableShare {
     void publish() override {
         if (!shared_) return;
         EF_MPI_CHECK(MPI_Win_sync(win_));  // this rank's stores visible...
-        EF_MPI_CHECK(MPI_Barrier(comm_));   // ...once every rank has written its slice...
+        sleeping_barrier(comm_);            // ...once every rank has written its slice...
         EF_MPI_CHECK(MPI_Win_sync(win_));  // ...and the others' stores seen here
     }
 
