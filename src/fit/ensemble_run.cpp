@@ -24,6 +24,7 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/replica_writer.hpp"
+#include "src/comm/table_share.hpp"
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
@@ -195,16 +196,23 @@ void FitRun::set_up() {
                                   worker_->kind() == WorkerKind::gpu ? device_ : -1);
 }
 
-/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone.
+/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone, but for the
+/// model's tables, which the node's ranks build together and share (src/comm/table_share.hpp).
 void FitRun::read_problem(FitConfig&& cfg) {
-    DataTable data = load_data(cfg);
-    const CorrelatedInputs correlated = load_correlated(cfg, data);
+    DataTable data;
+    CorrelatedInputs correlated;
+    // Agreed on before the model: its tables are built by the node's ranks together.
+    collective(ctx_, [&] {
+        data = load_data(cfg);
+        correlated = load_correlated(cfg, data);
+    });
     trace_.mark("config and data");
     threads_ = resolve_threads(cfg.threads, ctx_.local_size());
     // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's
     // threads, not every core of the node, which ranks beside each other would oversubscribe.
     omp_set_num_threads(threads_.threads);
-    pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data)));
+    const std::unique_ptr<TableShare> node_tables = make_node_table_share(ctx_);  // one copy per node
+    pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data), node_tables.get()));
     trace_.mark("model (tables)");
     whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
     if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
@@ -317,13 +325,19 @@ void FitRun::print_plan() const {
 }
 
 /// Automatic unit size: on a CPU rank 4 replicas per thread, but at least ~8 units per rank so
-/// that short runs of expensive fits still balance; on a GPU rank half its share, since a GPU
-/// fits one replica per thread and needs thousands at once (rounded up: 2561 replicas on one
-/// GPU are two units, not two and a lone replica that would run its every LM round by itself).
+/// that short runs of expensive fits still balance; on a GPU rank half its share among the GPU
+/// ranks, since a GPU fits one replica per thread and needs thousands at once (rounded up: 2561
+/// replicas on one GPU are two units, not two and a lone replica that would run its every LM
+/// round by itself). Counted over GPU ranks, not all ranks: beside 60 CPU ranks 4 GPUs got units
+/// of M / 128, each as long as its LM rounds whatever its size, and ran 3x slower (issue 35).
+/// Collective (the GPU ranks are counted).
 std::int64_t FitRun::unit_size() const {
     if (pb_->config.chunk > 0) return pb_->config.chunk;
     const std::int64_t M = static_cast<std::int64_t>(pending_.size());
-    const std::int64_t ranks = ctx_.size();
+    const std::int64_t mine = worker_->kind() == WorkerKind::gpu ? 1 : 0;
+    std::int64_t gpu_ranks = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&mine, &gpu_ranks, 1, MPI_INT64_T, MPI_SUM, ctx_.world()));
+    const std::int64_t ranks = mine ? gpu_ranks : ctx_.size();
     return worker_->kind() == WorkerKind::gpu ? std::clamp<std::int64_t>((M + 2 * ranks - 1) / (2 * ranks), 1, 1 << 20)
                                               : std::clamp<std::int64_t>(M / (8 * ranks), 1, 4 * threads_.threads);
 }

@@ -14,6 +14,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "kernels/models/mellin_math.hpp"
+#include "src/comm/table_share.hpp"
 
 namespace ef {
 
@@ -805,7 +806,8 @@ void check_qcd_point(int i, double q2, const DisMellinSettings& s) {
 
 }  // namespace
 
-DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows)
+DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows,
+                                 TableShare* share)
     : settings_(settings) {
     if (rows.size() % 3 != 0)
         throw data_error("dis-mellin data: expected rows of (x, Q2, target), got " +
@@ -824,13 +826,28 @@ DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::v
         nodes_[2 * k + 1] = contour.nodes[k].im;
     }
     if (settings_.uses_qcd())
-        build_qcd_table(rows, contour);
+        build_qcd_table(rows, contour, share);
     else
-        build_lo_table(rows, contour);
+        build_lo_table(rows, contour, share);
+    if (share) {
+        share->publish();
+        table_note_ = share->describe();
+    }
+}
+
+std::pair<int, int> DisMellinTheory::allocate_table(std::size_t count, TableShare* share) {
+    if (share) {
+        table_ = share->allocate(count);
+        return share->slice(points_);
+    }
+    auto own = std::make_shared<std::vector<double>>(count, 0.0);
+    table_ = std::shared_ptr<double>(own, own->data());
+    return {0, points_};
 }
 
 /// The original LO tables (order LO with the default QCD keys), kept bit for bit.
-void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const MellinContour& contour) {
+void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const MellinContour& contour,
+                                     TableShare* share) {
     using namespace dis_mellin;
     const double q02 = settings_.q0_sq();
     std::vector<std::array<Segment, 3>> segs(static_cast<std::size_t>(points_));
@@ -853,16 +870,17 @@ void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const Mell
     initial_operator(settings_, init);
 
     const std::size_t row = 2 * static_cast<std::size_t>(kNumBasis) * nn;
-    table_.assign(static_cast<std::size_t>(points_) * row, 0.0);
+    const std::pair<int, int> mine = allocate_table(static_cast<std::size_t>(points_) * row, share);
+    const int first = mine.first, last = mine.second;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
-    for (int i = 0; i < points_; ++i) {
+    for (int i = first; i < last; ++i) {
         const std::size_t iu = static_cast<std::size_t>(i);
         const double x = rows[3 * iu];
         const double log_x = std::log(x);
         const int target = static_cast<int>(rows[3 * iu + 2]);
-        double* out = table_.data() + iu * row;
+        double* out = table_.get() + iu * row;
         for (std::size_t k = 0; k < nn; ++k) {
             Operator op;
             for (int f = 0; f < kDisFlavours; ++f)
@@ -929,7 +947,8 @@ void qcd_f2_coefficients(const std::array<qcd::PartonMoments, dis_mellin::kMaxBa
 }  // namespace
 
 /// Tables from the qcd:: evolution (any order, coupling reference, scheme or scale ratio).
-void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const MellinContour& contour) {
+void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const MellinContour& contour,
+                                      TableShare* share) {
     using namespace dis_mellin;
     const qcd::QcdSettings qs = settings_.qcd();
     const std::size_t nn = contour.nodes.size();
@@ -943,11 +962,12 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
     const auto unit = dis_qcd_basis(settings_);
     const int nb = basis();
     const std::size_t row = 2 * static_cast<std::size_t>(nb) * nn;
-    table_.assign(static_cast<std::size_t>(points_) * row, 0.0);
+    const std::pair<int, int> mine = allocate_table(static_cast<std::size_t>(points_) * row, share);
+    const int first = mine.first, last = mine.second;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 8)
 #endif
-    for (int i = 0; i < points_; ++i) {
+    for (int i = first; i < last; ++i) {
         const std::size_t iu = static_cast<std::size_t>(i);
         const double x = rows[3 * iu];
         const double q2 = rows[3 * iu + 1];
@@ -955,7 +975,7 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
         const auto path = qcd::evolution_path(settings_.q0_sq(), q2, qs);
         const double a = qcd::coupling_a(q2 * qs.mur_over_muf * qs.mur_over_muf, qs);
         const int nf = qcd::active_flavours(q2, qs);
-        double* out = table_.data() + iu * row;
+        double* out = table_.get() + iu * row;
         for (std::size_t k = 0; k < nn; ++k) {
             auto q = unit;
             nodes[k].evolution.evolve(path, q.data(), nb);
@@ -976,7 +996,7 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
 
 DisMellinModel DisMellinTheory::model() const {
     DisMellinModel m;
-    m.table = table_.data();
+    m.table = table_.get();
     m.nodes = nodes_.data();
     m.points = points_;
     m.num_nodes = num_nodes_;

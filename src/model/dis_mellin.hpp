@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/complex.hpp"
@@ -17,6 +19,8 @@
  * kernels/models/dis_mellin.hpp; this file only builds the parameter-independent tables.
  */
 namespace ef {
+
+class TableShare;
 
 /**
  * `[model]` options of dis-mellin (all optional; defaults follow the conventions of JAM's
@@ -189,19 +193,28 @@ void dis_f2_coefficients(const Complex<double>& n,
  * node k it stores C[i][k][b] = (x_i / pi) w_k e^{i phi} x_i^{-N_k} F2coef_b(N_k, Q_i^2, target_i),
  * so F2_i = sum_{k,b} Im(C q_b(N_k)). Memory: points x nodes x basis x 16 bytes (44 MB for 5000
  * points and 136 nodes with the 4 symmetric basis moments; 6 with the split sea). Views from model() point into this object's storage: they stay valid
- * while it lives, also across a move (vector storage moves along); a copy has its own tables.
+ * while it (or a copy: copies share the read-only tables) lives, also across a move.
+ *
+ * With a TableShare (src/comm/table_share.hpp; a fit's ranks pass the node's) the tables are
+ * one copy per node: every rank validates the data and computes the per-node kernels (cheap,
+ * the same errors everywhere), then computes only its slice of the points' rows into the shared
+ * memory. A row depends on its point alone, so the bits are those of a single-rank build.
  */
 class DisMellinTheory {
    public:
     /// Validates the data (0 < x < 1, Q^2 > 0, target 1 proton, 2 neutron or 3 deuteron = (p+n)/2;
     /// ef::data_error naming the point)
     /// and builds the tables. `rows` holds points x 3 values.
-    DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows);
+    DisMellinTheory(const DisMellinSettings& settings, const std::vector<double>& rows,
+                    TableShare* share = nullptr);
 
     DisMellinModel model() const;
     int points() const { return points_; }
     int num_nodes() const { return num_nodes_; }
     const DisMellinSettings& settings() const { return settings_; }
+    /// How the tables are held when built through a share ("tables 43.5 MB, one copy per node
+    /// shared by its 4 ranks, ..."); empty otherwise.
+    const std::string& table_note() const { return table_note_; }
 
     /// Counted FLOPs of value() for one point: a plain-double pass when dual_slots == 0,
     /// else one pass on Dual<double, dual_slots> (dual_slots in 1, 2, 4, 8, 16, 32).
@@ -218,15 +231,18 @@ class DisMellinTheory {
     static constexpr double kTranscendentalFlops = 20.0;
 
    private:
-    void build_lo_table(const std::vector<double>& rows, const MellinContour& contour);
-    void build_qcd_table(const std::vector<double>& rows, const MellinContour& contour);
+    void build_lo_table(const std::vector<double>& rows, const MellinContour& contour, TableShare* share);
+    void build_qcd_table(const std::vector<double>& rows, const MellinContour& contour, TableShare* share);
+    /// The table's memory (this object's own, or the share's) and the points this rank computes.
+    std::pair<int, int> allocate_table(std::size_t count, TableShare* share);
     int basis() const { return settings_.layout().basis(); }
 
     DisMellinSettings settings_;
     int points_ = 0;
     int num_nodes_ = 0;
     std::vector<double> nodes_;  // [nodes][2]
-    std::vector<double> table_;  // [points][nodes][basis][2]: 4, or 6 with the split sea
+    std::shared_ptr<double> table_;  // [points][nodes][basis][2]: 4, or 6 with the split sea
+    std::string table_note_;
 };
 
 /// The basis at Q0^2 as parton moments (q+ = q + qbar and q- per flavour, g) per unit of each

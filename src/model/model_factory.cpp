@@ -150,7 +150,7 @@ void check_table_memory(const FitConfig& cfg, const DataTable& data, const DisMe
 }
 
 /// dis-mellin: its [model] options and bounds checked, its theory tables built on the data's x.
-void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm) {
+void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledModel& cm, TableShare* share) {
     DisMellinSettings settings;
     try {
         settings = parse_dis_mellin_settings(cfg.model_options);
@@ -175,11 +175,12 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
         throw located(cfg, e);
     }
     check_table_memory(cfg, data, settings);
-    auto theory = std::make_shared<DisMellinTheory>(settings, data.x);
+    auto theory = std::make_shared<DisMellinTheory>(settings, data.x, share);
     cm.view = theory->model();
     cm.param_names = names;
     cm.description = "dis-mellin: LO F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
-                     " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV";
+                     " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV" +
+                     (theory->table_note().empty() ? "" : "; " + theory->table_note());
     cm.flops_per_evaluation = theory->flops_per_evaluation(0);
     cm.flops_per_point = theory->flops_per_point(0);
     cm.flops_dual_pass[0] = theory->flops_per_evaluation(4);
@@ -254,10 +255,12 @@ void check_solver_limits(const FitConfig& cfg) {
 
 }  // namespace
 
-FitProblem make_fit_problem(FitConfig cfg, DataTable data) {
+FitProblem make_fit_problem(FitConfig cfg, DataTable data) { return make_fit_problem(std::move(cfg), std::move(data), nullptr); }
+
+FitProblem make_fit_problem(FitConfig cfg, DataTable data, TableShare* share) {
     auto cm = std::make_shared<CompiledModel>();
     if (cfg.model_name == "formula") compile_formula_model(cfg, data, *cm);
-    else if (cfg.model_name == "dis-mellin") compile_dis_mellin_model(cfg, data, *cm);
+    else if (cfg.model_name == "dis-mellin") compile_dis_mellin_model(cfg, data, *cm, share);
     else if (cfg.model_name == "plugin") compile_plugin_model(cfg, *cm);
     else compile_builtin_model(cfg, data, *cm);
     if (cm->flops_per_point == 0.0 && data.n > 0) cm->flops_per_point = cm->flops_per_evaluation / data.n;

@@ -147,7 +147,7 @@ Prediction predict_fit(const ProblemModel& m, const Placement& p) {
     const double P = p.ranks();
     // The unit sizes FitRun::unit_size chooses (src/fit/ensemble_run.cpp).
     const double uc = std::clamp(std::floor(M / (8 * P)), 1.0, 4.0 * p.threads);
-    const double ug = std::max(1.0, std::ceil(M / (2 * P)));
+    const double ug = std::max(1.0, std::ceil(M / (2 * std::max(1.0, static_cast<double>(p.gpu_ranks())))));  // over GPU ranks
     const double tc = p.cpu_ranks > 0 ? cpu_unit(m, p, uc) : 0.0;
     const double tg = p.gpu_ranks() > 0 ? gpu_unit(m, p, ug) : 0.0;
     double mean = 0, overhead = 0;

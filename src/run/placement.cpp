@@ -91,6 +91,56 @@ void set_cpus(const CpuList& cpus) {
         throw runtime_error("run.bind: sched_setaffinity to cores " + format_cpus(cpus) + " failed");
 }
 
+bool omp_binds() { return omp_get_proc_bind() != omp_proc_bind_false && omp_get_num_places() > 0; }
+
+/**
+ * The CPUs the launcher gave this process. OpenMP's binding (OMP_PROC_BIND, OMP_PLACES) pins
+ * the initial thread to its first place before main() runs, so the mask read now would be that
+ * one core (the same core 0 for every rank a launcher left unbound): with binding on, the mask
+ * is the union of OpenMP's places, which libgomp cut from the process's mask at start.
+ */
+CpuList launcher_cpus() {
+    if (!omp_binds()) return current_cpus();
+    std::set<int> all;
+    for (int p = 0; p < omp_get_num_places(); ++p) {
+        std::vector<int> ids(static_cast<size_t>(std::max(0, omp_get_place_num_procs(p))));
+        if (!ids.empty()) omp_get_place_proc_ids(p, ids.data());
+        all.insert(ids.begin(), ids.end());
+    }
+    return all.empty() ? current_cpus() : CpuList(all.begin(), all.end());
+}
+
+/**
+ * With OpenMP's binding on, a team's threads are placed by OpenMP's places (the whole launcher
+ * mask), not by the main thread's mask: two ranks of one mask would both put their threads on
+ * places 0, 1, ... So each thread of a team of `threads` is moved onto the rank's own cores here,
+ * once; libgomp keeps a pool thread's mask when it reuses the thread for the next (not larger)
+ * teams. A larger team's new threads land on OpenMP's places again, which the placement table
+ * (every thread's mask) and its warning then show.
+ */
+void pin_openmp_team(const CpuList& cpus, int threads) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    int failed = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : failed)
+    failed += sched_setaffinity(0, sizeof set, &set) != 0 ? 1 : 0;
+    if (failed > 0) throw runtime_error("run.bind: sched_setaffinity of OpenMP threads to cores " + format_cpus(cpus) + " failed");
+}
+
+/// Every CPU some thread of a team of `threads` may run on (each thread's own mask, as
+/// /proc/self/task/TID/status Cpus_allowed_list has it).
+CpuList team_cpus(int threads) {
+    std::set<int> all;
+#pragma omp parallel num_threads(std::max(1, threads))
+    {
+        const CpuList mine = current_cpus();
+#pragma omp critical(ef_team_cpus)
+        all.insert(mine.begin(), mine.end());
+    }
+    return CpuList(all.begin(), all.end());
+}
+
 const char* omp_binding() {
     switch (omp_get_proc_bind()) {
         case omp_proc_bind_false: return "free";
@@ -149,20 +199,33 @@ std::vector<std::string> split_tabs(const std::string& row) {
 
 std::string affinity_list() { return format_cpus(current_cpus()); }
 
+namespace {
+CpuList g_rank_cpus;  // what apply_binding decided this rank's cores are (empty before)
+}  // namespace
+
 std::string apply_binding(const MpiContext& ctx, const std::string& mode) {
-    const CpuList mine = current_cpus();
+    const CpuList mine = launcher_cpus();
+    g_rank_cpus = mine;
     const std::vector<CpuList> masks = node_masks(ctx, mine);
     const bool shared = std::all_of(masks.begin(), masks.end(), [&](const CpuList& m) { return m == masks[0]; });
     if (mode == "none" || ctx.local_size() == 1 || (mode == "auto" && !shared)) return mode == "none" ? "none" : "launcher";
     std::set<int> all;
     for (const CpuList& m : masks) all.insert(m.begin(), m.end());
-    set_cpus(block_of(CpuList(all.begin(), all.end()), ctx.local_rank(), ctx.local_size()));
+    const CpuList block = block_of(CpuList(all.begin(), all.end()), ctx.local_rank(), ctx.local_size());
+    set_cpus(block);
+    g_rank_cpus = block;
+    if (omp_binds()) {
+        const LauncherEnvironment& env = launcher_environment();
+        pin_openmp_team(block, std::max({static_cast<int>(block.size()), env.omp_num_threads, env.slurm_cpus_per_task}));
+    }
     return mode;
 }
 
 ThreadPlan resolve_threads(int configured, int local_ranks) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int mine = static_cast<int>(current_cpus().size());
+    // The rank's cores as apply_binding left them (OpenMP's binding may have pinned the main
+    // thread to one of them), else the main thread's mask.
+    const int mine = static_cast<int>((g_rank_cpus.empty() ? launcher_cpus() : g_rank_cpus).size());
     const LauncherEnvironment& env = launcher_environment();
     ThreadPlan plan;
     if (configured > 0) {
@@ -201,7 +264,7 @@ DevicePlan choose_device(const std::string& want, const MpiContext& ctx) {
 
 std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,
                                           const std::string& binding, int device) {
-    const CpuList cpus = current_cpus();
+    const CpuList cpus = team_cpus(threads);  // where its threads run, not only its main thread
     std::ostringstream me;
     me << ctx.rank() << "\t" << ctx.host() << "\t" << worker << "\t" << threads << "\t" << format_cpus(cpus) << "\t"
        << binding << ", " << omp_binding() << "\t" << gpu_column(device, cpus);

@@ -36,8 +36,12 @@ DevicePlan choose_device(const std::string& want, const MpiContext& ctx);
  * main thread's cores). `auto`: when the ranks of a node all got the same mask (the launcher
  * did not bind them), each node-local rank takes its own contiguous block of that mask's CPUs;
  * a launcher's binding is kept. `cores`: the blocks always, over the union of the node's masks.
- * `none`: the launcher's masks as they are. Collective over the node's ranks. Returns how this
- * rank's cores were decided ("launcher", "auto", "cores" or "none").
+ * `none`: the launcher's masks as they are. With OpenMP's binding on (OMP_PROC_BIND,
+ * OMP_PLACES), the launcher's mask is the union of OpenMP's places (OpenMP pinned the main thread
+ * to the first one before main()), and a rebound rank's team threads are moved onto its block
+ * too (OpenMP would place them by its places, the same cores for every rank). Collective over
+ * the node's ranks. Returns how this rank's cores were decided ("launcher", "auto", "cores" or
+ * "none").
  */
 std::string apply_binding(const MpiContext& ctx, const std::string& mode);
 
@@ -46,7 +50,8 @@ std::string affinity_list();
 
 /**
  * The placement table: one row per rank, "rank\thost\tworker\tthreads\tcores\tbinding\tgpu",
- * the form stored under /timing and read back by `report` (binding: how the cores were decided
+ * the form stored under /timing and read back by `report` (cores: those of every thread of a
+ * team of `threads`, so a thread OpenMP placed elsewhere shows; binding: how the cores were decided
  * and OpenMP's proc_bind; gpu: "-" or "device (NUMA n)" with the cores' NUMA nodes). Collective;
  * the rows are on rank 0 only. `device` < 0 for a CPU worker.
  */

@@ -94,7 +94,22 @@ std::int64_t WorkQueue::shared_unit(size_t rank, std::int64_t left) const {
     }
     // weighted: the chunk sized only the probe units; from here a unit's length is what counts.
     const std::int64_t by_time = std::max<std::int64_t>(1, static_cast<std::int64_t>(rate * kMinUnitSeconds));
-    return std::max(by_time, std::min(rounded(share / 4.0), committed_cap));
+    return sized_for_worker(rank, std::max(by_time, std::min(rounded(share / 4.0), committed_cap)), left);
+}
+
+/// weighted beside batch ranks (the header's rules): a batch rank never below its chunk; any
+/// other rank nothing it would still compute once the batch ranks had finished all that is left.
+std::int64_t WorkQueue::sized_for_worker(size_t rank, std::int64_t unit, std::int64_t left) const {
+    const std::int64_t smallest = *std::min_element(chunk_.begin(), chunk_.end());
+    const auto batch = [&](size_t r) { return chunk_[r] >= kBatchChunkRatio * smallest; };
+    // Its whole share of the time left, when that is less: the run's last units still end together.
+    if (batch(rank)) return std::max(unit, std::min(chunk_[rank], rounded(throughput_[rank] * time_left(left))));
+    double batch_rate = 0.0;
+    for (size_t r = 0; r < chunk_.size(); ++r)
+        if (batch(r)) batch_rate += throughput_[r];
+    if (batch_rate <= 0.0) return unit;  // no batch ranks
+    const double batch_end = static_cast<double>(left) / batch_rate;
+    return std::min(unit, static_cast<std::int64_t>(throughput_[rank] * batch_end));  // 0: this rank is done
 }
 
 UnitSpan WorkQueue::next(int rank, double throughput) {

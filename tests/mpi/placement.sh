@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Placement: each rank's cores are in the placement table and under /timing; with no binding
 # from the launcher, [run] bind = auto gives the ranks of a node distinct cores; bind = none
-# keeps the shared mask and warns; two ranks forced onto one core are warned about.
+# keeps the shared mask and warns; two ranks forced onto one core are warned about; OMP_PLACES
+# and OMP_PROC_BIND without a launcher's binding still give the ranks distinct cores.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
 ARGS="--fit.replicas 20"
@@ -22,6 +23,21 @@ mapfile -t c < <(cores auto.h5)
 [ "${#c[@]}" = 2 ] && [ "${c[0]}" != "${c[1]}" ] || { cat auto.log; fail "bind = auto: ranks share cores: ${c[*]}"; }
 grep -q "share cores" auto.err && { cat auto.err; fail "bind = auto warned about shared cores"; }
 ok "bind = auto under mpirun --bind-to none: rank cores ${c[0]} and ${c[1]}"
+
+# OMP_PLACES / OMP_PROC_BIND under a launcher that does not bind: OpenMP pins every rank's main
+# thread to its first place (core 0) before main(), and would place every rank's team on places
+# 0, 1, ...; the ranks still get disjoint cores, for the main thread and every team thread (the
+# table's cores are the union of the team's masks, /proc/self/task/*/status Cpus_allowed_list).
+for threads in 1 2; do
+    OMP_PLACES=cores OMP_PROC_BIND=close OMP_NUM_THREADS=$threads "$MPIEXEC" --oversubscribe --bind-to none -np 2 \
+        "$EF" fit example.ini $ARGS --output.file omp$threads.h5 > omp$threads.log 2> omp$threads.err
+    mapfile -t c < <(cores omp$threads.h5)
+    [ "${#c[@]}" = 2 ] && [ "${c[0]}" != "${c[1]}" ] || { cat omp$threads.log; fail "OMP_PLACES=cores, $threads thread(s): ranks share cores: ${c[*]}"; }
+    grep -q "share cores" omp$threads.err && { cat omp$threads.err; fail "OMP_PLACES=cores: warned about shared cores"; }
+    grep -q "omp-close" omp$threads.log || { cat omp$threads.log; fail "OMP_PROC_BIND=close not shown"; }
+    $H5CHECK equal auto.h5 omp$threads.h5 /replicas || fail "OMP_PLACES changed the bits"
+    ok "OMP_PLACES=cores OMP_PROC_BIND=close, $threads thread(s) per rank, no launcher binding: cores ${c[0]} and ${c[1]}"
+done
 
 # bind = none: today's behaviour (one shared mask), with a warning naming the ranks.
 "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$EF" fit example.ini $ARGS --run.bind none --output.file none.h5 \

@@ -50,6 +50,7 @@ std::vector<std::int64_t> drain(ef::WorkQueue& q, int ranks, std::int64_t total,
 struct SimRank {
     double rate;
     bool prefetch;
+    double latency = 0.0;  // seconds every unit costs whatever its size (a GPU batch's LM rounds)
 };
 
 struct SimResult {
@@ -107,7 +108,7 @@ SimResult simulate(ef::WorkQueue& q, std::int64_t total, const std::vector<SimRa
         const ef::UnitSpan u = st[r].held.front();
         st[r].held.pop_front();
         if (ranks[r].prefetch) ask(r);
-        st[r].busy = static_cast<double>(u.size()) / ranks[r].rate;
+        st[r].busy = ranks[r].latency + static_cast<double>(u.size()) / ranks[r].rate;
         st[r].busy_size = u.size();
         events.push({t + st[r].busy, r});
     }
@@ -200,6 +201,19 @@ struct SizeRule {
     std::vector<double> rate;            // last reported, 0 = none
     std::vector<std::int64_t> last;
 
+    /// weighted beside batch ranks (chunk >= 8x the smallest): a batch rank at least
+    /// min(chunk, share); another rank at most what it finishes before they finish all that is left.
+    std::int64_t beside_batch_ranks(size_t r, std::int64_t size, std::int64_t left, double share) const {
+        const std::int64_t smallest = *std::min_element(chunk.begin(), chunk.end());
+        if (chunk[r] >= ef::WorkQueue::kBatchChunkRatio * smallest)
+            return std::max(size, std::min<std::int64_t>(chunk[r], std::llround(share)));
+        double batch_rate = 0.0;
+        for (size_t q = 0; q < chunk.size(); ++q)
+            if (chunk[q] >= ef::WorkQueue::kBatchChunkRatio * smallest) batch_rate += rate[q];
+        if (batch_rate <= 0.0) return size;
+        return std::min(size, static_cast<std::int64_t>(rate[r] * (static_cast<double>(left) / batch_rate)));
+    }
+
     std::int64_t expect(size_t r, std::int64_t left) const {
         const std::int64_t P = static_cast<std::int64_t>(chunk.size());
         const std::int64_t floor = min_unit(chunk[r], rate[r]);
@@ -221,6 +235,7 @@ struct SizeRule {
                 const std::int64_t by_time = std::max<std::int64_t>(1, static_cast<std::int64_t>(rate[r] * kUnit));
                 const std::int64_t cap = std::llround(share / 2.0 - static_cast<double>(last[r]));
                 size = std::max(by_time, std::min<std::int64_t>(std::llround(share / 4.0), cap));
+                size = beside_batch_ranks(r, size, left, share);
             }
         }
         return std::min(size, left);
@@ -355,6 +370,59 @@ TEST_CASE("simulated run: a GPU rank 10x or 50x faster than 3 CPU ranks, with it
             CHECK(res.load_balance() >= 0.95);
         }
     }
+}
+
+/// The makespan of a simulated run: when the last rank finished its last unit.
+double makespan(const SimResult& res, const std::vector<SimRank>& ranks) {
+    double end = 0.0;
+    for (size_t r = 0; r < ranks.size(); ++r) end = std::max(end, res.compute[r]);
+    return end;
+}
+
+TEST_CASE("simulated run: 60 CPU ranks beside 4 GPU ranks never slow the GPUs down (weighted)", "[sched]") {
+    // stats2 on the 4 x H100 node (issue 35): a GPU unit took 1.27 s at 3200 replicas and 4.3 s
+    // at 12800, i.e. 0.26 s whatever its size plus 3165 replicas/s; a CPU rank (one core) fits
+    // 6.25 replicas/s. Alone the 4 GPUs make 2 units each of M / 8. Beside 60 CPU ranks their
+    // chunk was M / 128 (half an equal share of all 64 ranks): every GPU unit latency-bound, the
+    // GPUs 3x slower (7.5 s here and on the node); their chunk is now M / 8 there too.
+    const std::int64_t M = 25600;
+    const SimRank gpu{3165.0, true, 0.26}, cpu{6.25, true, 0.0};
+    ef::WorkQueue alone_q(SchedPolicy::weighted, M, std::vector<std::int64_t>(4, M / 8));
+    const std::vector<SimRank> alone_ranks(4, gpu);
+    const double alone = makespan(simulate(alone_q, M, alone_ranks), alone_ranks);
+    for (bool gpus_ask_first : {true, false}) {
+        std::vector<SimRank> mixed;
+        std::vector<std::int64_t> chunks;
+        for (int r = 0; r < 64; ++r) {
+            const bool is_gpu = gpus_ask_first ? r < 4 : r >= 60;  // ties go to the lower rank
+            mixed.push_back(is_gpu ? gpu : cpu);
+            chunks.push_back(is_gpu ? M / 8 : 4);
+        }
+        ef::WorkQueue q(SchedPolicy::weighted, M, chunks);
+        const SimResult res = simulate(q, M, mixed);
+        for (int s : res.seen) REQUIRE(s == 1);
+        double gpus_end = 0.0, cpus_end = 0.0;
+        std::int64_t by_cpus = 0;
+        for (size_t r = 0; r < mixed.size(); ++r) {
+            const bool is_gpu = mixed[r].latency > 0.0;
+            (is_gpu ? gpus_end : cpus_end) = std::max(is_gpu ? gpus_end : cpus_end, res.compute[r]);
+            by_cpus += is_gpu ? 0 : res.done[r];
+        }
+        INFO("4 GPUs alone " << alone << " s; with 60 CPU ranks " << makespan(res, mixed) << " s (GPUs asking first: "
+                             << gpus_ask_first << "), the CPU ranks fitted " << by_cpus);
+        CHECK(makespan(res, mixed) <= alone);
+        CHECK(cpus_end <= gpus_end);  // no CPU rank still computing once the GPUs are done
+    }
+    // The same ranks with the old GPU chunk: the batch floor keeps the units at least 200, the
+    // run still latency-bound (the chunk is what matters), but never slower than before.
+    std::vector<SimRank> mixed(4, gpu);
+    mixed.insert(mixed.end(), 60, cpu);
+    std::vector<std::int64_t> chunks(4, M / 128);
+    chunks.insert(chunks.end(), 60, 4);
+    ef::WorkQueue q(SchedPolicy::weighted, M, chunks);
+    const SimResult res = simulate(q, M, mixed);
+    for (int s : res.seen) REQUIRE(s == 1);
+    CHECK(makespan(res, mixed) <= 7.6);  // 7.53 s before (issue 35 measured 7.5 s)
 }
 
 TEST_CASE("PhaseTimer::move shifts measured time between phases and keeps the sum", "[sched]") {

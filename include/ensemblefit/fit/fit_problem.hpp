@@ -11,6 +11,7 @@
 namespace ef {
 
 class CompiledModel;
+class TableShare;
 struct Whitening;
 
 /**
@@ -44,6 +45,10 @@ struct FitProblem {
  * the model's parameters. Throws ef::Error (exit code 2) naming the key or formula column.
  */
 FitProblem make_fit_problem(FitConfig config, DataTable data);
+/// The same, with the model's parameter-independent tables (dis-mellin) built through `share`:
+/// one copy per node, each rank computing a slice (src/comm/table_share.hpp); collective over
+/// the sharing ranks. Null: this process builds and holds all of them.
+FitProblem make_fit_problem(FitConfig config, DataTable data, TableShare* share);
 
 /// The parameter names a built-in model expects, in order (empty for `formula`).
 std::vector<std::string> builtin_param_names(const FitConfig& config);

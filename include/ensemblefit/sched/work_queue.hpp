@@ -63,6 +63,12 @@ struct UnitSpan {
  *   guided, no rank is committed to more than half its share. The chunk only sizes the probe
  *   units: a GPU rank's chunk (half an equal share) as the last unit would keep the GPU busy
  *   long after the CPU ranks finish.
+ *   Beside batch ranks (a chunk kBatchChunkRatio or more times the smallest: a GPU rank's, whose
+ *   unit costs its LM rounds whatever its size, 0.26 s for stats2 on an H100), units are sized
+ *   for the worker that takes them: a batch rank's unit is never below its chunk (units of 200
+ *   made 4 H100s beside 60 CPU ranks 3x slower: issue 35), and another rank never gets a unit it
+ *   would still be computing when the batch ranks, at their rates, would have finished all that
+ *   is left (it gets an empty unit, and is done).
  *
  * Why dynamic's units are longer (kDynamicUnitSeconds) than the floor: dynamic hands out every
  * unit but its last few at that size, so its unit count is what its cost per unit (request,
@@ -83,6 +89,8 @@ class WorkQueue {
     static constexpr double kMinUnitSeconds = 0.02;
     /// Dynamic's unit length (see above).
     static constexpr double kDynamicUnitSeconds = 0.1;
+    /// A rank whose chunk is this many times the smallest is a batch rank (weighted).
+    static constexpr std::int64_t kBatchChunkRatio = 8;
 
     WorkQueue(SchedPolicy policy, std::int64_t total, int ranks, std::int64_t chunk);
     /// Per-rank chunk sizes (a GPU rank wants thousands of replicas per unit, a CPU rank a few
@@ -99,6 +107,7 @@ class WorkQueue {
     /// 0 while some rank has not recorded one.
     double time_left(std::int64_t left) const;
     std::int64_t shared_unit(size_t rank, std::int64_t left) const;
+    std::int64_t sized_for_worker(size_t rank, std::int64_t unit, std::int64_t left) const;
 
     SchedPolicy policy_;
     std::int64_t total_;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The dis-mellin tables are built once per node (issue 35): the ranks of a node share one copy
+# in an MPI-3 shared-memory window, each rank computing a slice of its rows; the model line says
+# so, and the fit's bits are those of a single rank (LO tables and the qcd:: NLO tables, ranks
+# that do not divide the points evenly, one rank of a shared node bound to its own core).
+source "$(dirname "$0")/../tools/mpi_common.sh"
+"$EF" simulate dis --out small.h5 --points 201 --seed 7 --noise 0.03 > sim.log
+sed -e 's/^file = dis-mellin-lo.h5/file = small.h5/' "$SRC/inputs/stats2.ini" > small.ini
+run_np 1 fit small.ini --fit.replicas 3 --output.file one.h5 > one.log
+grep -q "one copy per node" one.log && { cat one.log; fail "a lone rank claims a shared table"; }
+for np in 2 3; do
+    run_np $np fit small.ini --fit.replicas 3 --output.file n$np.h5 > n$np.log
+    grep -q "tables [0-9.]* MB, one copy per node shared by its $np ranks, each built 1/$np of the rows" n$np.log ||
+        { cat n$np.log; fail "$np ranks: the model line does not say the tables are shared"; }
+    [ "$($H5CHECK status n$np.h5)" = "4 0" ] || fail "n$np.h5 incomplete"
+    $H5CHECK equal one.h5 n$np.h5 /central /replicas /summary || fail "LO: 1 and $np ranks (shared tables) differ"
+    ok "LO tables built once by $np ranks, shared; bits equal to 1 rank"
+done
+# The qcd:: tables (NLO) take the same path.
+"$EF" simulate dis --truth "$SRC/inputs/dis-mellin-nlo.ini" --out nlo.h5 --points 101 --seed 5 > simn.log
+sed -e 's/^file = dis-mellin-nlo.h5/file = nlo.h5/' "$SRC/inputs/dis-mellin-nlo.ini" > nlo.ini
+run_np 1 fit nlo.ini --fit.replicas 2 --output.file nlo1.h5 > nlo1.log
+run_np 3 fit nlo.ini --fit.replicas 2 --output.file nlo3.h5 > nlo3.log
+grep -q "one copy per node shared by its 3 ranks" nlo3.log || { cat nlo3.log; fail "NLO: tables not shared"; }
+$H5CHECK equal nlo1.h5 nlo3.h5 /central /replicas /summary || fail "NLO: 1 and 3 ranks (shared tables) differ"
+ok "NLO tables built once by 3 ranks, shared; bits equal to 1 rank"
+# A data error is still one clean line from every rank of the node (validated before the window).
+/usr/bin/python3 - <<'PY'
+import h5py
+with h5py.File("small.h5", "r") as f, h5py.File("bad.h5", "w") as g:
+    for k in f: f.copy(k, g)
+    g["Q2"][5] = -1.0
+PY
+sed -e 's/^file = small.h5/file = bad.h5/' small.ini > bad.ini
+expect_error 3 "point 5" -- "$MPIEXEC" --oversubscribe -np 2 "$EF" fit bad.ini --fit.replicas 2 --output.file x.h5
+echo "node_tables: all checks passed"
