@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// A reconstruction as a sequence of named steps (run_reconstruct), and its set-up: config,
-// data, schedule, worker, gradient sums, output check, plan, and the model's start.
+// A reconstruction's set-up as RunSession calls it (run_reconstruct): config, data, schedule,
+// worker, gradient sums, resume point, plan, and the model's start.
 #include <ensemblefit/recon/reconstruction.hpp>
 
 #include <algorithm>
@@ -19,34 +19,19 @@
 #include "src/run/output_guard.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
+#include "src/run/run_session.hpp"
 #include "src/run/stop_request.hpp"
 #include "src/run/trace.hpp"
 
 namespace ef {
 
 void run_reconstruct(const ReconRunOptions& opt, const MpiContext& ctx) {
-    const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: checkpoint and stop at the next iteration
-    recon::Reconstruction(opt, ctx).run();
+    RunSession session(ctx, opt);  // stop signals: checkpoint and stop at the next iteration
+    recon::Reconstruction reconstruction(opt, session.state());
+    session.run(reconstruction);
 }
 
 namespace recon {
-
-void Reconstruction::run() {
-    set_up();  // input errors: thrown identically on every rank (or agreed by collective())
-    print_plan();
-    if (opt_.dry_run || resume_.complete) return;
-    load_share();  // collective(): a bad pattern is one error on every rank, printed once by main
-    try {
-        initial_model();
-        iterate();
-        if (stopped_) report_stop();  // the checkpoint is written; no timing, the file is final as it is
-        else finish();
-    } catch (const ResumeRefused& e) {
-        throw Error(e.code(), e.what());  // agreed on every rank: one line from rank 0, no abort
-    } catch (const std::exception& e) {
-        abort_run(ctx_, e);  // some ranks failed mid-run; the others would wait in a collective
-    }
-}
 
 namespace {
 
@@ -79,27 +64,26 @@ std::vector<std::vector<double>> parse_debug_speeds(const std::string& spec, int
 
 }  // namespace
 
-/// Everything before the first computation; the output is checked before any work.
-/// Every step that can fail on one rank only (a file missing on one node, the worker) runs
-/// inside collective(): such a failure ends every rank, with one line from rank 0.
-void Reconstruction::set_up() {
-    collective(ctx_, [&] { cfg_ = load_recon_config(opt_.config_path, opt_.overrides); });
-    binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
-    collective(ctx_, [&] { read_input(); });
-    heartbeat_ = std::make_unique<Heartbeat>(ctx_, cfg_.heartbeat_timeout);
-    threads_ = resolve_threads(cfg_.threads, ctx_.local_size());
-    make_worker();
+RunSettings Reconstruction::load_config() {
+    cfg_ = load_recon_config(opt_.config_path, opt_.overrides);
+    return cfg_.run;
+}
+
+/// Once every rank has its worker: the gradient sums, deferred steps, the threads' warning.
+void Reconstruction::worker_ready() {
     set_up_device_sum();
     decide_deferred();
     worker_->keep_gradients_on_device(ctx_.size() == 1 || device_sum_);
     if (!threads_.warning.empty() && worker_->kind() == WorkerKind::cpu && ctx_.local_rank() == 0)
         std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
-    const OutputAction action = check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, true,
-                                             {opt_.config_path, cfg_.data_file});
+}
+
+/// --resume's checkpoint (or a finished file) and the first, equal, shares of the strata.
+bool Reconstruction::open_output(OutputAction action) {
     check_resume(action == OutputAction::resume);
     const std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
     bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);
+    return !resume_.complete;
 }
 
 /// The dataset's metadata and positions, the batch schedule and --debug.speeds.
@@ -156,13 +140,13 @@ ReconWorkerOptions Reconstruction::worker_options(int device) const {
     return wo;
 }
 
-/// This rank's worker: run.workers per rank (the last repeats), the device by choose_device().
+/// This rank's worker, of the kind placement decided (RunState::device); the heartbeat that
+/// watches the batch steps' barriers (collective, so made outside collective()).
 void Reconstruction::make_worker() {
-    const std::string& want = cfg_.workers[std::min(static_cast<size_t>(ctx_.rank()), cfg_.workers.size() - 1)];
+    heartbeat_ = std::make_unique<Heartbeat>(ctx_, run_.settings.heartbeat_timeout);
     collective(ctx_, [&] {
-        const DevicePlan device = choose_device(want, ctx_);
-        device_ = device.kind == WorkerKind::gpu ? device.device : -1;
-        worker_ = make_recon_worker(device.kind, worker_options(device.device));
+        device_ = run_.gpu();
+        worker_ = make_recon_worker(run_.device.kind, worker_options(run_.device.device));
     });
 }
 
