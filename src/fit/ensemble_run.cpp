@@ -17,7 +17,7 @@
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 #include <ensemblefit/report/progress_line.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/sched/work_queue.hpp>
@@ -29,7 +29,7 @@
 #include "src/io/results_file.hpp"
 #include "src/fit/fit_plan.hpp"
 #include "src/report/kernel_roofline.hpp"
-#include "src/report/summary_table.hpp"
+#include "src/fit/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/heartbeat.hpp"

@@ -20,6 +20,7 @@
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/recon_checkpoint.hpp"
+#include "src/recon/recon_plan.hpp"
 #include "src/run/heartbeat.hpp"
 #include "src/run/placement.hpp"
 #include "src/run/run_failure.hpp"
@@ -111,12 +112,10 @@ class Reconstruction final : public RunProblem {
     // ---- set-up (reconstruction.cpp) --------------------------------------------------------
     void set_up_device_sum();
     DeviceSumCheck check_device_sum();
-    void decide_deferred();
     ReconWorkerOptions worker_options(int device) const;
     void read_mean_pattern(const std::vector<float>& share);
     std::vector<Complex> initial_probe(double defocus);
     void choose_defocus();
-    bool probe_from_file() const;
     void set_flat_object();
     double trial_loss(double defocus);
     void set_roi();
@@ -170,8 +169,7 @@ class Reconstruction final : public RunProblem {
     ReconConfig cfg_;
     PtychoDataset ds_;
     std::int64_t n_ = 0;  // pixels per pattern
-    bool subpixel_ = true;
-    double slice_fresnel_ = 0;  // multislice: lambda dz / dx^2 of a slice (multislice_geometry.hpp)
+    ReconPlan plan_;  // the decisions made once (recon_plan.hpp): sub-pixel shifts, slices, sums, deferred steps
     const ThreadPlan& threads_;
     int device_ = -1;      // this rank's GPU, -1 for a CPU worker
     std::unique_ptr<ReconWorker> worker_;
@@ -187,8 +185,6 @@ class Reconstruction final : public RunProblem {
     std::vector<double> pos_m_, pos_v_;  // the positions' Adam moments
     std::vector<Complex> truth_;
     int roi_[4] = {0, 0, 0, 0};
-    bool device_sum_ = false;  // gradient sums on the GPUs instead of MPI over host buffers
-    bool deferred_ = false;    // deferred steps (tuning.deferred)
     std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds
     // accumulated over the run
     std::vector<double> loss_, iteration_seconds_, mode_powers_;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <ensemblefit/core/diagnostics.hpp>
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 #include <ensemblefit/worker/worker_kind.hpp>
 
 namespace ef {
