@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "kernels/fit/fit_inputs.hpp"
 #include "kernels/fit/fit_plan.hpp"

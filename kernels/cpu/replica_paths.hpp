@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "kernels/fit/fit_inputs.hpp"
 #include "kernels/fit/fit_plan.hpp"

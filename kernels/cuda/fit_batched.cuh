@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "kernels/core/kernel_tally.hpp"
 #include "kernels/cuda/cuda_check.cuh"

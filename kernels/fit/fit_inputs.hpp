@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "kernels/fit/lm.hpp"
 #include "kernels/models/model_variant.hpp"

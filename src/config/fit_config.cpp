@@ -65,7 +65,7 @@ const KeyInfo kKeys[] = {
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
                                 "each rank's measured throughput: for mixed CPU and GPU ranks)"},
-    {"run.workers", "auto", "auto | cpu | gpu"},
+    {"run.workers", "auto", "auto | cpu | gpu, or a comma-separated list per rank (the last repeats)"},
     {"run.threads", "0", "OpenMP threads per rank (0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, "
                          "else the rank's cores, else cores / ranks on the node)"},
     {"run.bind", "auto", "auto | none | cores: auto gives each rank of a node its own block of cores "
@@ -216,7 +216,7 @@ std::string FitConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
-       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << workers << "\nthreads = " << threads << "\nbind = " << bind
+       << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
        << "\ngpu_round_loop = " << gpu_round_loop << "\n";
     return os.str();
@@ -541,13 +541,8 @@ std::string choice(const FitConfig& cfg, const Values& v, const std::string& key
 void read_run(FitConfig& cfg, const Values& v) {
     cfg.output_file = v.required("output.file");
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
-    cfg.workers = choice(cfg, v, "run.workers", "worker kind", {"auto", "cpu", "gpu"});
-    cfg.threads = static_cast<int>(v.integer("run.threads", 0, 4096));
-    cfg.bind = choice(cfg, v, "run.bind", "binding", {"auto", "none", "cores"});
-    cfg.heartbeat_timeout = v.real("run.heartbeat_timeout", v.get("run.heartbeat_timeout"));
-    if (!(cfg.heartbeat_timeout >= 0) || cfg.heartbeat_timeout > 1e6)
-        throw usage_error(cfg.where("run.heartbeat_timeout") + ": must be seconds in 0..1e6 (0 = never), got '" +
-                          trim(v.get("run.heartbeat_timeout")) + "'");
+    cfg.run = parse_run_settings({[&](const std::string& key) { return trim(v.get(key)); },
+                                  [&](const std::string& key) { return cfg.where(key); }});
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
     cfg.gpu_round_loop = choice(cfg, v, "tuning.gpu_round_loop", "value", {"device", "host"});
 }

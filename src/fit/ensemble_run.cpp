@@ -17,7 +17,7 @@
 #include <ensemblefit/core/error.hpp>
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 #include <ensemblefit/report/progress_line.hpp>
 #include <ensemblefit/sched/phase_timer.hpp>
 #include <ensemblefit/sched/work_queue.hpp>
@@ -28,9 +28,9 @@
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
-#include "kernels/fit/fit_plan.hpp"
+#include "src/fit/fit_plan.hpp"
 #include "src/report/kernel_roofline.hpp"
-#include "src/report/summary_table.hpp"
+#include "src/fit/summary_table.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/heartbeat.hpp"
@@ -38,6 +38,7 @@
 #include "src/run/placement.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
+#include "src/run/run_session.hpp"
 #include "src/run/run_timing.hpp"
 #include "src/run/setup_trace.hpp"
 #include "src/run/stop_request.hpp"
@@ -114,32 +115,37 @@ void print_dispatch_timing(const GatheredTiming& t, const DispatchStats& ds, Sch
 }
 
 /**
- * One ensemble fit, as named steps (run_fit() is their sequence). Set-up is identical on every
- * rank, so input errors are thrown identically everywhere; rank 0 owns the output.
+ * One ensemble fit as the run layer's RunProblem: its input (config, data, model), its worker,
+ * its units (replica fits) and its results (the replica rows, the summary). RunSession calls
+ * the steps in its order. Set-up is identical on every rank, so input errors are thrown
+ * identically everywhere; rank 0 owns the output.
  */
-class FitRun {
+class FitRun final : public RunProblem {
    public:
-    FitRun(const FitRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx), trace_(ctx.rank()) {
-        if (!opt.trace.empty()) timer_.record_to(&timeline_);
-    }
+    FitRun(const FitRunOptions& opt, RunState& run)
+        : opt_(opt), run_(run), ctx_(run.ctx), timer_(run.timer), threads_(run.threads), trace_(run.ctx.rank()) {}
 
-    void set_up();
-    void print_placement_and_warnings() const;
-    void print_dry_run() const;
-    bool open_output();
-    void create_output(OutputAction action);
-    void print_nothing_to_do() const;
-    void print_plan() const;
-    void fit_pending();
-    void summarize_results();
-    void report_timing();
-    void close();
-    /// A stop signal ended fit_pending() early (the same on every rank).
-    bool stopped() const { return stopped_ != 0; }
-    void report_stopped() const;
+    RunSettings load_config() override;
+    bool prewarm_device() const override { return true; }
+    void read_input() override;
+    bool gpu_capable() const override { return fits_on_gpu(*pb_); }
+    void make_worker() override;
+    std::string worker_description() const override { return worker_->describe(); }
+    OutputTarget output_target() const override {
+        return {pb_->config.output_file, pb_->config.where("output.file"),
+                {opt_.config_path, pb_->config.data_file, opt_.baseline}};
+    }
+    bool open_output(OutputAction action) override;
+    void print_plan(PlanCase what) const override;
+    void compute() override { fit_pending(); }
+    bool stopped() const override { return stopped_ != 0; }
+    void write_results() override { summarize_results(); }
+    TimingReport timing_report() override;
+    void close() override;
+    void report_stopped() const override;
     /// What rank 0 wrote is flushed block by block; end the job now (the error line says the
     /// file can be finished with --resume).
-    [[noreturn]] void abort(const std::exception& e) {
+    [[noreturn]] void abort(const std::exception& e) override {
         if (!out_) abort_run(ctx_, e);
         if (writer_) writer_->finish_quietly();  // the finished units it holds, unless a write failed
         out_->close();
@@ -150,25 +156,27 @@ class FitRun {
     }
 
    private:
-    void read_problem(FitConfig&& cfg);
-    void make_worker_for_rank();
+    void print_placement_and_warnings() const;
+    void print_dry_run() const;
+    void create_output(OutputAction action);
+    void print_nothing_to_do() const;
+    void print_run_plan() const;
+    void fit_pending();
+    void summarize_results();
     std::int64_t unit_size() const;
     ReplicaWriter::Options writer_options() const;
 
     const FitRunOptions& opt_;
+    RunState& run_;  // the session's decisions: settings, threads, device, placement
     const MpiContext& ctx_;
+    PhaseTimer& timer_;
+    const ThreadPlan& threads_;
     SetupTrace trace_;
-    PhaseTimer timer_;
-    PhaseTrace timeline_;  // --trace
+    FitConfig cfg_;  // until read_input() moves it into the problem
     std::unique_ptr<FitProblem> pb_;
     RunIdentity id_;
     double slowdown_ = 1.0;
-    ThreadPlan threads_;
-    std::string binding_;  // how this rank's cores were decided (apply_binding)
-    int device_ = 0;
-    std::jthread context_;  // creates the GPU's context beside read_problem() (cuda_create_context)
     std::unique_ptr<Worker> worker_;
-    std::vector<std::string> placement_;
     std::unique_ptr<ResultsFile> out_;
     std::unique_ptr<ReplicaWriter> writer_;  // rank 0: writes out_ from a thread of its own
     std::vector<std::int64_t> pending_;
@@ -178,27 +186,16 @@ class FitRun {
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
 };
 
-/// Every step that can fail on one rank only (a config or data file missing on one node, the
-/// worker) runs inside collective(): such a failure ends every rank, with one line from rank 0.
-void FitRun::set_up() {
-    FitConfig cfg;
-    collective(ctx_, [&] { cfg = load_fit_config(opt_.config_path, opt_.overrides); });
-    binding_ = apply_binding(ctx_, cfg.bind);  // before any OpenMP region: threads inherit the cores
-    if (EF_HAVE_CUDA && cfg.workers != "cpu")  // the device's context, made while the data are read
-        context_ = std::jthread([this, want = cfg.workers] {
-            const DevicePlan d = choose_device(want, ctx_);
-            if (d.kind == WorkerKind::gpu) cuda_create_context(d.device);
-        });
-    collective(ctx_, [&] { read_problem(std::move(cfg)); });
-    make_worker_for_rank();
-    trace_.mark("worker");
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_,
-                                  worker_->kind() == WorkerKind::gpu ? device_ : -1);
+RunSettings FitRun::load_config() {
+    cfg_ = load_fit_config(opt_.config_path, opt_.overrides);
+    return cfg_.run;
 }
 
-/// Data, model, shard, --debug.slowdown, baseline and threads: this rank's alone, but for the
-/// model's tables, which the node's ranks build together and share (src/comm/table_share.hpp).
-void FitRun::read_problem(FitConfig&& cfg) {
+/// Data, model, shard, --debug.slowdown and baseline: this rank's alone (the session has
+/// decided its threads), but for the model's tables, which the node's ranks build together and
+/// share (src/comm/table_share.hpp).
+void FitRun::read_input() {
+    FitConfig cfg = std::move(cfg_);
     DataTable data;
     CorrelatedInputs correlated;
     // Agreed on before the model: its tables are built by the node's ranks together.
@@ -207,7 +204,6 @@ void FitRun::read_problem(FitConfig&& cfg) {
         correlated = load_correlated(cfg, data);
     });
     trace_.mark("config and data");
-    threads_ = resolve_threads(cfg.threads, ctx_.local_size());
     // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's
     // threads, not every core of the node, which ranks beside each other would oversubscribe.
     omp_set_num_threads(threads_.threads);
@@ -228,25 +224,21 @@ void FitRun::read_problem(FitConfig&& cfg) {
     if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
 }
 
-void FitRun::make_worker_for_rank() {
-    if (context_.joinable()) {
-        context_.join();
-        trace_.mark("waiting for the device context (made beside the data)");
-    }
+/// The worker of the kind placement decided (RunState::device).
+void FitRun::make_worker() {
     collective(ctx_, [&] {
-        const DevicePlan device = choose_device(pb_->config.workers, ctx_);
-        device_ = device.device;
         WorkerOptions wo;
         wo.threads = threads_.threads;
-        wo.device = device.device;
+        wo.device = run_.device.device;
         wo.diag = diagnostics();
-        worker_ = make_worker(device.kind, *pb_, wo);
+        worker_ = ef::make_worker(run_.device.kind, *pb_, wo);
     });
+    trace_.mark("worker");
 }
 
 void FitRun::print_placement_and_warnings() const {
-    print_placement(placement_, std::cout);
-    for (const std::string& w : placement_warnings(placement_)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
+    print_placement(run_.placement, std::cout);
+    for (const std::string& w : placement_warnings(run_.placement)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
 }
 
 void FitRun::print_dry_run() const {
@@ -264,10 +256,8 @@ void FitRun::print_dry_run() const {
  * writing and the file stays byte for byte as it was. A dry run checks the same and opens
  * nothing.
  */
-bool FitRun::open_output() {
+bool FitRun::open_output(OutputAction action) {
     const std::string& path = pb_->config.output_file;
-    const OutputAction action = check_output(ctx_, path, pb_->config.where("output.file"), opt_, true,
-                                             {opt_.config_path, pb_->config.data_file, opt_.baseline});
     int complete = 0;
     collective(ctx_, [&] {
         if (!ctx_.is_root()) return;
@@ -313,7 +303,13 @@ void FitRun::print_nothing_to_do() const {
                     pb_->config.output_file.c_str());
 }
 
-void FitRun::print_plan() const {
+void FitRun::print_plan(PlanCase what) const {
+    if (what == PlanCase::dry_run) return print_dry_run();
+    if (what == PlanCase::nothing_to_do) return print_nothing_to_do();
+    print_run_plan();
+}
+
+void FitRun::print_run_plan() const {
     if (!ctx_.is_root()) return;
     print_problem(*pb_, id_, std::cout);
     print_placement_and_warnings();
@@ -389,7 +385,7 @@ void FitRun::fit_pending() {
     h.store_ready = [&] { return writer_->ready(); };  // a slow disk holds results back, not requests
     h.stop_signal = stop_signal;  // a graceful stop: no new units, the ones handed out finish
     h.fail = [this](const std::exception& e) { abort(e); };  // a silent rank, a failed write
-    h.heartbeat_timeout = ctx_.size() > 1 ? pb_->config.heartbeat_timeout : 0;
+    h.heartbeat_timeout = ctx_.size() > 1 ? run_.settings.heartbeat_timeout : 0;
     UnitDispatch<ReplicaBlock> dispatch(ctx_, timer_, mine_, std::move(h));
     dispatch_ = dispatch.run(queue.get(), M);
     trace_.stage("end");
@@ -403,7 +399,7 @@ void FitRun::fit_pending() {
     }
     if (ctx_.is_root() && !stopped_) progress.finish();
     PhaseTimer::Scope idle(timer_, Phase::idle);  // done, waiting for the others
-    Heartbeat(ctx_, pb_->config.heartbeat_timeout).barrier("the barrier after the last unit");
+    Heartbeat(ctx_, run_.settings.heartbeat_timeout).barrier("the barrier after the last unit");
     EF_MPI_CHECK(MPI_Bcast(&stopped_, 1, MPI_INT, 0, ctx_.world()));
     trace_.mark("barrier");
 }
@@ -432,40 +428,36 @@ void FitRun::summarize_results() {
     trace_.mark("summary written and printed");
 }
 
-/// Every rank's phases to rank 0; /timing, the JSON sidecar and the table there.
-void FitRun::report_timing() {
+/// The fit's part of the run's timing (report_run_timing): the dispatcher's and the writer's
+/// account as attributes and JSON fields, its kernels, the table with the policy line.
+TimingReport FitRun::timing_report() {
     mine_.mpi_calls += ctx_.is_root() ? dispatch_.mpi_calls : 0;
     mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
-    GatheredTiming t = gather_timing(ctx_, timer_, mine_, TimingColumns{});
-    const KernelTally* tally = worker_->kernel_tally();
-    const bool gpu = worker_->kind() == WorkerKind::gpu;
-    const std::vector<KernelSum> sums = gather_kernel_sums(ctx_, tally, gpu);
-    const DeviceTimes device_seconds = gather_device_seconds(ctx_, tally, gpu);
-    const Ceilings ceilings = gpu_ceilings(ctx_, gpu ? device_ : -1, false);
-    if (!opt_.trace.empty()) {
-        if (tally) add_device_intervals(timeline_, *tally);
-        write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit fit " + opt_.config_path);
-    }
-    if (!ctx_.is_root()) return;
-    if (!opt_.baseline.empty()) apply_baseline(t, opt_.baseline);
+    TimingReport r;
+    r.mine = mine_;
+    r.tally = worker_->kernel_tally();
+    r.gpu = worker_->kind() == WorkerKind::gpu;
+    r.trace_title = "ensemblefit fit " + opt_.config_path;
+    r.baseline = opt_.baseline;
+    if (!ctx_.is_root()) return r;
+    r.file = &out_->file();
+    r.json_path = pb_->config.output_file + ".timing.json";
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
-    const ReplicaWriter::Stats writer_stats = writer_ ? writer_->stats() : ReplicaWriter::Stats{};
-    const std::string record = write_timing(out_->file(), t, placement_);
-    for (const std::string& group : {std::string("/timing"), record})
-        write_dispatch_timing(out_->file(), group, dispatch_, writer_stats, policy,
-                              t.metrics.speedup > 0 ? opt_.baseline : "");
-    if (!opt_.predicted.empty()) store_prediction(out_->file(), {"/timing", record}, opt_.predicted, placement_);
-    write_kernels(out_->file(), {"/timing", record}, fit_kernel_records(*pb_, sums, ceilings));
-    const DeviceSplit split = device_split(t.ranks, device_seconds, t.metrics.runtime,
-                                           t.metrics.parallel_efficiency);
-    if (split.gpu_ranks > 0) write_device_split(out_->file(), {"/timing", record}, split);
-    out_->file().flush();
-    const std::string json = pb_->config.output_file + ".timing.json";
-    write_timing_json(json, t, placement_, dispatch_json(dispatch_, writer_stats, policy));
-    print_dispatch_timing(t, dispatch_, policy);
-    if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
-    std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
-    trace_.mark("timing gathered, written and printed");
+    const ReplicaWriter::Stats ws = writer_ ? writer_->stats() : ReplicaWriter::Stats{};
+    r.kernels = [this](const GatheredTiming&, const std::vector<KernelSum>& sums, const Ceilings& ceilings) {
+        return fit_kernel_records(*pb_, sums, ceilings);
+    };
+    r.attributes = [this, ws, policy](h5::File& f, const std::string& record, const GatheredTiming& t) {
+        for (const std::string& group : {std::string("/timing"), record})
+            write_dispatch_timing(f, group, dispatch_, ws, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+    };
+    r.json_fields = [this, ws, policy] { return dispatch_json(dispatch_, ws, policy); };
+    r.print = [this, policy](const GatheredTiming& t) { print_dispatch_timing(t, dispatch_, policy); };
+    r.print_last = [this, json = r.json_path] {
+        std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
+        trace_.mark("timing gathered, written and printed");
+    };
+    return r;
 }
 
 void FitRun::close() {
@@ -613,22 +605,9 @@ void parse_shard(const std::string& text, int& index, int& count) {
 }
 
 void run_fit(const FitRunOptions& opt, const MpiContext& ctx) {
-    const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: stop at the next unit (src/run/stop_request.hpp)
-    FitRun run(opt, ctx);
-    run.set_up();
-    const bool work_left = run.open_output();
-    if (opt.dry_run) return run.print_dry_run();
-    if (!work_left) return run.print_nothing_to_do();
-    run.print_plan();
-    try {
-        run.fit_pending();
-        if (!run.stopped()) run.summarize_results();  // a stopped run's file has no summary until --resume
-        run.report_timing();
-        run.close();
-        if (run.stopped()) run.report_stopped();
-    } catch (const std::exception& e) {
-        run.abort(e);
-    }
+    RunSession session(ctx, opt);
+    FitRun fit(opt, session.state());
+    session.run(fit);
 }
 
 void run_merge(const std::string& output, const std::vector<std::string>& inputs, bool overwrite) {

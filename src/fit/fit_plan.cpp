@@ -106,4 +106,9 @@ FitInputs fit_inputs(const FitProblem& pb, const FitPlan& plan) {
     return in;
 }
 
+bool fits_on_gpu(const FitProblem& problem) {
+    const auto* plugin = std::get_if<PluginModel>(&problem.model->view);
+    return !(plugin != nullptr && plugin->table->gpu == nullptr) && problem.whitening == nullptr;
+}
+
 }  // namespace ef

@@ -19,4 +19,8 @@ FitPlan make_fit_plan(const FitProblem& problem);
 /// outlive them) and, for the Gram path, its inputs, made here once.
 FitInputs fit_inputs(const FitProblem& problem, const FitPlan& plan);
 
+/// Whether `problem` can be fitted by a GPU worker (not: a model plugin without GPU code, or
+/// correlated data of a model that is not table-linear); placement's `auto` rule asks it.
+bool fits_on_gpu(const FitProblem& problem);
+
 }  // namespace ef

@@ -5,7 +5,7 @@
 #include <string>
 
 #include <ensemblefit/core/error.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 namespace ef {
 namespace {

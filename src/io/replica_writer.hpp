@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "src/io/results_file.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <ensemblefit/fit/replica_block.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/replica_block.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include "src/io/central_errors.hpp"
 #include "src/io/h5.hpp"

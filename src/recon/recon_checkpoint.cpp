@@ -254,7 +254,7 @@ Boundary Reconstruction::at_boundary(int it) {
 
 /// A stopped run: where it is, and the command that finishes it.
 void Reconstruction::report_stop() const {
-    report_stopped(ctx_, stopped_,
+    ef::report_stopped(ctx_, stopped_,
                    "a checkpoint at iteration " + std::to_string(loss_.size()) + " of " + std::to_string(cfg_.iterations),
                    cfg_.output_file);
 }

@@ -6,6 +6,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/run/run_failure.hpp"
+
 /**
  * Reconstruction checkpoints (internal; docs/reconstruction.md, "Checkpoints and --resume").
  * A checkpoint is the output file itself with a /checkpoint group holding everything the next
@@ -35,9 +37,9 @@ struct Boundary {
 
 /// A refused --resume, thrown identically on every rank (agreed through collective()), so it
 /// ends the run like a set-up error: one line from rank 0, its exit code, no abort.
-class ResumeRefused : public Error {
+class ResumeRefused : public AgreedFailure {
    public:
-    explicit ResumeRefused(const Error& e) : Error(e.code(), e.what()) {}
+    explicit ResumeRefused(const Error& e) : AgreedFailure(e) {}
 };
 
 }  // namespace ef::recon

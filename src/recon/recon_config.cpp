@@ -285,23 +285,8 @@ void read_solver(const ValueReader& r, ReconConfig& cfg) {
 }
 
 void read_run_and_output(const ValueReader& r, ReconConfig& cfg) {
-    cfg.workers.clear();
-    std::stringstream ss(r.get("run.workers"));
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        item = trim(item);
-        if (item != "auto" && item != "cpu" && item != "gpu")
-            throw usage_error(cfg.where("run.workers") + ": unknown worker kind '" + excerpt(item) +
-                              "' (allowed: auto, cpu, gpu, or a comma-separated list of them)");
-        cfg.workers.push_back(item);
-    }
-    if (cfg.workers.empty()) throw usage_error(cfg.where("run.workers") + ": empty");
-    cfg.threads = static_cast<int>(r.integer("run.threads", 0, 4096));
-    cfg.bind = r.choice("run.bind", {"auto", "none", "cores"});
-    cfg.heartbeat_timeout = r.nonneg("run.heartbeat_timeout");
-    if (cfg.heartbeat_timeout > 1e6)
-        throw usage_error(cfg.where("run.heartbeat_timeout") + ": must be seconds in 0..1e6 (0 = never), got '" +
-                          r.get("run.heartbeat_timeout") + "'");
+    cfg.run = parse_run_settings({[&](const std::string& key) { return r.get(key); },
+                                  [&](const std::string& key) { return cfg.where(key); }});
     cfg.balance = r.choice("run.balance", {"throughput", "equal"});
     cfg.fft_measure = r.choice("run.fft_planning", {"estimate", "measure"}) == "measure";
     cfg.allreduce = r.choice("run.allreduce", {"auto", "mpi", "nccl", "peer"});
@@ -345,8 +330,6 @@ std::string ReconConfig::resolved_text() const {
     const auto fmt = ini::format_double;
     const auto sw = [](TuningSwitch t) { return t == TuningSwitch::on ? "on" : t == TuningSwitch::off ? "off" : "auto"; };
     std::ostringstream os;
-    std::string workers_list;
-    for (const auto& w : workers) workers_list += (workers_list.empty() ? "" : ",") + w;
     os << "# config file: " << config_file << "\n"
        << "[data]\nfile = " << data_file << "\nformat = " << data_format << "\npixel_size = " << fmt(pixel_size)
        << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
@@ -363,7 +346,7 @@ std::string ReconConfig::resolved_text() const {
        << "\nbatch_size = " << (batch_size > 0 ? std::to_string(batch_size) : "auto") << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)
-       << "\n[run]\nworkers = " << workers_list << "\nthreads = " << threads << "\nbind = " << bind
+       << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\nbalance = " << balance << "\nfft_planning = " << (fft_measure ? "measure" : "estimate")
        << "\nallreduce = " << allreduce << "\nstream = " << sw(stream)
        << "\n[output]\nfile = " << output_file << "\npreviews = " << (previews ? "true" : "false")

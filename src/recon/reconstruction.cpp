@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// A reconstruction as a sequence of named steps (run_reconstruct), and its set-up: config,
-// data, schedule, worker, gradient sums, output check, plan, and the model's start.
+// A reconstruction's set-up as RunSession calls it (run_reconstruct): config, data, schedule,
+// worker, gradient sums, resume point, plan, and the model's start.
 #include <ensemblefit/recon/reconstruction.hpp>
 
 #include <algorithm>
@@ -13,40 +13,23 @@
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 
-#include "src/recon/multislice_geometry.hpp"
 #include "src/recon/reconstruction.hpp"
-#include "src/recon/step_defaults.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_failure.hpp"
+#include "src/run/run_session.hpp"
 #include "src/run/stop_request.hpp"
 #include "src/run/trace.hpp"
 
 namespace ef {
 
 void run_reconstruct(const ReconRunOptions& opt, const MpiContext& ctx) {
-    const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: checkpoint and stop at the next iteration
-    recon::Reconstruction(opt, ctx).run();
+    RunSession session(ctx, opt);  // stop signals: checkpoint and stop at the next iteration
+    recon::Reconstruction reconstruction(opt, session.state());
+    session.run(reconstruction);
 }
 
 namespace recon {
-
-void Reconstruction::run() {
-    set_up();  // input errors: thrown identically on every rank (or agreed by collective())
-    print_plan();
-    if (opt_.dry_run || resume_.complete) return;
-    load_share();  // collective(): a bad pattern is one error on every rank, printed once by main
-    try {
-        initial_model();
-        iterate();
-        if (stopped_) report_stop();  // the checkpoint is written; no timing, the file is final as it is
-        else finish();
-    } catch (const ResumeRefused& e) {
-        throw Error(e.code(), e.what());  // agreed on every rank: one line from rank 0, no abort
-    } catch (const std::exception& e) {
-        abort_run(ctx_, e);  // some ranks failed mid-run; the others would wait in a collective
-    }
-}
 
 namespace {
 
@@ -79,27 +62,27 @@ std::vector<std::vector<double>> parse_debug_speeds(const std::string& spec, int
 
 }  // namespace
 
-/// Everything before the first computation; the output is checked before any work.
-/// Every step that can fail on one rank only (a file missing on one node, the worker) runs
-/// inside collective(): such a failure ends every rank, with one line from rank 0.
-void Reconstruction::set_up() {
-    collective(ctx_, [&] { cfg_ = load_recon_config(opt_.config_path, opt_.overrides); });
-    binding_ = apply_binding(ctx_, cfg_.bind);  // before any OpenMP region: threads inherit the cores
-    collective(ctx_, [&] { read_input(); });
-    heartbeat_ = std::make_unique<Heartbeat>(ctx_, cfg_.heartbeat_timeout);
-    threads_ = resolve_threads(cfg_.threads, ctx_.local_size());
-    make_worker();
-    set_up_device_sum();
-    decide_deferred();
-    worker_->keep_gradients_on_device(ctx_.size() == 1 || device_sum_);
+RunSettings Reconstruction::load_config() {
+    cfg_ = load_recon_config(opt_.config_path, opt_.overrides);
+    return cfg_.run;
+}
+
+/// Once every rank has its worker: the gradient sums, deferred steps, the threads' warning.
+void Reconstruction::worker_ready() {
+    set_up_device_sum();  // plan_.device_sum
+    const bool on_devices = ctx_.size() == 1 || plan_.device_sum;
+    plan_.deferred = deferred_steps(cfg_, on_devices, worker_->deferred_supported());  // the GPU's default
+    worker_->keep_gradients_on_device(on_devices);
     if (!threads_.warning.empty() && worker_->kind() == WorkerKind::cpu && ctx_.local_rank() == 0)
         std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
-    const OutputAction action = check_output(ctx_, cfg_.output_file, cfg_.where("output.file"), opt_, true,
-                                             {opt_.config_path, cfg_.data_file});
+}
+
+/// --resume's checkpoint (or a finished file) and the first, equal, shares of the strata.
+bool Reconstruction::open_output(OutputAction action) {
     check_resume(action == OutputAction::resume);
     const std::vector<double> equal(static_cast<size_t>(ctx_.size()), 1.0);
     bounds_ = BatchSchedule::partition(schedule_->strata(), equal);
-    placement_ = gather_placement(ctx_, worker_->describe(), threads_.threads, binding_, device_);
+    return !resume_.complete;
 }
 
 /// The dataset's metadata and positions, the batch schedule and --debug.speeds.
@@ -109,16 +92,8 @@ void Reconstruction::read_input() {
     ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin);
     n_ = static_cast<std::int64_t>(ds_.h) * ds_.w;
     positions_checksum_ = positions_checksum(ds_.positions);
-    bool integer_positions = true;
-    for (double p : ds_.positions) integer_positions = integer_positions && std::abs(p - std::nearbyint(p)) < 1e-6;
-    subpixel_ = cfg_.subpixel == "on" || (cfg_.subpixel == "auto" && (!integer_positions || cfg_.correct_positions));
-    if (cfg_.correct_positions && cfg_.subpixel == "off")
-        throw usage_error(cfg_.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
-    check_slices_fit(cfg_, ds_);
-    slice_fresnel_ = slice_fresnel(cfg_, ds_);
-    if (cfg_.probe_init == "file" && !ds_.has_probe)
-        throw usage_error(cfg_.where("probe.init") + ": '" + ds_.path + "' has no probe");
-    cfg_.batch_size = resolve_batch_size(cfg_.batch_size, ds_.count);  // auto: from the positions, on every rank alike
+    plan_ = plan_reconstruction(cfg_, ds_);  // the decisions the data settle, made once
+    cfg_.batch_size = plan_.batch_size;       // the resolved config says what ran
     schedule_ = std::make_unique<BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
     debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
     if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);  // fail now, not after the run
@@ -136,12 +111,12 @@ ReconWorkerOptions Reconstruction::worker_options(int device) const {
     wo.w = ds_.w;
     wo.modes = cfg_.modes;
     wo.slices = cfg_.slices;
-    wo.slice_fresnel = slice_fresnel_;
+    wo.slice_fresnel = plan_.slice_fresnel;
     wo.obj_h = ds_.obj_h;
     wo.obj_w = ds_.obj_w;
     wo.poisson = cfg_.loss == "poisson";
     wo.amplitude_phase = cfg_.amplitude_phase;
-    wo.subpixel = subpixel_;
+    wo.subpixel = plan_.subpixel;
     wo.amplitude_min = cfg_.amplitude_min;
     wo.amplitude_max = cfg_.amplitude_max;
     wo.double_precision = cfg_.precision == "double";
@@ -156,13 +131,13 @@ ReconWorkerOptions Reconstruction::worker_options(int device) const {
     return wo;
 }
 
-/// This rank's worker: run.workers per rank (the last repeats), the device by choose_device().
+/// This rank's worker, of the kind placement decided (RunState::device); the heartbeat that
+/// watches the batch steps' barriers (collective, so made outside collective()).
 void Reconstruction::make_worker() {
-    const std::string& want = cfg_.workers[std::min(static_cast<size_t>(ctx_.rank()), cfg_.workers.size() - 1)];
+    heartbeat_ = std::make_unique<Heartbeat>(ctx_, run_.settings.heartbeat_timeout);
     collective(ctx_, [&] {
-        const DevicePlan device = choose_device(want, ctx_);
-        device_ = device.kind == WorkerKind::gpu ? device.device : -1;
-        worker_ = make_recon_worker(device.kind, worker_options(device.device));
+        device_ = run_.gpu();
+        worker_ = make_recon_worker(run_.device.kind, worker_options(run_.device.device));
     });
 }
 
@@ -202,10 +177,10 @@ DeviceSumCheck Reconstruction::check_device_sum() {
 void Reconstruction::set_up_device_sum() {
     if (ctx_.size() == 1 || cfg_.allreduce == "mpi") return;
     const DeviceSumCheck c = check_device_sum();
-    device_sum_ = c.ok;
-    if (!device_sum_ && (cfg_.allreduce == "nccl" || cfg_.allreduce == "peer"))
+    plan_.device_sum = c.ok;
+    if (!plan_.device_sum && (cfg_.allreduce == "nccl" || cfg_.allreduce == "peer"))
         throw usage_error(cfg_.where("run.allreduce") + ": " + cfg_.allreduce + " is not possible here: " + c.why);
-    if (device_sum_) {
+    if (plan_.device_sum) {
         std::string peer_why;
         const bool peer_on = c.peer && worker_->device_sum_peer(peer_why);  // collective: NCCL runs on every rank
         if (cfg_.allreduce == "peer" && !peer_on)
@@ -213,19 +188,9 @@ void Reconstruction::set_up_device_sum() {
         const std::string method = peer_on ? std::string("peer") : c.peer ? "nccl: " + peer_why : std::string("nccl");
         if (ctx_.is_root()) std::printf("gradient sums: %s\n", method.c_str());
     }
-    if (!device_sum_ && c.all_gpu && ctx_.is_root())
+    if (!plan_.device_sum && c.all_gpu && ctx_.is_root())
         std::fprintf(stderr, "ensemblefit: warning: GPU ranks sum gradients through host memory with MPI (%s)\n",
                      c.why.c_str());
-}
-
-/// Deferred steps (tuning.deferred; the GPU's default) need the gradients on the devices: one
-/// rank, or sums on the GPUs. The same answer on every rank.
-void Reconstruction::decide_deferred() {
-    const bool on_devices = ctx_.size() == 1 || device_sum_;
-    if (cfg_.tuning.deferred == TuningSwitch::on && !on_devices)
-        throw usage_error(cfg_.where("tuning.deferred") +
-                          ": deferred steps need the gradients on the devices (one rank, or sums on the GPUs)");
-    deferred_ = worker_->deferred_supported() && on_devices;
 }
 
 void Reconstruction::print_plan() const {
@@ -233,15 +198,15 @@ void Reconstruction::print_plan() const {
     std::printf("reconstruct: %s: %lld patterns %d x %d, object %d x %d, %d probe mode%s, %s loss, "
                 "sub-pixel shifts %s, position correction %s\n",
                 ds_.path.c_str(), static_cast<long long>(ds_.count), ds_.h, ds_.w, ds_.obj_h, ds_.obj_w, cfg_.modes,
-                cfg_.modes == 1 ? "" : "s", cfg_.loss.c_str(), subpixel_ ? "on" : "off",
+                cfg_.modes == 1 ? "" : "s", cfg_.loss.c_str(), plan_.subpixel ? "on" : "off",
                 cfg_.correct_positions ? "on" : "off");
     if (cfg_.slices > 1)
         std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
-                    cfg_.slice_thickness, slice_fresnel_);
+                    cfg_.slice_thickness, plan_.slice_fresnel);
     std::printf("solver: %d iterations x %lld mini-batches of %lld (stratified random, seed %llu), Adam%s\n",
                 cfg_.iterations, static_cast<long long>(schedule_->batches_per_iteration()),
                 static_cast<long long>(schedule_->strata()), static_cast<unsigned long long>(cfg_.seed),
-                deferred_ ? ", deferred steps" : "");
+                plan_.deferred ? ", deferred steps" : "");
     std::fflush(stdout);
     print_placement(placement_, std::cout);
     for (const std::string& w : placement_warnings(placement_))
@@ -312,7 +277,7 @@ std::vector<Complex> Reconstruction::initial_probe(double defocus) {
     const int K = cfg_.modes;
     std::vector<Complex> probe;
     int have = 0;
-    if (probe_from_file()) {
+    if (plan_.probe_from_file) {
         collective(ctx_, [&] { probe = read_probe(ds_, have); });
         have = std::min(have, K);
         probe.resize(static_cast<size_t>(have * n_));
@@ -346,10 +311,6 @@ void Reconstruction::set_flat_object() {
     worker_->set_object(std::vector<double>(on, 1.0), std::vector<double>(on, 0.0));
 }
 
-bool Reconstruction::probe_from_file() const {
-    return cfg_.probe_init == "file" || (cfg_.probe_init == "auto" && ds_.has_probe);
-}
-
 /**
  * The defocus of a probe made from the mean pattern. The mean pattern gives the probe's
  * amplitude in the far field but not its phase, and a flat phase (a focused probe) is a poor
@@ -364,7 +325,7 @@ bool Reconstruction::probe_from_file() const {
 void Reconstruction::choose_defocus() {
     defocus_ = 0;
     defocus_source_.clear();
-    if (probe_from_file()) return;
+    if (plan_.probe_from_file) return;
     if (!std::isnan(cfg_.probe_defocus)) {
         defocus_ = cfg_.probe_defocus;
         defocus_source_ = "config";

@@ -20,8 +20,11 @@
 #include "src/recon/phase_error.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/recon_checkpoint.hpp"
+#include "src/recon/recon_plan.hpp"
 #include "src/run/heartbeat.hpp"
 #include "src/run/placement.hpp"
+#include "src/run/run_failure.hpp"
+#include "src/run/run_session.hpp"
 #include "src/run/trace.hpp"
 #include "src/sched/batch_schedule.hpp"
 
@@ -54,44 +57,65 @@ struct LossSums {
 };
 
 /**
- * One ptychographic reconstruction on this rank (internal; run_reconstruct() runs it,
- * docs/reconstruction.md explains the method): run() is the sequence of its steps. Set-up is
+ * One ptychographic reconstruction on this rank as the run layer's RunProblem (internal;
+ * run_reconstruct() hands it to a RunSession, which calls its steps in the run's one order;
+ * docs/reconstruction.md explains the method). Set-up is
  * identical on every rank, so input errors are thrown identically everywhere; rank 0 writes the
  * output. The steps live in four files: reconstruction.cpp (set-up and the model's start),
  * reconstruction_steps.cpp (the iterations, batch steps and shares),
  * reconstruction_output.cpp (output and timing) and recon_checkpoint.cpp (checkpoints,
  * --resume, the graceful stop's agreement).
  */
-class Reconstruction {
+class Reconstruction final : public RunProblem {
    public:
-    Reconstruction(const ReconRunOptions& opt, const MpiContext& ctx) : opt_(opt), ctx_(ctx) {
-        if (!opt.trace.empty()) timer_.record_to(&timeline_);
-    }
+    Reconstruction(const ReconRunOptions& opt, RunState& run)
+        : opt_(opt),
+          run_(run),
+          ctx_(run.ctx),
+          timer_(run.timer),
+          timeline_(run.timeline),
+          threads_(run.threads),
+          placement_(run.placement) {}
 
-    void run();
+    // The steps RunSession calls, in its order (src/run/run_session.hpp).
+    RunSettings load_config() override;
+    void read_input() override;
+    void make_worker() override;
+    std::string worker_description() const override { return worker_->describe(); }
+    void worker_ready() override;
+    OutputTarget output_target() const override {
+        return {cfg_.output_file, cfg_.where("output.file"), {opt_.config_path, cfg_.data_file}};
+    }
+    bool open_output(OutputAction action) override;
+    void print_plan(PlanCase) const override { print_plan(); }
+    void before_compute() override { load_share(); }
+    void compute() override {
+        initial_model();
+        iterate();
+    }
+    bool stopped() const override { return stopped_ != 0; }
+    void write_results() override;
+    bool reports_timing() const override { return stopped_ == 0; }
+    TimingReport timing_report() override;
+    void close() override;
+    void report_stopped() const override { report_stop(); }
+    [[noreturn]] void abort(const std::exception& e) override { abort_run(ctx_, e); }
 
    private:
     // reconstruction.cpp
-    void set_up();
     void print_plan() const;
     void load_share();
     void initial_model();
     // reconstruction_steps.cpp
     void iterate();
-    // reconstruction_output.cpp
-    void finish();
 
     // ---- set-up (reconstruction.cpp) --------------------------------------------------------
-    void read_input();
-    void make_worker();
     void set_up_device_sum();
     DeviceSumCheck check_device_sum();
-    void decide_deferred();
     ReconWorkerOptions worker_options(int device) const;
     void read_mean_pattern(const std::vector<float>& share);
     std::vector<Complex> initial_probe(double defocus);
     void choose_defocus();
-    bool probe_from_file() const;
     void set_flat_object();
     double trial_loss(double defocus);
     void set_roi();
@@ -134,25 +158,23 @@ class Reconstruction {
     void write_output(bool final);
     void write_previews(const std::vector<Complex>& obj, const std::vector<Complex>& probe);
     void print_traces() const;
-    void report_timing();
     void print_stream_timing(const ReconStreamTiming& s) const;
     double seconds_per_iteration() const;
 
     const ReconRunOptions& opt_;
+    RunState& run_;  // the session's decisions: settings, threads, device, placement
     const MpiContext& ctx_;
-    PhaseTimer timer_;
-    PhaseTrace timeline_;  // --trace
+    PhaseTimer& timer_;
+    PhaseTrace& timeline_;  // --trace
     ReconConfig cfg_;
     PtychoDataset ds_;
     std::int64_t n_ = 0;  // pixels per pattern
-    bool subpixel_ = true;
-    double slice_fresnel_ = 0;  // multislice: lambda dz / dx^2 of a slice (multislice_geometry.hpp)
-    ThreadPlan threads_;
-    std::string binding_;  // how this rank's cores were decided (apply_binding, [run] bind)
+    ReconPlan plan_;  // the decisions made once (recon_plan.hpp): sub-pixel shifts, slices, sums, deferred steps
+    const ThreadPlan& threads_;
     int device_ = -1;      // this rank's GPU, -1 for a CPU worker
     std::unique_ptr<ReconWorker> worker_;
     std::unique_ptr<Heartbeat> heartbeat_;  // [run] heartbeat_timeout: the batch steps' barriers, watched
-    std::vector<std::string> placement_;
+    const std::vector<std::string>& placement_;
     std::unique_ptr<BatchSchedule> schedule_;
     std::vector<std::int64_t> bounds_;  // strata per rank: rank r owns [bounds_[r], bounds_[r + 1])
     std::int64_t my_first_ = 0, my_count_ = 0;
@@ -163,8 +185,6 @@ class Reconstruction {
     std::vector<double> pos_m_, pos_v_;  // the positions' Adam moments
     std::vector<Complex> truth_;
     int roi_[4] = {0, 0, 0, 0};
-    bool device_sum_ = false;  // gradient sums on the GPUs instead of MPI over host buffers
-    bool deferred_ = false;    // deferred steps (tuning.deferred)
     std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds
     // accumulated over the run
     std::vector<double> loss_, iteration_seconds_, mode_powers_;

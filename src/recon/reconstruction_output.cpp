@@ -96,13 +96,17 @@ void write_provenance(h5::File& f, const ReconConfig& cfg, const PtychoDataset& 
 
 }  // namespace
 
-/// The end: the truth comparison, the result file with previews, the timing report.
-void Reconstruction::finish() {
+/// The end: the truth comparison, the result file with previews (the timing report follows).
+void Reconstruction::write_results() {
     timer_.enter(Phase::io);
     if (!truth_.empty() && ctx_.is_root()) compare_truth();
     write_output(true);
-    report_timing();
-    if (!ctx_.is_root()) return;
+}
+
+/// The run's last lines (the output is written and closed): the truth's error, the loss, the
+/// previews, the output. A stopped run's checkpoint says it all (report_stop).
+void Reconstruction::close() {
+    if (stopped_ || !ctx_.is_root()) return;
     if (!truth_.empty())
         std::printf("phase NRMSE against the truth: %.3f%% (rms %.4g rad over %d x %d pixels, offset and ramp "
                     "removed)\n",
@@ -301,53 +305,50 @@ std::vector<KernelRecord> recon_kernels(const std::vector<RankTiming>& ranks, co
 
 }  // namespace
 
-/// Per-rank phases, counts and the reconstruction's columns under /timing (gather_timing,
-/// write_timing), then its own attributes: seconds and model traffic per iteration, rebalances.
-void Reconstruction::report_timing() {
+/// The reconstruction's part of the run's timing (report_run_timing): its counts and columns
+/// (positions, batches, sums, gradient time and traffic, streamed uploads), its kernels, its
+/// attributes (seconds and model traffic per iteration, rebalances) and lines.
+TimingReport Reconstruction::timing_report() {
     print_traces();
     const bool probe_on = cfg_.lr_probe > 0 && cfg_.probe_start <= cfg_.iterations;
     const double traffic_per_position = worker_->traffic_bytes(probe_on, cfg_.correct_positions);
-    RankTiming mine;
-    mine.replicas = positions_done_;
-    mine.units = batches_done_;
-    mine.mpi_calls = allreduce_calls_;
-    mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
+    TimingReport r;
+    r.mine.replicas = positions_done_;
+    r.mine.units = batches_done_;
+    r.mine.mpi_calls = allreduce_calls_;
+    r.mine.mpi_bytes = static_cast<std::int64_t>(allreduce_bytes_);
     const ReconStreamTiming streamed = worker_->stream_timing();
     timer_.move(Phase::compute, Phase::io, streamed.wait);
     print_stream_timing(streamed);
-    mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_), streamed.upload,
-                  streamed.wait};
-    const GatheredTiming t = gather_timing(ctx_, timer_, mine, kColumns);
-    const KernelTally* tally = worker_->kernel_tally();
-    const bool gpu = worker_->kind() == WorkerKind::gpu;
-    const std::vector<KernelSum> sums = gather_kernel_sums(ctx_, tally, gpu);
-    const DeviceTimes device_seconds = gather_device_seconds(ctx_, tally, gpu, deferred_trace_[1]);
-    const Ceilings ceilings = gpu_ceilings(ctx_, gpu ? device_ : -1, true);  // the GPU worker works in float
-    if (!opt_.trace.empty()) {
-        if (tally) add_device_intervals(timeline_, *tally);
-        write_trace(ctx_, timeline_, opt_.trace, placement_, "ensemblefit reconstruct " + opt_.config_path);
-    }
-    if (!ctx_.is_root()) return;
-    const DeviceSplit split = device_split(t.ranks, device_seconds, t.metrics.runtime, t.metrics.parallel_efficiency);
+    r.mine.extra = {grad_seconds_total_, traffic_per_position * static_cast<double>(positions_done_), streamed.upload,
+                    streamed.wait};
+    r.columns = kColumns;
+    r.tally = worker_->kernel_tally();
+    r.gpu = worker_->kind() == WorkerKind::gpu;
+    r.device_transfers = deferred_trace_[1];
+    r.single_precision = true;  // the GPU worker works in float
+    r.trace_title = "ensemblefit reconstruct " + opt_.config_path;
+    r.path = cfg_.output_file;
     const double per_it = seconds_per_iteration();
     const double traffic_iter = traffic_per_position * static_cast<double>(ds_.count);  // all ranks, one iteration
-    {
-        h5::File f = h5::File::open_write(cfg_.output_file);
-        const std::string record = write_timing(f, t, placement_);
-        if (!opt_.predicted.empty()) store_prediction(f, {"/timing", record}, opt_.predicted, placement_);
-        write_kernels(f, {"/timing", record}, recon_kernels(t.ranks, sums, ceilings));
-        if (split.gpu_ranks > 0) write_device_split(f, {"/timing", record}, split);
+    r.kernels = [](const GatheredTiming& t, const std::vector<KernelSum>& sums, const Ceilings& ceilings) {
+        return recon_kernels(t.ranks, sums, ceilings);
+    };
+    r.attributes = [this, per_it, traffic_iter](h5::File& f, const std::string&, const GatheredTiming&) {
         f.set_attr("/timing", "seconds_per_iteration", per_it);
         f.set_attr("/timing", "traffic_bytes_per_iteration", traffic_iter);
         f.set_attr("/timing", "rebalances", static_cast<std::int64_t>(rebalances_));
-        f.flush();
-    }
-    std::printf("%s", format_timing_table(t.ranks, t.metrics, t.columns).c_str());
-    std::printf("per iteration: %.4f s (mean%s), model traffic %.3f GB; bandwidth (traffic / gradient time) per rank:",
-                per_it, iteration_seconds_.size() > 2 ? " without the first" : "", traffic_iter / 1e9);
-    for (const RankTiming& r : t.ranks) std::printf(" %.1f", r.extra[0] > 0 ? r.extra[1] / r.extra[0] / 1e9 : 0.0);
-    std::printf(" GB/s\n");
-    if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
+    };
+    r.print = [this, per_it, traffic_iter](const GatheredTiming& t) {
+        std::printf("%s", format_timing_table(t.ranks, t.metrics, t.columns).c_str());
+        std::printf("per iteration: %.4f s (mean%s), model traffic %.3f GB; bandwidth (traffic / gradient time) per "
+                    "rank:",
+                    per_it, iteration_seconds_.size() > 2 ? " without the first" : "", traffic_iter / 1e9);
+        for (const RankTiming& rank : t.ranks)
+            std::printf(" %.1f", rank.extra[0] > 0 ? rank.extra[1] / rank.extra[0] / 1e9 : 0.0);
+        std::printf(" GB/s\n");
+    };
+    return r;
 }
 
 }  // namespace ef::recon

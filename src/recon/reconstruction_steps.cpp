@@ -46,7 +46,7 @@ IterationSteps Reconstruction::iteration_batches(int it) {
     schedule_->start_iteration(it, bounds_[r], bounds_[r + 1]);
     IterationSteps steps = steps_of(it);
     const std::int64_t nb = schedule_->batches_per_iteration();
-    if (deferred_) batches_deferred(it, nb, steps);  // the whole iteration queued on the device
+    if (plan_.deferred) batches_deferred(it, nb, steps);  // the whole iteration queued on the device
     else
         for (std::int64_t t = 0; t < nb; ++t) batch_step(it, t, steps);
     if (steps.probe_on && (cfg_.orthogonalize || cfg_.fix_intensity)) {
@@ -186,7 +186,7 @@ ReconBatchTerms Reconstruction::batch_gradients(const ReconBatch& batch, Iterati
  */
 LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& terms, const IterationSteps& st) {
     size_t count = 0;
-    double* buf = device_sum_ ? nullptr : worker_->gradient_buffer(st.probe_on, count);
+    double* buf = plan_.device_sum ? nullptr : worker_->gradient_buffer(st.probe_on, count);
     std::vector<int> counts, displs;
     const int total = 2 * static_cast<int>(batch_layout(t, counts, displs));
     for (size_t r = 0; r < counts.size(); ++r) {
@@ -200,7 +200,7 @@ LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& t
     }
     PhaseTimer::Scope c(timer_, Phase::comm);
     const double c0 = now_seconds();
-    if (device_sum_) {
+    if (plan_.device_sum) {
         worker_->device_sum(st.probe_on);
         count = static_cast<size_t>(gradient_doubles(st.probe_on));
     } else {
@@ -217,7 +217,7 @@ LossSums Reconstruction::sum_over_ranks(std::int64_t t, const ReconBatchTerms& t
                                  &req));
     heartbeat_->wait(req, "a batch's loss terms");
     comm_trace_[1] += now_seconds() - c1;
-    if (device_sum_) worker_->device_sum_wait();
+    if (plan_.device_sum) worker_->device_sum_wait();
     comm_trace_[0] += now_seconds() - c0;
     allreduce_calls_ += 2;
     allreduce_bytes_ += static_cast<double>(count) * 8.0 + 8.0 * total;

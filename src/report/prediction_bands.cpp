@@ -11,7 +11,7 @@
 #include <limits>
 
 #include <ensemblefit/core/error.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/run/output_guard.hpp"

@@ -139,8 +139,10 @@ void check_writable(const std::string& path, const std::string& where, bool exis
         throw usage_error(where + ": cannot write '" + path + "' (" + errno_text() + ")");
 }
 
-OutputAction decide(const std::string& path, const std::string& where, const RunArgs& args, bool resumable,
-                    const std::vector<std::string>& inputs) {
+}  // namespace
+
+OutputAction decide_output(const std::string& path, const std::string& where, const RunArgs& args, bool resumable,
+                           const std::vector<std::string>& inputs) {
     refuse_input(path, where, inputs);
     const bool exists = file_exists(path);
     check_writable(path, where, exists);
@@ -154,8 +156,6 @@ OutputAction decide(const std::string& path, const std::string& where, const Run
     if (exists && args.resume) return OutputAction::resume;
     return exists ? OutputAction::replace : OutputAction::create;
 }
-
-}  // namespace
 
 void lock_output(const std::string& path, const std::string& where) {
     // A writer turns a file-size limit (ulimit -f) into an I/O error (EFBIG) instead of a kill.
@@ -177,7 +177,7 @@ OutputAction check_output(const MpiContext& ctx, const std::string& path, const 
                           const RunArgs& args, bool resumable, const std::vector<std::string>& inputs) {
     int action = 0;
     collective(ctx, [&] {
-        if (ctx.is_root()) action = static_cast<int>(decide(path, where, args, resumable, inputs));
+        if (ctx.is_root()) action = static_cast<int>(decide_output(path, where, args, resumable, inputs));
     });
     EF_MPI_CHECK(MPI_Bcast(&action, 1, MPI_INT, 0, ctx.world()));
     return static_cast<OutputAction>(action);
@@ -187,7 +187,7 @@ OutputAction check_serial_output(const std::string& path, const std::string& whe
                                  const std::vector<std::string>& inputs) {
     RunArgs args;
     args.overwrite = overwrite;
-    return decide(path, where, args, false, inputs);
+    return decide_output(path, where, args, false, inputs);
 }
 
 PendingOutput::PendingOutput(std::string path) : path_(std::move(path)) {

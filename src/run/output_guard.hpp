@@ -30,6 +30,14 @@ OutputAction check_output(const MpiContext& ctx, const std::string& path, const 
                           const RunArgs& args, bool resumable, const std::vector<std::string>& inputs = {});
 
 /**
+ * The rules of check_output() on one process, as rank 0 applies them (and the unit tests):
+ * refuses an input, a folder, a place it cannot write and an existing file without
+ * `--overwrite` or (`resumable`) `--resume`; takes the output's lock. Returns what the run does.
+ */
+OutputAction decide_output(const std::string& path, const std::string& where, const RunArgs& args, bool resumable,
+                           const std::vector<std::string>& inputs);
+
+/**
  * The same rules for a command that writes from one process (merge): refuses an output that is
  * an input, takes the lock, and applies the exists/--overwrite rule. Returns create or replace.
  */

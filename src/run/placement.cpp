@@ -254,12 +254,15 @@ ThreadPlan resolve_threads(int configured, int local_ranks) {
     return plan;
 }
 
-DevicePlan choose_device(const std::string& want, const MpiContext& ctx) {
-    const int ndev = cuda_device_count();
+DevicePlan choose_device(const std::string& want, int gpus, int local_rank, bool gpu_capable) {
     DevicePlan plan;
-    if (want == "gpu" || (want == "auto" && ndev > 0)) plan.kind = WorkerKind::gpu;
-    plan.device = ndev > 0 ? ctx.local_rank() % ndev : 0;
+    if (want == "gpu" || (want == "auto" && gpus > 0 && gpu_capable)) plan.kind = WorkerKind::gpu;
+    plan.device = gpus > 0 ? local_rank % gpus : 0;
     return plan;
+}
+
+DevicePlan choose_device(const std::string& want, const MpiContext& ctx, bool gpu_capable) {
+    return choose_device(want, cuda_device_count(), ctx.local_rank(), gpu_capable);
 }
 
 std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,

@@ -27,9 +27,16 @@ struct DevicePlan {
     int device = 0;  ///< round-robin over the node's GPUs by node-local rank
 };
 
-/// `want` = auto | cpu | gpu: auto is a GPU worker when this rank sees a GPU, else a CPU one.
-/// `gpu` without a GPU is left to the worker's constructor to refuse (one message per backend).
-DevicePlan choose_device(const std::string& want, const MpiContext& ctx);
+/**
+ * The one decision of a rank's worker kind. `want` = auto | cpu | gpu (RunSettings::workers_of):
+ * auto is a GPU worker when this rank sees a GPU and the problem can run there
+ * (`gpu_capable`: a plugin without GPU code, correlated data of a model that is not
+ * table-linear cannot), else a CPU one. `gpu` is a GPU worker whatever it sees: without a GPU,
+ * or for a problem that cannot run there, the worker's maker refuses it (one message each).
+ */
+DevicePlan choose_device(const std::string& want, const MpiContext& ctx, bool gpu_capable = true);
+/// The same from the node's GPU count and this rank's node-local rank (the rule, for tests).
+DevicePlan choose_device(const std::string& want, int gpus, int local_rank, bool gpu_capable);
 
 /**
  * `[run] bind = auto | none | cores`, applied before any OpenMP region (threads inherit the

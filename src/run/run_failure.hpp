@@ -10,6 +10,13 @@
 
 namespace ef {
 
+/// A failure every rank met alike, agreed through collective() (a refused --resume): it ends
+/// the run like a set-up error, one line from rank 0 and its exit code, without an abort.
+class AgreedFailure : public Error {
+   public:
+    explicit AgreedFailure(const Error& e) : Error(e.code(), e.what()) {}
+};
+
 /**
  * A failure in the middle of a run, seen by some ranks only: the others would wait in the next
  * collective, so this rank prints one line and ends the job with MPI_Abort (exit code from the

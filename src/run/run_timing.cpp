@@ -5,6 +5,9 @@
 
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/predicted_timing.hpp"
+#include "src/run/run_state.hpp"
+#include "src/run/trace.hpp"
 
 namespace ef {
 
@@ -131,6 +134,50 @@ void write_timing_json(const std::string& path, const GatheredTiming& t, const s
     const std::string text = timing_json(t.ranks, t.metrics, placement, extra_json_fields, t.columns);
     std::fwrite(text.data(), 1, text.size(), j);
     std::fclose(j);
+}
+
+}  // namespace ef
+
+namespace ef {
+
+namespace {
+
+/// Rank 0: /timing and this run's record in `f`.
+void write_run_timing(h5::File& f, RunState& state, const TimingReport& r, const GatheredTiming& t,
+                      const std::vector<KernelSum>& sums, const Ceilings& ceilings, const DeviceSplit& split) {
+    const std::string record = write_timing(f, t, state.placement);
+    if (r.attributes) r.attributes(f, record, t);
+    if (!state.args.predicted.empty()) store_prediction(f, {"/timing", record}, state.args.predicted, state.placement);
+    write_kernels(f, {"/timing", record}, r.kernels ? r.kernels(t, sums, ceilings) : std::vector<KernelRecord>{});
+    if (split.gpu_ranks > 0) write_device_split(f, {"/timing", record}, split);
+    f.flush();
+}
+
+}  // namespace
+
+void report_run_timing(RunState& state, const TimingReport& r) {
+    const MpiContext& ctx = state.ctx;
+    GatheredTiming t = gather_timing(ctx, state.timer, r.mine, r.columns);
+    const std::vector<KernelSum> sums = gather_kernel_sums(ctx, r.tally, r.gpu);
+    const DeviceTimes device_seconds = gather_device_seconds(ctx, r.tally, r.gpu, r.device_transfers);
+    const Ceilings ceilings = gpu_ceilings(ctx, r.gpu ? state.device.device : -1, r.single_precision);
+    if (!state.args.trace.empty()) {
+        if (r.tally) add_device_intervals(state.timeline, *r.tally);
+        write_trace(ctx, state.timeline, state.args.trace, state.placement, r.trace_title);
+    }
+    if (!ctx.is_root()) return;
+    if (!r.baseline.empty()) apply_baseline(t, r.baseline);
+    const DeviceSplit split = device_split(t.ranks, device_seconds, t.metrics.runtime, t.metrics.parallel_efficiency);
+    if (r.file) {
+        write_run_timing(*r.file, state, r, t, sums, ceilings, split);
+    } else {
+        h5::File f = h5::File::open_write(r.path);
+        write_run_timing(f, state, r, t, sums, ceilings, split);
+    }
+    if (!r.json_path.empty()) write_timing_json(r.json_path, t, state.placement, r.json_fields ? r.json_fields() : "");
+    if (r.print) r.print(t);
+    if (split.gpu_ranks > 0) std::printf("%s", format_device_split(split).c_str());
+    if (r.print_last) r.print_last();
 }
 
 }  // namespace ef

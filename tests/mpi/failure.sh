@@ -101,7 +101,7 @@ previews = false
 INI
 expect_error 2 "error: rank 1 \([^)]+\): .*data.file: no such file 'absent.h5'" -- \
     per_rank 2 "--data.file=sim.h5" "--data.file=absent.h5" reconstruct recon.ini
-expect_error 2 "run.heartbeat_timeout: must be finite and >= 0" -- \
+expect_error 2 "run.heartbeat_timeout: must be seconds in 0..1e6" -- \
     bounded 1 "$EF" reconstruct recon.ini --run.heartbeat_timeout -3
 # recon_stopped RANK: a long 2-rank reconstruction, RANK stopped once a checkpoint is written.
 recon_stopped() {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <ensemblefit/fit/fit_problem.hpp>
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include "examples/plugin/michaelis_menten.hpp"
 #include "kernels/cpu/replica_paths.hpp"

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include <ensemblefit/fit/fit_problem.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/fit/resample.hpp"

@@ -13,7 +13,7 @@
 #include <ensemblefit/config/fit_config.hpp>
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
 #include "src/io/results_file.hpp"

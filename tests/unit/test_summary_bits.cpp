@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include "src/io/replica_writer.hpp"
 #include "src/io/results_file.hpp"

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ensemblefit/run/run_settings.hpp>
+
 namespace ef {
 
 /// How replicas 1..R resample the data (replica 0 always fits the data as given).
@@ -99,11 +101,8 @@ struct FitConfig {
     // [sched] (never changes results: replicas are pure functions of seed and number)
     std::string sched_policy = "dynamic";
 
-    // [run]
-    std::string workers = "auto";
-    int threads = 0;  ///< 0 = automatic (SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, cores / local ranks)
-    std::string bind = "auto";  ///< auto | none | cores (src/run/placement.hpp, apply_binding)
-    double heartbeat_timeout = 300;  ///< [run] heartbeat_timeout: seconds of silence before a rank is reported; 0 = off
+    // [run] (read by the run layer: parse_run_settings)
+    RunSettings run;
 
     // [tuning] (never changes results: the same bits whatever is chosen)
     /// warp | thread: a GPU runs the batched LM steps with a warp per replica, or one thread

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ensemblefit/recon/recon_tuning.hpp>
+#include <ensemblefit/run/run_settings.hpp>
 
 namespace ef {
 
@@ -82,10 +83,7 @@ struct ReconConfig {
     double decay_to = 0.1;            ///< fraction of the rates reached at the last iteration (cosine)
 
     // [run]
-    std::vector<std::string> workers{"auto"};  ///< per rank (the last repeats): auto | cpu | gpu
-    int threads = 0;
-    std::string bind = "auto";  ///< [run] bind: auto | none | cores
-    double heartbeat_timeout = 300;  ///< [run] heartbeat_timeout: seconds of silence before a rank is reported; 0 = off
+    RunSettings run;  ///< workers, threads, bind, heartbeat_timeout (read by the run layer: parse_run_settings)
     std::string balance = "throughput";  ///< throughput | equal
     bool fft_measure = false;            ///< fft_planning = estimate | measure
     std::string allreduce = "auto";      ///< auto | mpi | nccl

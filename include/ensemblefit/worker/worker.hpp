@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <ensemblefit/core/diagnostics.hpp>
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 #include <ensemblefit/worker/worker_kind.hpp>
 
 namespace ef {
@@ -45,7 +45,8 @@ class Worker {
 };
 
 /**
- * The only switch on backend. Decides how `problem` is fitted once (the fit plan: path,
+ * The only switch on backend: makes the worker of the `kind` placement decided
+ * (choose_device). Decides how `problem` is fitted once (the fit plan: path,
  * precision, dual width; src/fit/fit_plan.hpp) and makes the worker of `kind` that follows it.
  * `problem` must outlive the worker.
  */

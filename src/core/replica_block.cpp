@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <ensemblefit/fit/replica_block.hpp>
+#include <ensemblefit/core/replica_block.hpp>
 
 #include <cstring>
 

@@ -45,14 +45,12 @@ class CpuWorker final : public Worker {
 std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
     FitPlan plan = make_fit_plan(problem);
     FitInputs in = fit_inputs(problem, plan);
-    // A plugin without GPU code, and correlated data of a model that is not table-linear (whitened
-    // inside the CPU's LM only), run on the CPU when the worker kind was left to `auto`; asked
-    // for `gpu`, they are refused below.
+    if (kind == WorkerKind::cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    // Asked for `gpu` (placement runs what cannot on the CPU when the kind was left to `auto`):
+    // a plugin without GPU code, and correlated data of a model that is not table-linear
+    // (whitened inside the CPU's LM only), are refused here.
     const auto* plugin = std::get_if<PluginModel>(&in.model);
     const bool cpu_only_plugin = plugin != nullptr && plugin->table->gpu == nullptr;
-    const bool cpu_only = cpu_only_plugin || in.data.white != nullptr;
-    if (kind == WorkerKind::cpu || (cpu_only && problem.config.workers == "auto"))
-        return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
     if (in.data.white != nullptr)
         throw usage_error(problem.config.config_file + ": correlated uncertainties with model '" +
                           problem.config.model_name + "' are fitted by the CPU worker only (use --run.workers cpu)");

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include <ensemblefit/fit/fit_problem.hpp>
-#include <ensemblefit/fit/replica_block.hpp>
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/replica_block.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include "src/io/h5.hpp"
 #include "src/io/results_file.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "src/report/summary_table.hpp"
+#include "src/fit/summary_table.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#include "src/recon/recon_plan.hpp"
+
+#include <cmath>
+
+#include <ensemblefit/core/error.hpp>
+
+#include "src/recon/multislice_geometry.hpp"
+#include "src/recon/step_defaults.hpp"
+
+namespace ef::recon {
+
+ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds) {
+    ReconPlan plan;
+    bool integer_positions = true;
+    for (double p : ds.positions) integer_positions = integer_positions && std::abs(p - std::nearbyint(p)) < 1e-6;
+    plan.subpixel = cfg.subpixel == "on" || (cfg.subpixel == "auto" && (!integer_positions || cfg.correct_positions));
+    if (cfg.correct_positions && cfg.subpixel == "off")
+        throw usage_error(cfg.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
+    check_slices_fit(cfg, ds);
+    plan.slice_fresnel = slice_fresnel(cfg, ds);
+    if (cfg.probe_init == "file" && !ds.has_probe)
+        throw usage_error(cfg.where("probe.init") + ": '" + ds.path + "' has no probe");
+    plan.probe_from_file = cfg.probe_init == "file" || (cfg.probe_init == "auto" && ds.has_probe);
+    plan.batch_size = resolve_batch_size(cfg.batch_size, ds.count);  // auto: from the positions, on every rank alike
+    return plan;
+}
+
+bool deferred_steps(const ReconConfig& cfg, bool on_devices, bool supported) {
+    if (cfg.tuning.deferred == TuningSwitch::on && !on_devices)
+        throw usage_error(cfg.where("tuning.deferred") +
+                          ": deferred steps need the gradients on the devices (one rank, or sums on the GPUs)");
+    return supported && on_devices;
+}
+
+}  // namespace ef::recon

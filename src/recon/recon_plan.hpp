@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+
+#include <ensemblefit/recon/ptycho_dataset.hpp>
+#include <ensemblefit/recon/recon_config.hpp>
+
+namespace ef::recon {
+
+/**
+ * What a reconstruction decided once, as plain data handed down (FitPlan's counterpart,
+ * kernels/fit/fit_plan.hpp): nothing after the set-up chooses any of it again. The first part
+ * follows from the config and the data alone (plan_reconstruction(), the same on every rank);
+ * the second from the workers every rank holds (the gradient sums, then deferred_steps()).
+ */
+struct ReconPlan {
+    // ---- from the config and the data (plan_reconstruction) ----------------------------------
+    bool subpixel = true;          ///< sub-pixel probe shifts (model.subpixel; auto: positions not whole, or corrected)
+    double slice_fresnel = 0;      ///< multislice: lambda dz / dx^2 of a slice (multislice_geometry.hpp)
+    int batch_size = 0;            ///< positions per mini-batch (solver.batch_size, auto resolved)
+    bool probe_from_file = false;  ///< the initial probe is the data file's /probe (probe.init)
+    // ---- from the workers (Reconstruction::worker_ready) ------------------------------------
+    bool device_sum = false;  ///< gradient sums on the GPUs instead of MPI over host buffers
+    bool deferred = false;    ///< deferred steps: an iteration's batches queued on the device (tuning.deferred)
+};
+
+/// The decisions that follow from `cfg` and the opened dataset `ds`; usage_error (naming the
+/// key) for a combination that cannot run: position correction without sub-pixel shifts,
+/// slices that do not fit, probe.init = file without a probe in the file.
+ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds);
+
+/// Deferred steps need the gradients on the devices (`on_devices`: one rank, or sums on the
+/// GPUs) and a worker that has them (`supported`); tuning.deferred = on without the first is a
+/// usage_error. The same answer on every rank.
+bool deferred_steps(const ReconConfig& cfg, bool on_devices, bool supported);
+
+}  // namespace ef::recon
