@@ -166,6 +166,8 @@ class FitRun {
     std::string binding_;  // how this rank's cores were decided (apply_binding)
     int device_ = 0;
     std::jthread context_;  // creates the GPU's context beside read_problem() (cuda_create_context)
+    std::unique_ptr<TableShare> gram_share_;  // keeps the Gram set-up's window: freed after worker_
+    std::string gram_note_;                   // how the Gram set-up was placed (empty: one rank)
     std::unique_ptr<Worker> worker_;
     std::vector<std::string> placement_;
     std::unique_ptr<ResultsFile> out_;
@@ -232,18 +234,29 @@ void FitRun::make_worker_for_rank() {
         context_.join();
         trace_.mark("waiting for the device context (made beside the data)");
     }
-    collective(ctx_, [&] {
-        const DevicePlan device = choose_device(pb_->config.workers, ctx_);
-        device_ = device.device;
-        WorkerOptions wo;
-        wo.threads = threads_.threads;
-        wo.device = device.device;
-        wo.diag = diagnostics();
-        worker_ = make_worker(device.kind, *pb_, wo);
-    });
+    DevicePlan device;
+    collective(ctx_, [&] { device = choose_device(pb_->config.workers, ctx_); });
+    device_ = device.device;
+    // The Gram path's set-up (T^T, T^T W, and G = T^T W T for the CPU workers) is the node's, as
+    // the tables are: its ranks build one copy together (make_worker() is collective over them,
+    // so the device is agreed on first, in a step of its own). G is made on the host where a
+    // rank of the node fits on the CPU.
+    const int cpu = worker_kind_for(device.kind, *pb_) == WorkerKind::cpu ? 1 : 0;
+    int node_cpu = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&cpu, &node_cpu, 1, MPI_INT, MPI_MAX, ctx_.node()));
+    gram_share_ = make_node_table_share(ctx_);
+    WorkerOptions wo;
+    wo.threads = threads_.threads;
+    wo.device = device.device;
+    wo.diag = diagnostics();
+    wo.gram_share = gram_share_.get();
+    wo.gram_products = node_cpu != 0;
+    collective(ctx_, [&] { worker_ = make_worker(device.kind, *pb_, wo); });
+    gram_note_ = gram_share_->describe("Gram set-up");
 }
 
 void FitRun::print_placement_and_warnings() const {
+    if (!gram_note_.empty()) std::printf("  set-up:   %s\n", gram_note_.c_str());
     print_placement(placement_, std::cout);
     for (const std::string& w : placement_warnings(placement_)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
 }

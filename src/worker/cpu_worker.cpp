@@ -10,6 +10,7 @@
 #include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/cuda/fit_kernels.hpp"
 #include "src/fit/fit_plan.hpp"
+#include "src/model/compiled_model.hpp"
 
 namespace ef {
 namespace {
@@ -42,17 +43,24 @@ class CpuWorker final : public Worker {
 
 }  // namespace
 
-std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
-    FitPlan plan = make_fit_plan(problem);
-    FitInputs in = fit_inputs(problem, plan);
+WorkerKind worker_kind_for(WorkerKind kind, const FitProblem& problem) {
     // A plugin without GPU code, and correlated data of a model that is not table-linear (whitened
     // inside the CPU's LM only), run on the CPU when the worker kind was left to `auto`; asked
-    // for `gpu`, they are refused below.
+    // for `gpu`, make_worker() refuses them.
+    const auto* plugin = std::get_if<PluginModel>(&problem.model->view);
+    const bool cpu_only = (plugin != nullptr && plugin->table->gpu == nullptr) || problem.whitening != nullptr;
+    return cpu_only && problem.config.workers == "auto" ? WorkerKind::cpu : kind;
+}
+
+std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
+    FitPlan plan = make_fit_plan(problem);
+    const bool cpu = worker_kind_for(kind, problem) == WorkerKind::cpu;
+    // The CPU worker takes the Gram path's G as made here (once per node, or for itself alone).
+    const GramBuild build{options.gram_share, options.gram_share ? options.gram_products : cpu, options.threads};
+    FitInputs in = fit_inputs(problem, plan, build);
     const auto* plugin = std::get_if<PluginModel>(&in.model);
     const bool cpu_only_plugin = plugin != nullptr && plugin->table->gpu == nullptr;
-    const bool cpu_only = cpu_only_plugin || in.data.white != nullptr;
-    if (kind == WorkerKind::cpu || (cpu_only && problem.config.workers == "auto"))
-        return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    if (cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
     if (in.data.white != nullptr)
         throw usage_error(problem.config.config_file + ": correlated uncertainties with model '" +
                           problem.config.model_name + "' are fitted by the CPU worker only (use --run.workers cpu)");
