@@ -163,9 +163,15 @@ std::shared_ptr<const FitContext> make_fit_context(const FitPlan& plan, const Fi
         const auto& m = std::get<DisMellinModel>(in.model);
         ctx->table = pack_table(m.table, m.points, m.table_width());
     } else if (plan.path == FitPath::gram) {
-        // G = T^T W T, once: the table GEMM of T^T by the columns of W T.
+        // G = T^T W T, once: the table GEMM of T^T by the columns of W T (or as the node's ranks
+        // made it together: the same bits, src/fit/fit_plan.cpp).
         const GramInputs& g = *in.gram;
         const int Kt = static_cast<int>(g.Kt);
+        if (!g.packed_tt.empty() && !g.packed_g.empty()) {
+            ctx->tt = packed_view(g.packed_tt.data(), Kt, g.n, g.packed_tt.keep);
+            ctx->g = packed_view(g.packed_g.data(), Kt, Kt, g.packed_g.keep);
+            return ctx;
+        }
         ctx->tt = pack_table(g.tt.data(), Kt, g.n);
         std::vector<double> G(static_cast<size_t>(Kt) * Kt);
         table_gemm_into(ctx->tt, g.wtt.data(), Kt, threads, G.data());

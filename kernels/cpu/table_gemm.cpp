@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -71,19 +72,29 @@ Micro pick_micro() {
 
 }  // namespace
 
-PackedTable pack_table(const double* table, int rows, int width) {
-    PackedTable t;
-    t.rows = rows;
-    t.width = width;
+void pack_into(const double* table, int rows, int width, double* dst) {
     const int panels = (rows + kMr - 1) / kMr;
-    t.a.assign(static_cast<size_t>(panels) * width * kMr, 0.0);
     for (int p = 0; p < panels; ++p)
-        for (int i = 0; i < kMr && p * kMr + i < rows; ++i) {
+        for (int i = 0; i < kMr; ++i) {
+            double* out = dst + static_cast<size_t>(p) * width * kMr;
+            if (p * kMr + i >= rows) {
+                for (int k = 0; k < width; ++k) out[k * kMr + i] = 0.0;
+                continue;
+            }
             const double* row = table + static_cast<size_t>(p * kMr + i) * width;
-            double* dst = t.a.data() + static_cast<size_t>(p) * width * kMr;
-            for (int k = 0; k < width; ++k) dst[k * kMr + i] = row[k];
+            for (int k = 0; k < width; ++k) out[k * kMr + i] = row[k];
         }
-    return t;
+}
+
+PackedTable pack_table(const double* table, int rows, int width) {
+    const int panels = (rows + kMr - 1) / kMr;
+    auto own = std::make_shared<std::vector<double>>(static_cast<size_t>(panels) * width * kMr);
+    pack_into(table, rows, width, own->data());
+    return PackedTable{rows, width, std::shared_ptr<const double>(own, own->data())};
+}
+
+PackedTable packed_view(const double* a, int rows, int width, std::shared_ptr<const void> keep) {
+    return PackedTable{rows, width, std::shared_ptr<const double>(std::move(keep), a)};
 }
 
 void table_gemm(const PackedTable& t, const double* W, long cols, int threads,
@@ -114,7 +125,7 @@ void table_gemm(const PackedTable& t, const double* W, long cols, int threads,
                     for (int k = 0; k < K; ++k) wp[static_cast<size_t>(k) * kNr + j] = c < cols ? W[c * K + k] : 0.0;
                 }
                 for (int rp = rb * kRowBlock; rp < std::min(row_panels, (rb + 1) * kRowBlock); ++rp) {
-                    micro(t.a.data() + static_cast<size_t>(rp) * K * kMr, wp.data(), K, tile);
+                    micro(t.a.get() + static_cast<size_t>(rp) * K * kMr, wp.data(), K, tile);
                     out(rp * kMr, c0, tile);
                 }
             }

@@ -2,20 +2,27 @@
 #pragma once
 
 #include <functional>
-#include <vector>
+#include <memory>
 
 namespace ef::cpu {
 
 /**
  * The (points x width) table of a table-linear model packed for the CPU GEMM: panels of 4
- * rows, each stored k-major ([k][4]), rows beyond the last point zero. Packed once per worker.
+ * rows, each stored k-major ([k][4]), rows beyond the last point zero. Packed once per worker,
+ * or once per node into memory its ranks share (packed_view()).
  */
 struct PackedTable {
     int rows = 0;
     int width = 0;
-    std::vector<double> a;  ///< panels x width x 4
+    std::shared_ptr<const double> a;  ///< panels x width x 4: its own, or a view kept alive by `a`
 };
 PackedTable pack_table(const double* table, int rows, int width);
+/// Packs the `rows` x `width` row-major `table` into `dst` (ceil(rows / 4) panels, padding rows
+/// zero): the panels [p, ...) of a larger table when `table` starts at its row 4 p and `dst` at
+/// its panel p, the same bits as pack_table() of the whole.
+void pack_into(const double* table, int rows, int width, double* dst);
+/// A packed table already in memory (pack_into()), kept alive by `keep`.
+PackedTable packed_view(const double* a, int rows, int width, std::shared_ptr<const void> keep);
 
 /**
  * F = T W for W (width x cols, column-major, leading dimension width), calling

@@ -15,20 +15,39 @@
 namespace ef {
 
 /**
+ * Doubles in host memory that a GramInputs does not own alone: its own block, or memory the
+ * ranks of a node share (an MPI-3 window, src/comm/table_share.hpp), kept alive by `keep`.
+ * Empty: not made.
+ */
+struct HostDoubles {
+    const double* ptr = nullptr;
+    std::size_t count = 0;
+    std::shared_ptr<const void> keep;
+
+    const double* data() const { return ptr; }
+    std::size_t size() const { return count; }
+    bool empty() const { return count == 0; }
+};
+
+/**
  * The Gram path's per-run inputs (kernels/fit/lm_gram.hpp), made once on the host by
  * fit_inputs() (src/fit/fit_plan.cpp) so that the CPU and the GPU worker start from the same
  * bits: T^T and T^T W (Kt x n, row-major), the start point's moments u0 and prediction
  * f0 = T u0, 1 / sigma^2 and the free parameters' indices. Each worker forms G = T^T W T with
- * its own deterministic GEMM.
+ * its own deterministic GEMM, unless the CPU's products are given: T^T and G packed for the CPU
+ * GEMM (kernels/cpu/table_gemm.hpp), made once per node by its ranks together (then the CPU
+ * worker takes them as they are; the GPU worker never reads them).
  */
 struct GramInputs {
     int n = 0;
     long Kt = 0;
-    std::vector<double> tt, wtt;  ///< Kt x n, row-major
+    HostDoubles tt, wtt;          ///< Kt x n, row-major
     std::vector<double> u0;       ///< Kt
-    std::vector<double> f0;       ///< n
+    HostDoubles f0;               ///< n
     std::vector<double> winv;     ///< n
     std::vector<int> free_idx;
+    HostDoubles packed_tt;        ///< T^T packed (Kt rows of n), or empty
+    HostDoubles packed_g;         ///< G packed (Kt rows of Kt, as the CPU worker packs it), or empty
 };
 
 /**

@@ -64,6 +64,7 @@ class NodeTableShare final : public TableShare {
 
     std::shared_ptr<double> allocate(std::size_t count) override {
         count_ = count;
+        allocated_ = true;
         shared_ = false;
         win_ = MPI_WIN_NULL;
         if (size_ == 1) return own(count, "");
@@ -87,7 +88,9 @@ class NodeTableShare final : public TableShare {
         win_ = win;
         // Pages of a fresh window are zero; each rank's slice is first touched (and so placed on
         // its NUMA node) by the rank that computes it.
-        return std::shared_ptr<double>(table, [win](double*) mutable { free_window(win); });
+        std::shared_ptr<double> mem(table, [win](double*) mutable { free_window(win); });
+        made_.push_back(mem);  // freed with the share, at the same point on every rank
+        return mem;
     }
 
     std::pair<int, int> slice(int rows) const override {
@@ -103,10 +106,10 @@ class NodeTableShare final : public TableShare {
         EF_MPI_CHECK(MPI_Win_sync(win_));  // ...and the others' stores seen here
     }
 
-    std::string describe() const override {
-        if (size_ == 1) return "";  // a lone rank: nothing to say
-        if (!shared_) return "tables " + megabytes(count_) + " per rank" + note_;
-        return "tables " + megabytes(count_) + ", one copy per node shared by its " + std::to_string(size_) +
+    std::string describe(const std::string& what) const override {
+        if (size_ == 1 || !allocated_) return "";  // a lone rank, or nothing made: nothing to say
+        if (!shared_) return what + " " + megabytes(count_) + " per rank" + note_;
+        return what + " " + megabytes(count_) + ", one copy per node shared by its " + std::to_string(size_) +
                " ranks, each built 1/" + std::to_string(size_) + " of the rows";
     }
 
@@ -120,8 +123,9 @@ class NodeTableShare final : public TableShare {
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Win win_ = MPI_WIN_NULL;
     int rank_ = 0, size_ = 1;
-    bool shared_ = false;
+    bool shared_ = false, allocated_ = false;
     std::size_t count_ = 0;
+    std::vector<std::shared_ptr<double>> made_;  ///< the windows made, released with the share
     std::string note_;
 };
 

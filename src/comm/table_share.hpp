@@ -30,8 +30,9 @@ class TableShare {
     /// Collective: returns once every sharer has written its slice; read-only from then on.
     virtual void publish() = 0;
     /// How the last table was placed, for the run's model line ("tables 43.5 MB, one copy per
-    /// node shared by its 4 ranks, ..." or why each rank has its own); empty for a lone rank.
-    virtual std::string describe() const = 0;
+    /// node shared by its 4 ranks, ..." or why each rank has its own; `what` names the table);
+    /// empty for a lone rank, or before any allocate().
+    virtual std::string describe(const std::string& what = "tables") const = 0;
 };
 
 /**
@@ -41,7 +42,10 @@ class TableShare {
  * the table once, together, instead of every rank building all of it at the same time, and the
  * node holds one copy instead of one per rank. Where the window cannot be made (a backing
  * directory too small: osc_sm_backing_directory), every rank builds its own and describe() says
- * why. A single-rank node takes the plain path (no window).
+ * why. A single-rank node takes the plain path (no window). The share keeps every window it
+ * made until it is itself destroyed (as well as while a returned pointer lives): MPI_Win_free
+ * is collective, so a rank that drops its last pointer early (a GPU worker, once its inputs are
+ * uploaded) must not free the window while the others still use it.
  */
 std::unique_ptr<TableShare> make_node_table_share(const MpiContext& ctx);
 

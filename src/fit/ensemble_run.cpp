@@ -176,6 +176,8 @@ class FitRun final : public RunProblem {
     std::unique_ptr<FitProblem> pb_;
     RunIdentity id_;
     double slowdown_ = 1.0;
+    std::unique_ptr<TableShare> gram_share_;  // keeps the Gram set-up's window: freed after worker_
+    std::string gram_note_;                   // how the Gram set-up was placed (empty: one rank)
     std::unique_ptr<Worker> worker_;
     std::unique_ptr<ResultsFile> out_;
     std::unique_ptr<ReplicaWriter> writer_;  // rank 0: writes out_ from a thread of its own
@@ -224,19 +226,30 @@ void FitRun::read_input() {
     if (!opt_.trace.empty() && ctx_.is_root()) check_trace_path(opt_.trace);
 }
 
-/// The worker of the kind placement decided (RunState::device).
+/// The worker of the kind placement decided (RunState::device). The Gram path's set-up (T^T,
+/// T^T W, and G = T^T W T for the CPU workers) is the node's, as the tables are: its ranks build
+/// one copy together (make_worker() is collective over them). G is made on the host where a
+/// rank of the node fits on the CPU.
 void FitRun::make_worker() {
+    const int cpu = run_.device.kind == WorkerKind::cpu ? 1 : 0;
+    int node_cpu = 0;
+    EF_MPI_CHECK(MPI_Allreduce(&cpu, &node_cpu, 1, MPI_INT, MPI_MAX, ctx_.node()));
+    gram_share_ = make_node_table_share(ctx_);
     collective(ctx_, [&] {
         WorkerOptions wo;
         wo.threads = threads_.threads;
         wo.device = run_.device.device;
         wo.diag = diagnostics();
+        wo.gram_share = gram_share_.get();
+        wo.gram_products = node_cpu != 0;
         worker_ = ef::make_worker(run_.device.kind, *pb_, wo);
     });
+    gram_note_ = gram_share_->describe("Gram set-up");
     trace_.mark("worker");
 }
 
 void FitRun::print_placement_and_warnings() const {
+    if (!gram_note_.empty()) std::printf("  set-up:   %s\n", gram_note_.c_str());
     print_placement(run_.placement, std::cout);
     for (const std::string& w : placement_warnings(run_.placement)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
 }

@@ -10,6 +10,7 @@
 #include "kernels/cpu/fit_kernels.hpp"
 #include "kernels/cuda/fit_kernels.hpp"
 #include "src/fit/fit_plan.hpp"
+#include "src/model/compiled_model.hpp"
 
 namespace ef {
 namespace {
@@ -44,8 +45,11 @@ class CpuWorker final : public Worker {
 
 std::unique_ptr<Worker> make_worker(WorkerKind kind, const FitProblem& problem, const WorkerOptions& options) {
     FitPlan plan = make_fit_plan(problem);
-    FitInputs in = fit_inputs(problem, plan);
-    if (kind == WorkerKind::cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
+    const bool cpu = kind == WorkerKind::cpu;
+    // The CPU worker takes the Gram path's G as made here (once per node, or for itself alone).
+    const GramBuild build{options.gram_share, options.gram_share ? options.gram_products : cpu, options.threads};
+    FitInputs in = fit_inputs(problem, plan, build);
+    if (cpu) return std::make_unique<CpuWorker>(std::move(plan), std::move(in), options.threads);
     // Asked for `gpu` (placement runs what cannot on the CPU when the kind was left to `auto`):
     // a plugin without GPU code, and correlated data of a model that is not table-linear
     // (whitened inside the CPU's LM only), are refused here.

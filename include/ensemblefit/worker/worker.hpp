@@ -14,6 +14,7 @@ namespace ef {
 
 struct FitProblem;
 class KernelTally;
+class TableShare;
 
 /// A unit of work: the replica numbers to fit (a contiguous range except after --resume).
 struct WorkUnit {
@@ -24,6 +25,13 @@ struct WorkerOptions {
     int threads = 1;   ///< OpenMP threads (CPU worker)
     int device = 0;    ///< GPU ordinal (CUDA worker)
     Diagnostics diag;  ///< what the worker prints (EF_SETUP_TRACE, EF_GPU_STATS); the run sets it
+    /// The Gram path's set-up (T^T, T^T W, f0 and the CPU's G) made once per node, each of its
+    /// ranks a slice (src/comm/table_share.hpp); make_worker() is then collective over the
+    /// node's ranks. Null: this worker makes its own.
+    TableShare* gram_share = nullptr;
+    /// With gram_share: G and packed T^T made on the host for the node (the same on every rank
+    /// of the node: whether one of them fits on the CPU, as placement decided).
+    bool gram_products = false;
 };
 
 /**
