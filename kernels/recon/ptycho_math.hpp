@@ -406,7 +406,8 @@ struct ProbeGradientDirect {
 
 /**
  * Probe-gradient spectrum through the sub-pixel shifts, element (k, q) of K x n: with psi =
- * F_u[G_P_jk], sum_j conj(ramp_j(q)) psi / n, summed in batch order in double. The sum over
+ * F_u[G_P_jk], sum_j conj(ramp_j(q)) psi, summed in batch order in double (the / n after the sum
+ * over ranks, in SpectrumToWorking). The sum over
  * ranks is taken on this spectrum, and the unnormalised inverse FFT that makes it
  * G_P_k = sum_j F^-1[conj(w_j) F[G_P_jk]] is applied once after it (linear, so equal; and the
  * same on 1 or N ranks). Bytes: 8 b read + 16 written.
@@ -435,18 +436,25 @@ struct ProbeGradientSpectrum {
         const std::int64_t kn = static_cast<std::int64_t>(d.modes) * d.h * d.w;
         return conj_mul(w, psi[j * kn + i]);
     }
-    EF_HD void finish(std::int64_t i, Cx<double> acc) const {
-        const double inv_n = 1.0 / static_cast<double>(d.h * d.w);
-        out[i] = Cx<double>{acc.re * inv_n, acc.im * inv_n};
-    }
+    /// The sum as it is, without the 1 / n: scaled per rank, a rank's share would be rounded
+    /// before the sum over ranks and the bits would depend on the shares wherever 1 / n is not
+    /// a power of two (48, 80, 96 pixels: issue 35). SpectrumToWorking applies it after the sum.
+    EF_HD void finish(std::int64_t i, Cx<double> acc) const { out[i] = acc; }
 };
 
-/// Real-space probe gradient from its summed spectrum: converts to T for the inverse FFT.
+/**
+ * Real-space probe gradient from its summed spectrum: rounds the sum to T (where the peer sums
+ * have rounded it already: the same value) and applies ProbeGradientSpectrum's 1 / n in T, for
+ * the inverse FFT. `scale`: 1 / n with sub-pixel shifts; 1 for a direct sum.
+ */
 template <class T>
 struct SpectrumToWorking {
     const Cx<double>* src;
     Cx<T>* dst;
-    EF_HD void operator()(std::int64_t i) const { dst[i] = Cx<T>{static_cast<T>(src[i].re), static_cast<T>(src[i].im)}; }
+    T scale = T(1);
+    EF_HD void operator()(std::int64_t i) const {
+        dst[i] = Cx<T>{static_cast<T>(src[i].re) * scale, static_cast<T>(src[i].im) * scale};
+    }
 };
 
 /**
