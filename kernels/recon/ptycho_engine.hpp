@@ -73,10 +73,13 @@ inline void split_position(double pos, int window, int extent, int& crop, double
  * shifts about 9 T and 2 FFTs (see traffic_bytes()).
  *
  * The gradient buffer holds [dL/dp0 (obj_n) | dL/dp1 (obj_n) | dL/dprobe (K x n complex, or
- * its spectrum with sub-pixel shifts)] in double, without the loss factor c; the caller sums it
- * over ranks in place (host memory) and then calls update() with c. Sums over the batch are taken
- * in batch order in double, so a sum split over ranks differs from the one-rank sum by double
- * rounding only and, once rounded to T for the update, almost never at all.
+ * its spectrum with sub-pixel shifts, without its 1 / n)] in double, without the loss factor c
+ * (with amplitude-phase parameters the object's part is the complex object's gradient, Re and
+ * Im: update() applies the chain rule); the caller sums it over ranks in place (host memory) and
+ * then calls update() with c. Nothing is scaled or converted per rank before that sum (issue 35).
+ * Sums over the batch are taken in batch order in double, so a sum split over ranks differs from
+ * the one-rank sum by double rounding only and, once rounded to T for the update, almost never
+ * at all (docs/reconstruction.md).
  */
 template <class T, class Backend>
 class PtychoEngine {
@@ -411,6 +414,20 @@ class PtychoEngine {
             return host_grad_.data();
         }
     }
+    /// The gradient buffer (host_gradients()) with the object's part as the gradients of its
+    /// parameters (with amplitude-phase parameters the buffer holds the complex object's
+    /// gradient until update() converts it: ObjectChainRule), for inspection and tests.
+    std::vector<double> parameter_gradients(bool with_probe) {
+        const double* g = host_gradients();
+        std::vector<double> out(g, g + gradient_size(with_probe));
+        if (!o_.amplitude_phase) return out;
+        std::vector<double> a, phi;
+        object(a, phi);
+        const size_t on = static_cast<size_t>(object_n());
+        for (size_t i = 0; i < on; ++i)
+            ObjectChainRule<T>::apply(static_cast<T>(a[i]), static_cast<T>(phi[i]), out[i], out[on + i], out[i], out[on + i]);
+        return out;
+    }
     /// The gradient buffer in the backend's memory (for a device-side sum over ranks).
     double* device_gradients() { return grad_.data(); }
     std::size_t gradient_size(bool with_probe) const {
@@ -475,7 +492,8 @@ class PtychoEngine {
                                                        coefficients(u, u.lr_p0, u.t_object), lo, hi, scale},
                                  AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
                                                        coefficients(u, u.lr_p1, u.t_object), -inf, inf, scale},
-                                 ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}});
+                                 ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()},
+                                 o_.amplitude_phase});
             be_.side_end();
         }
         if (u.probe) {
