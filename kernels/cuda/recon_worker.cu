@@ -353,8 +353,9 @@ struct CufftTraits<float> {
 
 /**
  * The CUDA backend of PtychoEngine: one device, one stream, grid-stride kernels over the
- * single-source functors, deterministic two-level reductions, cuFFT plans per batch count
- * sharing one work area.
+ * single-source functors, deterministic two-level reductions (their shape from the group size
+ * alone), cuFFT plans sharing one work area: the batch's transforms through one plan of a fixed
+ * count (fft_batch), the probe's through a plan of K.
  */
 template <class T>
 class CudaBackend {
@@ -424,9 +425,10 @@ class CudaBackend {
     template <class F>
     void reduce_groups(std::int64_t groups, std::int64_t size, const F& f, Sum2* out, bool out_on_device = false) {
         if (groups <= 0) return;
-        // Enough blocks to fill the device (4 per SM), none smaller than 8 elements per thread.
-        std::int64_t parts = std::max<std::int64_t>(1, (4 * sms_ + groups - 1) / groups);
-        parts = std::min<std::int64_t>(parts, std::max<std::int64_t>(1, size / (8 * kBlock)));
+        // Parts per group from the group's size alone (at least 8 elements per thread, at most 32
+        // parts): never from the number of groups (the batch share) or the device, so that a
+        // position's sum has the same bits whatever share of the batch this rank has.
+        const std::int64_t parts = std::clamp<std::int64_t>(size / (8 * kBlock), 1, 32);
         const std::int64_t span = (size + parts - 1) / parts;
         if (partial_.size() < static_cast<size_t>(groups * parts)) partial_.resize(static_cast<size_t>(groups * parts));
         const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(groups));
@@ -624,6 +626,39 @@ class CudaBackend {
         if (count <= 0) return;
         EF_CUFFT_CHECK(CufftTraits<T>::exec(plan_for(count), data, inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
         count_fft(count);
+    }
+
+    /**
+     * The batch's transforms (b x K windows, b this rank's share): cuFFT may choose its
+     * algorithm, and so its rounding, by the batch count of a plan (bit-for-bit reproducibility
+     * is promised for one plan configuration only), so a plan per count would make the bits of
+     * every window depend on the share (seen for 48, 80 and 96 pixels: 1 GPU against 2, and
+     * throughput balancing moving shares). Instead every batch transform runs one plan of a
+     * fixed count (fft_chunk(): from the window size only) over whole chunks; the buffers hold
+     * fft_rows(count) windows, and the windows past `count` are computed and ignored.
+     */
+    void fft_batch(Cx<T>* data, std::int64_t count, bool inverse) {
+        if (count <= 0) return;
+        const std::int64_t chunk = fft_chunk();
+        const cufftHandle plan = plan_for(chunk);
+        const std::int64_t n = static_cast<std::int64_t>(h_) * w_;
+        for (std::int64_t c = 0; c < count; c += chunk)
+            EF_CUFFT_CHECK(CufftTraits<T>::exec(plan, data + c * n, inverse ? CUFFT_INVERSE : CUFFT_FORWARD));
+        count_fft(fft_rows(count));
+    }
+    /// Windows a batch buffer of `count` windows holds for fft_batch(): whole chunks.
+    std::int64_t fft_rows(std::int64_t count) const {
+        const std::int64_t chunk = fft_chunk();
+        return (count + chunk - 1) / chunk * chunk;
+    }
+    /// The fixed count of the batch plans: the power of two of windows nearest above 2^20
+    /// points (8 MiB of complex floats: large enough that a launch is not bound by its
+    /// latency), a function of the window size alone. 128 x 128: 64 windows; 80 x 80: 256.
+    std::int64_t fft_chunk() const {
+        const std::int64_t n = static_cast<std::int64_t>(h_) * w_;
+        std::int64_t c = 1;
+        while (c * n < (std::int64_t(1) << 20)) c *= 2;
+        return c;
     }
 
     template <class U>

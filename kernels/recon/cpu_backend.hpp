@@ -149,6 +149,10 @@ class CpuBackend {
         fft_.run(data, count, inverse);
         count_fft(count);
     }
+    /// The batch's transforms (b x K windows): each window through the one single-window plan,
+    /// so nothing depends on the count; no padding.
+    void fft_batch(Cx<T>* data, std::int64_t count, bool inverse) { fft(data, count, inverse); }
+    std::int64_t fft_rows(std::int64_t count) const { return count; }
     /// The FFTs of the open phase: 5 n log2 n FLOPs, the windows read and written once.
     void count_fft(std::int64_t count) {
         const double c = static_cast<double>(count);

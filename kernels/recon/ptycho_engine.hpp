@@ -73,10 +73,13 @@ inline void split_position(double pos, int window, int extent, int& crop, double
  * shifts about 9 T and 2 FFTs (see traffic_bytes()).
  *
  * The gradient buffer holds [dL/dp0 (obj_n) | dL/dp1 (obj_n) | dL/dprobe (K x n complex, or
- * its spectrum with sub-pixel shifts)] in double, without the loss factor c; the caller sums it
- * over ranks in place (host memory) and then calls update() with c. Sums over the batch are taken
- * in batch order in double, so a sum split over ranks differs from the one-rank sum by double
- * rounding only and, once rounded to T for the update, almost never at all.
+ * its spectrum with sub-pixel shifts, without its 1 / n)] in double, without the loss factor c
+ * (with amplitude-phase parameters the object's part is the complex object's gradient, Re and
+ * Im: update() applies the chain rule); the caller sums it over ranks in place (host memory) and
+ * then calls update() with c. Nothing is scaled or converted per rank before that sum (issue 35).
+ * Sums over the batch are taken in batch order in double, so a sum split over ranks differs from
+ * the one-rank sum by double rounding only and, once rounded to T for the update, almost never
+ * at all (docs/reconstruction.md).
  */
 template <class T, class Backend>
 class PtychoEngine {
@@ -148,9 +151,13 @@ class PtychoEngine {
                 dst = slots.data();
             }
             const std::int64_t n = d_.n();
-            for (std::int64_t i = 0; i < count; ++i)
-                for (int s = 0; s < static_cast<int>(n); ++s)
-                    dst[static_cast<size_t>(i * n + s)] = host[i * n + window_freq_of_slot(s)];
+            std::vector<int> freq(static_cast<size_t>(n));  // the slot order once, then a gather per pattern
+            for (int s = 0; s < static_cast<int>(n); ++s) freq[static_cast<size_t>(s)] = window_freq_of_slot(s);
+            for (std::int64_t i = 0; i < count; ++i) {
+                const float* src = host + i * n;
+                float* out = dst + i * n;
+                for (std::int64_t s = 0; s < n; ++s) out[s] = src[freq[static_cast<size_t>(s)]];
+            }
             if (!streamed_) be_.upload(patterns_.data(), slots.data(), total);
         } else if (!streamed_) {
             be_.upload(patterns_.data(), host, total);
@@ -168,7 +175,7 @@ class PtychoEngine {
      * about one more b K n tensor for cuFFT's work area. An estimate, for set_patterns().
      */
     std::size_t batch_bytes(std::int64_t b) const {
-        const auto kn = static_cast<std::size_t>(b * d_.modes * d_.n()), bn = static_cast<std::size_t>(b * d_.n());
+        const auto kn = static_cast<std::size_t>(be_.fft_rows(b * d_.modes) * d_.n()), bn = static_cast<std::size_t>(b * d_.n());
         const auto S = static_cast<std::size_t>(o_.slices);
         std::size_t complex = kn * (2 + (o_.subpixel ? 1 : 0) + (S - 1)) + S * bn +
                               static_cast<std::size_t>(b * (d_.h + d_.w));
@@ -275,7 +282,7 @@ class PtychoEngine {
                           ModulusGradient<T>{d_, o_.loss, patterns, pattern_of_.data(), psi_.data()},
                           sink ? sink : per.data(), sink != nullptr);
         be_.mark("ifft far field");
-        be_.fft(psi_.data(), b * K, true);
+        be_.fft_batch(psi_.data(), b * K, true);
         if (o_.slices > 1) back_propagate_slices(b);
         be_.mark("patch gradients");
         be_.for_each_rows(b, static_cast<int>(n),
@@ -284,7 +291,7 @@ class PtychoEngine {
         Cx<double>* grad_probe = reinterpret_cast<Cx<double>*>(grad_.data() + 2 * on);
         if (gp_fft) {
             be_.mark("fft probe gradient");
-            be_.fft(psi_.data(), b * K, false);
+            be_.fft_batch(psi_.data(), b * K, false);
             // The spectrum is what ranks sum; update() takes it back to real space.
             be_.mark("probe spectrum, positions");
             const ProbeGradientSpectrum<T> spec{d_, b, ramp_.data(), psi_.data(), grad_probe};
@@ -407,11 +414,28 @@ class PtychoEngine {
             return host_grad_.data();
         }
     }
+    /// The gradient buffer (host_gradients()) with the object's part as the gradients of its
+    /// parameters (with amplitude-phase parameters the buffer holds the complex object's
+    /// gradient until update() converts it: ObjectChainRule), for inspection and tests.
+    std::vector<double> parameter_gradients(bool with_probe) {
+        const double* g = host_gradients();
+        std::vector<double> out(g, g + gradient_size(with_probe));
+        if (!o_.amplitude_phase) return out;
+        std::vector<double> a, phi;
+        object(a, phi);
+        const size_t on = static_cast<size_t>(object_n());
+        for (size_t i = 0; i < on; ++i)
+            ObjectChainRule<T>::apply(static_cast<T>(a[i]), static_cast<T>(phi[i]), out[i], out[on + i], out[i], out[on + i]);
+        return out;
+    }
     /// The gradient buffer in the backend's memory (for a device-side sum over ranks).
     double* device_gradients() { return grad_.data(); }
     std::size_t gradient_size(bool with_probe) const {
         return static_cast<size_t>(2 * object_n() + (with_probe ? 2 * d_.modes * d_.n() : 0));
     }
+
+    /// ProbeGradientSpectrum's 1 / n, applied after the sum over ranks (SpectrumToWorking).
+    T spectrum_scale() const { return static_cast<T>(1.0 / static_cast<double>(d_.n())); }
 
     /// The probe gradient of the last gradients() call in real space (K x n), for inspection.
     std::vector<std::complex<double>> probe_gradient() {
@@ -419,7 +443,7 @@ class PtychoEngine {
         const Cx<double>* g = reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * object_n());
         std::vector<C> tmp(static_cast<size_t>(kn));
         if (o_.subpixel) {
-            be_.for_each(kn, SpectrumToWorking<T>{g, probe_tmp_.data()});
+            be_.for_each(kn, SpectrumToWorking<T>{g, probe_tmp_.data(), spectrum_scale()});
             be_.fft(probe_tmp_.data(), d_.modes, true);
             be_.download(tmp.data(), probe_tmp_.data(), tmp.size());
             std::vector<std::complex<double>> out(tmp.size());
@@ -443,7 +467,8 @@ class PtychoEngine {
             if (!device_only_) be_.upload(grad_.data(), host_grad_.data(), gradient_size(u.probe));
         const T inf = std::numeric_limits<T>::infinity();
         // The summed probe spectrum back to real space, once, on every rank alike (sub-pixel shifts)
-        const SpectrumToWorking<T> to_working{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on), probe_tmp_.data()};
+        const SpectrumToWorking<T> to_working{reinterpret_cast<const Cx<double>*>(grad_.data() + 2 * on), probe_tmp_.data(),
+                                              spectrum_scale()};
         const bool spectrum = u.probe && o_.subpixel;
         if (loss_scale) {  // in the same launch as the spectrum's copy (a launch less on the probe's chain)
             if (spectrum)
@@ -467,7 +492,8 @@ class PtychoEngine {
                                                        coefficients(u, u.lr_p0, u.t_object), lo, hi, scale},
                                  AdamUpdate<T, double>{p1_.data(), m1_.data(), v1_.data(), grad_.data() + on,
                                                        coefficients(u, u.lr_p1, u.t_object), -inf, inf, scale},
-                                 ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()}});
+                                 ObjectFromParams<T>{o_.amplitude_phase, p0_.data(), p1_.data(), object_.data()},
+                                 o_.amplitude_phase});
             be_.side_end();
         }
         if (u.probe) {
@@ -632,13 +658,13 @@ class PtychoEngine {
             ensure_probe_spectrum();
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
             be_.for_each_rows(rows, n, ShiftedProbeSpectrum<T>{d_, probe_spec_.data(), ramp_.data(), pshift_.data()});
-            be_.fft(pshift_.data(), rows, true);
+            be_.fft_batch(pshift_.data(), rows, true);
         }
         be_.mark("exit waves, fft");
         const Cx<T>* probe = o_.subpixel ? pshift_.data() : probe_.data();
         be_.for_each_rows(rows, n, ExitWave<T>{d_, probe, o_.subpixel, object_.data(), crop_.data(), psi_.data()});
         if (o_.slices > 1) propagate_slices(rows);
-        be_.fft(psi_.data(), rows, false);
+        be_.fft_batch(psi_.data(), rows, false);
     }
 
     /// Multislice forward: the wave leaving slice 0 (in psi_) through slices 1 .. S-1, keeping
@@ -647,9 +673,9 @@ class PtychoEngine {
         const int n = static_cast<int>(d_.n());
         be_.mark("multislice forward");
         for (std::int64_t s = 1; s < o_.slices; ++s) {
-            be_.fft(psi_.data(), rows, false);
+            be_.fft_batch(psi_.data(), rows, false);
             be_.for_each_rows(rows, n, PropagateSlice<T>{n, false, propagator_.data(), psi_.data()});
-            be_.fft(psi_.data(), rows, true);
+            be_.fft_batch(psi_.data(), rows, true);
             be_.for_each_rows(rows, n,
                               SliceTransmit<T>{d_, object_.data() + s * d_.obj_n(), crop_.data(), psi_.data(),
                                                chi_.data() + (s - 1) * rows * n});
@@ -667,9 +693,9 @@ class PtychoEngine {
             be_.for_each_rows(b, n,
                               PatchGradients<T>{d_, chi_.data() + (s - 1) * rows * n, true, object_.data() + s * d_.obj_n(),
                                                 crop_.data(), psi_.data(), patch_grad_.data() + s * b * n});
-            be_.fft(psi_.data(), rows, false);
+            be_.fft_batch(psi_.data(), rows, false);
             be_.for_each_rows(rows, n, PropagateSlice<T>{n, true, propagator_.data(), psi_.data()});
-            be_.fft(psi_.data(), rows, true);
+            be_.fft_batch(psi_.data(), rows, true);
         }
     }
 
@@ -695,15 +721,20 @@ class PtychoEngine {
         spec_slots_valid_ = true;
     }
 
+    /// The batch tensors psi_ and pshift_ hold be_.fft_rows(b K) windows: the backend's batched
+    /// FFTs may run on whole chunks of a fixed count (fft_batch), past the batch's last window.
     void ensure_workspace(std::int64_t b) {
-        const size_t need = static_cast<size_t>(b * d_.modes * d_.n());
+        const size_t rows = static_cast<size_t>(b * d_.modes * d_.n());
+        const size_t need = static_cast<size_t>(be_.fft_rows(b * d_.modes) * d_.n());
         batch_ = b;
         if (psi_.size() < need) {
             psi_.resize(need);
             if (o_.subpixel) pshift_.resize(need);
+        }
+        if (patch_grad_.size() < static_cast<size_t>(o_.slices * b * d_.n())) {
             patch_grad_.resize(static_cast<size_t>(o_.slices * b * d_.n()));
             factor_.resize(static_cast<size_t>(b * d_.n()));
-            if (o_.slices > 1) chi_.resize(static_cast<size_t>(o_.slices - 1) * need);
+            if (o_.slices > 1) chi_.resize(static_cast<size_t>(o_.slices - 1) * rows);
         }
     }
 
@@ -841,7 +872,7 @@ class PtychoEngine {
             be_.mark("ramps");
             be_.for_each(b * (d_.h + d_.w), RampTable<T>{d_, shift_.data(), ramp_.data()});
         }
-        const int G = window_groups(b);
+        const int G = window_groups(batch_hint_ > 0 ? batch_hint_ : b);
         if (G > 1) {
             if (inten_part_.size() < static_cast<size_t>(b * G * n)) inten_part_.resize(static_cast<size_t>(b * G * n));
             if (patch_part_.size() < static_cast<size_t>(b * G * n)) patch_part_.resize(static_cast<size_t>(b * G * n));
@@ -914,24 +945,29 @@ class PtychoEngine {
     }
 
     /**
-     * Mode groups of the window passes for a batch of b: a divisor G of K that minimises the
-     * modes one block slot works through, ceil(b G / P) waves of K / G modes with P blocks at a
-     * time (Backend::parallel_units: one per multiprocessor; 0 on the CPU, one group), the
-     * fewest groups among equals (each group adds partial sums). On 132 SMs with K = 12: b = 256
-     * and 128 take 1 group, b = 64 (a quarter of 256) 2 groups of 6 modes (one wave), b = 20 all
-     * 12. EngineOptions::window_groups (tuning.window_groups) forces G where it divides K.
+     * Mode groups of the window passes, from the whole batch size S (the schedule's strata, never
+     * this rank's share of it: the groups change how the modes' intensities and patch gradients
+     * are added, so a share-dependent choice would make the bits depend on the rank count and on
+     * throughput balancing). A divisor G of K that minimises the modes one block slot works
+     * through, ceil(b G / P) waves of K / G modes with P blocks at a time
+     * (Backend::parallel_units: one per multiprocessor; 0 on the CPU, one group), summed over the
+     * shares of 1, 2 and 4 devices (b = S, S/2, S/4), the fewest groups among equals (each group
+     * adds partial sums). On 132 SMs with K = 12 and S = 256: 2 groups of 6 modes (b = 256 and 128
+     * take as many waves with 2 groups as with 1, b = 64 half as many). EngineOptions::window_groups
+     * (tuning.window_groups) forces G where it divides K.
      */
-    int window_groups(std::int64_t b) const {
+    int window_groups(std::int64_t S) const {
         const int K = d_.modes;
         const int forced = o_.window_groups;
         if (forced >= 1 && forced <= K && K % forced == 0) return forced;
         const std::int64_t P = be_.parallel_units();
-        if (P <= 0 || b <= 0) return 1;
+        if (P <= 0 || S <= 0) return 1;
         int G = 1;
         std::int64_t best = 0;
         for (int g = 1; g <= K; ++g) {
             if (K % g) continue;
-            const std::int64_t cost = (b * g + P - 1) / P * (K / g);
+            std::int64_t cost = 0;
+            for (std::int64_t share : {S, (S + 1) / 2, (S + 3) / 4}) cost += (share * g + P - 1) / P * (K / g);
             if (g == 1 || cost < best) {
                 G = g;
                 best = cost;

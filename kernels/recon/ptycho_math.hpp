@@ -406,7 +406,8 @@ struct ProbeGradientDirect {
 
 /**
  * Probe-gradient spectrum through the sub-pixel shifts, element (k, q) of K x n: with psi =
- * F_u[G_P_jk], sum_j conj(ramp_j(q)) psi / n, summed in batch order in double. The sum over
+ * F_u[G_P_jk], sum_j conj(ramp_j(q)) psi, summed in batch order in double (the / n after the sum
+ * over ranks, in SpectrumToWorking). The sum over
  * ranks is taken on this spectrum, and the unnormalised inverse FFT that makes it
  * G_P_k = sum_j F^-1[conj(w_j) F[G_P_jk]] is applied once after it (linear, so equal; and the
  * same on 1 or N ranks). Bytes: 8 b read + 16 written.
@@ -435,18 +436,25 @@ struct ProbeGradientSpectrum {
         const std::int64_t kn = static_cast<std::int64_t>(d.modes) * d.h * d.w;
         return conj_mul(w, psi[j * kn + i]);
     }
-    EF_HD void finish(std::int64_t i, Cx<double> acc) const {
-        const double inv_n = 1.0 / static_cast<double>(d.h * d.w);
-        out[i] = Cx<double>{acc.re * inv_n, acc.im * inv_n};
-    }
+    /// The sum as it is, without the 1 / n: scaled per rank, a rank's share would be rounded
+    /// before the sum over ranks and the bits would depend on the shares wherever 1 / n is not
+    /// a power of two (48, 80, 96 pixels: issue 35). SpectrumToWorking applies it after the sum.
+    EF_HD void finish(std::int64_t i, Cx<double> acc) const { out[i] = acc; }
 };
 
-/// Real-space probe gradient from its summed spectrum: converts to T for the inverse FFT.
+/**
+ * Real-space probe gradient from its summed spectrum: rounds the sum to T (where the peer sums
+ * have rounded it already: the same value) and applies ProbeGradientSpectrum's 1 / n in T, for
+ * the inverse FFT. `scale`: 1 / n with sub-pixel shifts; 1 for a direct sum.
+ */
 template <class T>
 struct SpectrumToWorking {
     const Cx<double>* src;
     Cx<T>* dst;
-    EF_HD void operator()(std::int64_t i) const { dst[i] = Cx<T>{static_cast<T>(src[i].re), static_cast<T>(src[i].im)}; }
+    T scale = T(1);
+    EF_HD void operator()(std::int64_t i) const {
+        dst[i] = Cx<T>{static_cast<T>(src[i].re) * scale, static_cast<T>(src[i].im) * scale};
+    }
 };
 
 /**
@@ -492,10 +500,11 @@ struct PositionGradientTerm {
  * position: deterministic on every backend; the scatter-add with atomics that PyTorch does is
  * not). Candidate positions per object row come as CSR lists (`row_start`, `row_items`) built on
  * the host, sorted by column, so a pixel visits only the windows over it (a binary search for the
- * first; before, every window over the row: about 3x the visits). Then converted to the
- * gradients of the object's two real parameters: amplitude A and phase Phi (O = A e^{i Phi}:
- * dL/dA = Re(conj(G) e^{i Phi}), dL/dPhi = Im(G conj(O))) or the real and imaginary parts; the
- * conversion is linear in G, so it commutes with the sum over ranks.
+ * first; before, every window over the row: about 3x the visits). Written as the gradient of
+ * the complex object, (Re G, Im G): with amplitude-phase parameters ObjectStep converts it after
+ * the sum over ranks (ObjectChainRule), since converted per rank, each rank's share would be
+ * rounded before the sum and the bits would depend on the shares (issue 35). `p0`, `p1` and
+ * `amplitude_phase` are not read here.
  * Bytes: 8 per covering patch + 8 (parameters) + 16 written.
  */
 template <class T>
@@ -533,15 +542,28 @@ struct ObjectGradient {
             im += static_cast<double>(z.im);
         }
         const std::int64_t i = y * d.obj_w + x;
-        if (amplitude_phase) {
-            const double c = static_cast<double>(cos(p1[i]));
-            const double s = static_cast<double>(sin(p1[i]));
-            g0[i] = re * c + im * s;
-            g1[i] = static_cast<double>(p0[i]) * (im * c - re * s);
-        } else {
-            g0[i] = re;
-            g1[i] = im;
-        }
+        g0[i] = re;
+        g1[i] = im;
+    }
+};
+
+/**
+ * The gradients of the object's amplitude A and phase Phi (O = A e^{i Phi}) from the summed
+ * gradient G of the complex object: dL/dA = Re(conj(G) e^{i Phi}), dL/dPhi = Im(G conj(O)).
+ * G is rounded to T first, so that sums that arrive rounded to float (the GPUs' narrow peer
+ * sums) and sums in double give the same values.
+ */
+template <class T>
+struct ObjectChainRule {
+    EF_HD static EF_INLINE void apply(T a, T phi, double g_re, double g_im, double& g0, double& g1) {
+        using std::cos;
+        using std::sin;
+        const double re = static_cast<double>(static_cast<T>(g_re));
+        const double im = static_cast<double>(static_cast<T>(g_im));
+        const double c = static_cast<double>(cos(phi));
+        const double s = static_cast<double>(sin(phi));
+        g0 = re * c + im * s;
+        g1 = static_cast<double>(a) * (im * c - re * s);
     }
 };
 
@@ -604,10 +626,12 @@ struct AdamUpdate {
     T hi;
     const double* scale = nullptr;  ///< when set, the loss factor c in device memory replaces a.grad_scale
     T* copy = nullptr;              ///< when set, gets the new theta too
-    EF_HD void operator()(std::int64_t i) const {
+    EF_HD void operator()(std::int64_t i) const { step(i, g[i]); }
+    /// The step of element i with gradient `gi` (ObjectStep passes converted gradients).
+    EF_HD void step(std::int64_t i, G gi) const {
         AdamCoefficients<T> c = a;
         if (scale) c.grad_scale = static_cast<T>(*scale);
-        adam_step(theta[i], m[i], v[i], static_cast<T>(g[i]), c);
+        adam_step(theta[i], m[i], v[i], static_cast<T>(gi), c);
         if (theta[i] < lo) theta[i] = lo;
         if (theta[i] > hi) theta[i] = hi;
         if (copy) copy[i] = theta[i];
@@ -672,9 +696,17 @@ template <class T>
 struct ObjectStep {
     AdamUpdate<T, double> p0, p1;
     ObjectFromParams<T> object;
+    bool chain_rule = false;  ///< amplitude-phase: the buffer holds the complex object's gradient
     EF_HD void operator()(std::int64_t i) const {
-        p0(i);
-        p1(i);
+        if (chain_rule) {
+            double g0 = 0, g1 = 0;
+            ObjectChainRule<T>::apply(p0.theta[i], p1.theta[i], p0.g[i], p1.g[i], g0, g1);
+            p0.step(i, g0);
+            p1.step(i, g1);
+        } else {
+            p0(i);
+            p1(i);
+        }
         object(i);
     }
 };

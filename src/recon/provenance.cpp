@@ -5,92 +5,22 @@
 
 #include <array>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <tuple>
 
 #include <ensemblefit/core/error.hpp>
+
+#include "src/recon/sha256.hpp"
 
 namespace ef::recon {
 
 namespace {
 
 using h5::H5Handle;
-
-// ---- SHA-256 (FIPS 180-4) ---------------------------------------------------------------------
-
-constexpr std::array<std::uint32_t, 64> kK = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-/// Streaming SHA-256: update() with any pieces, then hex().
-class Sha256 {
-   public:
-    void update(const unsigned char* p, std::size_t n) {
-        bytes_ += n;
-        while (n > 0) {
-            const std::size_t take = std::min(n, 64 - fill_);
-            std::copy(p, p + take, block_.begin() + static_cast<std::ptrdiff_t>(fill_));
-            fill_ += take;
-            p += take;
-            n -= take;
-            if (fill_ == 64) {
-                compress();
-                fill_ = 0;
-            }
-        }
-    }
-    std::string hex() {
-        const std::uint64_t bits = bytes_ * 8;
-        const unsigned char one = 0x80, zero = 0;
-        update(&one, 1);
-        while (fill_ != 56) update(&zero, 1);
-        unsigned char len[8];
-        for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-        update(len, 8);
-        char out[65];
-        for (int i = 0; i < 8; ++i) std::snprintf(out + 8 * i, 9, "%08x", h_[static_cast<size_t>(i)]);
-        return std::string(out, 64);
-    }
-
-   private:
-    void compress() {
-        std::uint32_t w[64];
-        for (int i = 0; i < 16; ++i)
-            w[i] = std::uint32_t(block_[4 * i]) << 24 | std::uint32_t(block_[4 * i + 1]) << 16 |
-                   std::uint32_t(block_[4 * i + 2]) << 8 | std::uint32_t(block_[4 * i + 3]);
-        for (int i = 16; i < 64; ++i) {
-            const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-            const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-        }
-        std::array<std::uint32_t, 8> v = h_;
-        for (int i = 0; i < 64; ++i) {
-            const std::uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
-            const std::uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-            const std::uint32_t t1 = v[7] + s1 + ch + kK[static_cast<size_t>(i)] + w[i];
-            const std::uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
-            const std::uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-            v = {t1 + s0 + maj, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
-        }
-        for (size_t i = 0; i < 8; ++i) h_[i] += v[i];
-    }
-
-    std::array<std::uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    std::array<unsigned char, 64> block_{};
-    std::size_t fill_ = 0;
-    std::uint64_t bytes_ = 0;
-};
 
 // ---- attributes -------------------------------------------------------------------------------
 
@@ -149,24 +79,30 @@ std::string number_list(const h5::File& f, const std::string& obj, const std::st
 
 }  // namespace
 
-std::string sha256_hex(const void* data, std::size_t n) {
-    Sha256 s;
+std::string sha256_hex(const void* data, std::size_t n, bool accelerated) {
+    Sha256 s(accelerated);
     s.update(static_cast<const unsigned char*>(data), n);
     return s.hex();
 }
 
-InputRecord record_input(const std::string& path) {
+namespace {
+
+using RecordKey = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>;
+
+/// The file's identity as recorded: path, size, modification time.
+RecordKey record_key(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) throw data_error(path + ": cannot read (for its checksum)");
-    using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>;
-    static std::map<Key, InputRecord> memo;
-    const Key key{path, static_cast<std::int64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec),
-                  static_cast<std::int64_t>(st.st_mtim.tv_nsec)};
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    return {path, static_cast<std::int64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec),
+            static_cast<std::int64_t>(st.st_mtim.tv_nsec)};
+}
+
+/// Reads the file and checksums it.
+InputRecord checksum_file(const std::string& path) {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"), std::fclose);
     if (!in) throw data_error(path + ": cannot read (for its checksum)");
     Sha256 s;
-    std::vector<unsigned char> buf(1 << 20);
+    std::vector<unsigned char> buf(4 << 20);
     InputRecord r;
     r.path = path;
     for (std::size_t got; (got = std::fread(buf.data(), 1, buf.size(), in.get())) > 0;) {
@@ -175,8 +111,63 @@ InputRecord record_input(const std::string& path) {
     }
     if (std::ferror(in.get())) throw data_error(path + ": read error (for its checksum)");
     r.sha256 = s.hex();
-    memo.emplace(key, r);
     return r;
+}
+
+/// The records made so far, and the ones being made in the background (prefetch_input_record).
+struct RecordMemo {
+    std::mutex m;
+    std::map<RecordKey, InputRecord> done;
+    std::map<RecordKey, std::future<InputRecord>> pending;
+};
+RecordMemo& memo() {
+    static RecordMemo r;
+    return r;
+}
+
+}  // namespace
+
+InputRecord record_input(const std::string& path) {
+    const RecordKey key = record_key(path);
+    RecordMemo& mm = memo();
+    std::future<InputRecord> started;
+    {
+        std::lock_guard<std::mutex> lock(mm.m);
+        if (auto it = mm.done.find(key); it != mm.done.end()) return it->second;
+        if (auto it = mm.pending.find(key); it != mm.pending.end()) {
+            started = std::move(it->second);
+            mm.pending.erase(it);
+        }
+    }
+    InputRecord r;
+    bool have = false;
+    if (started.valid()) {
+        try {  // the background read failed (or the file changed meanwhile): read it here, report here
+            r = started.get();
+            have = record_key(path) == key;
+        } catch (const std::exception&) {
+        }
+    }
+    if (!have) r = checksum_file(path);
+    std::lock_guard<std::mutex> lock(mm.m);
+    mm.done.emplace(key, r);
+    return r;
+}
+
+void prefetch_input_record(const std::string& path) {
+    RecordKey key;
+    try {
+        key = record_key(path);
+    } catch (const Error&) {
+        return;  // record_input() reports it
+    }
+    RecordMemo& mm = memo();
+    std::lock_guard<std::mutex> lock(mm.m);
+    if (mm.done.count(key) || mm.pending.count(key)) return;
+    // At normal priority: a GPU rank's host mostly waits on the device, so the thread has a core
+    // to itself; beside a CPU rank's threads it costs about what the checksum at the end cost.
+    // (Measured: at nice 19 on a loaded machine it starved, and the wait at the end grew 7x.)
+    mm.pending.emplace(key, std::async(std::launch::async, [path] { return checksum_file(path); }));
 }
 
 void write_input_record(h5::File& f, const std::string& obj, const std::string& prefix, const InputRecord& r) {

@@ -16,12 +16,14 @@
  *
  * SHA-256 rather than a fast 64-bit hash: anyone can check it with `sha256sum FILE` without
  * ensemblefit, and it is the checksum data repositories (Zenodo, EMPIAR) publish. It costs one
- * read of each input at about 0.3-0.5 GB/s on one core, once per run (memoised), on rank 0 only.
+ * read of each input, once per run (memoised), on rank 0 only: about 2 GB/s on one core with the x86
+ * SHA extensions, 0.3-0.5 GB/s without (sha256.hpp), and off the critical path (prefetch_input_record).
  */
 namespace ef::recon {
 
-/// SHA-256 of `n` bytes as 64 lowercase hex digits.
-std::string sha256_hex(const void* data, std::size_t n);
+/// SHA-256 of `n` bytes as 64 lowercase hex digits (`accelerated` = false: the portable rounds
+/// even where the processor has the SHA extensions, for tests; sha256.hpp).
+std::string sha256_hex(const void* data, std::size_t n, bool accelerated = true);
 
 /// An input file as it was when first recorded: its path, size and SHA-256 (what `sha256sum`
 /// prints). Memoised by path, size and modification time, so checkpoints do not read it again.
@@ -31,6 +33,11 @@ struct InputRecord {
     std::string sha256;
 };
 InputRecord record_input(const std::string& path);
+
+/// Starts record_input(path)'s read and checksum on a background thread and returns at once; record_input(path) then waits for it instead of reading the file itself.
+/// `reconstruct` starts it on rank 0 before the iterations, so that the checksum of a large data
+/// file (1 GB for the tBL-WSe2 shape: seconds) is made while they run, not after them.
+void prefetch_input_record(const std::string& path);
 
 /// Writes `<prefix>_file`, `<prefix>_bytes` (int64) and `<prefix>_sha256` as attributes of `obj`.
 void write_input_record(h5::File& f, const std::string& obj, const std::string& prefix, const InputRecord& r);

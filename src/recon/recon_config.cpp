@@ -106,8 +106,8 @@ const KeyInfo kKeys[] = {
     {"tuning.window", "auto", "auto | on | off: window-resident passes for square 32, 64 and 128 pixel patterns (one "
                               "block per position, its FFTs in shared memory; equal to rounding); auto = on for GPU "
                               "workers where the block fits, off for CPU workers (FFTW is faster there)"},
-    {"tuning.window_groups", "0", "probe-mode groups of the window passes: blocks per position (0 = chosen per "
-                                  "batch from the GPU's multiprocessors; else a divisor of model.modes)"},
+    {"tuning.window_groups", "0", "probe-mode groups of the window passes: blocks per position (0 = chosen "
+                                  "from the batch size and the GPU's multiprocessors; else a divisor of model.modes)"},
     {"tuning.window_clusters", "true", "run a position's 2 or 4 mode groups as one thread-block cluster where the "
                                        "GPU has them (compute capability 9.0; the same results)"},
     {"tuning.window_scratch", "true", "keep the window passes' per-position sums in shared memory where they fit "

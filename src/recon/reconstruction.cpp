@@ -13,6 +13,8 @@
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 
+#include "src/recon/multislice_geometry.hpp"
+#include "src/recon/provenance.hpp"
 #include "src/recon/reconstruction.hpp"
 #include "src/run/output_guard.hpp"
 #include "src/run/predicted_timing.hpp"
@@ -233,7 +235,7 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     collective(
         ctx_,
         [&] {  // agreed: run() lets the first load's errors reach main, printed once
-            share = read_patterns(ds_, p0, p1 - p0);
+            share = read_patterns(ds_, p0, p1 - p0, threads_.threads);
             worker_->set_patterns(p1 - p0, share.data());
         },
         [&](MPI_Request& req) {  // watched: after a rebalance this runs inside the iterations
@@ -295,6 +297,7 @@ std::vector<Complex> Reconstruction::initial_probe(double defocus) {
 /// The model's start: a flat object and the initial probe, or (--resume) the checkpoint's state.
 void Reconstruction::initial_model() {
     PhaseTimer::Scope s(timer_, Phase::setup);
+    if (ctx_.is_root()) prefetch_input_record(ds_.path);  // the output's checksum, made meanwhile
     if (ds_.has_truth && ctx_.is_root()) truth_ = read_truth_object(ds_, cfg_.slices);
     set_roi();  // from the positions as read, before a checkpoint's refined ones
     pos_m_.assign(ds_.positions.size(), 0.0);

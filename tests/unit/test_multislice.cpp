@@ -116,7 +116,7 @@ void check_gradients(LossKind loss, bool amplitude_phase, bool subpixel) {
     ptycho_loss_scale(loss, t.loss_a, t.loss_b, 3.0 * double(p.d.n()), value, c);
     const size_t on = p.p0.size();
     REQUIRE(e.gradient_size(false) == 2 * on);
-    std::vector<double> grad(e.host_gradients(), e.host_gradients() + e.gradient_size(false));
+    std::vector<double> grad = e.parameter_gradients(false);
     for (double& g : grad) g *= c;
     for (const Cd& z : e.probe_gradient()) {
         grad.push_back(c * z.real());

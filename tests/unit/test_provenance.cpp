@@ -39,6 +39,15 @@ TEST_CASE("sha256: the FIPS 180-4 test vectors", "[provenance]") {
           "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+TEST_CASE("sha256: the SHA-extension rounds give the portable rounds' digest", "[provenance]") {
+    // Lengths around the padding's one- and two-block cases and a large buffer of varied bytes.
+    std::vector<unsigned char> data(1 << 20);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+    for (size_t n : {size_t(0), size_t(1), size_t(55), size_t(56), size_t(63), size_t(64), size_t(65), size_t(119),
+                     size_t(120), size_t(128), size_t(1000), data.size()})
+        CHECK(sha256_hex(data.data(), n, true) == sha256_hex(data.data(), n, false));
+}
+
 TEST_CASE("record_input: size and checksum of a file read in pieces", "[provenance]") {
     ef_test::TempDir dir;
     std::string text;
@@ -48,6 +57,19 @@ TEST_CASE("record_input: size and checksum of a file read in pieces", "[provenan
     const InputRecord r = record_input(dir.file("in.bin"));
 
     CHECK(r.path == dir.file("in.bin"));
+    CHECK(r.bytes == static_cast<std::int64_t>(text.size()));
+    CHECK(r.sha256 == sha256_hex(text.data(), text.size()));
+    CHECK_THROWS(record_input(dir.file("missing.bin")));
+}
+
+TEST_CASE("prefetch_input_record: record_input takes the background checksum", "[provenance]") {
+    ef_test::TempDir dir;
+    const std::string text(5000000, 'q');
+    { std::ofstream(dir.file("big.bin"), std::ios::binary) << text; }
+    prefetch_input_record(dir.file("big.bin"));
+    prefetch_input_record(dir.file("big.bin"));      // once is enough: a second call adds nothing
+    prefetch_input_record(dir.file("missing.bin"));  // nothing to read: record_input() says so
+    const InputRecord r = record_input(dir.file("big.bin"));
     CHECK(r.bytes == static_cast<std::int64_t>(text.size()));
     CHECK(r.sha256 == sha256_hex(text.data(), text.size()));
     CHECK_THROWS(record_input(dir.file("missing.bin")));

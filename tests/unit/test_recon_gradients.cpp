@@ -107,7 +107,7 @@ void check_gradients(LossKind loss, bool amplitude_phase, bool subpixel) {
     ptycho_loss_scale(loss, terms.loss_a, terms.loss_b, 3.0 * double(p.d.n()), value, c);
     REQUIRE(std::abs(l0) > 0);  // the Poisson loss may be negative
     const size_t on = static_cast<size_t>(p.d.obj_n());
-    std::vector<double> grad(e.host_gradients(), e.host_gradients() + e.gradient_size(false));
+    std::vector<double> grad = e.parameter_gradients(false);
     for (double& g : grad) g *= c;
     for (const std::complex<double>& z : e.probe_gradient()) {  // real space also with sub-pixel shifts
         grad.push_back(c * z.real());

@@ -42,7 +42,7 @@ struct PtychoDataset {
 PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin);
 
 /// Patterns [first, first + count) as float, each moved from centred to FFT order (ifftshift).
-std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, std::int64_t count);
+std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, std::int64_t count, int threads = 1);
 
 /// The file's probe (K x H x W), or empty.
 std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes);
