@@ -4,7 +4,11 @@
 # build/, saying what it does and how long each step took. Safe to run again: apt-get only
 # runs when a package is missing, cmake only rebuilds what changed. The CUDA worker is built
 # when nvcc exists and a GPU is visible (ENSEMBLEFIT_CUDA=AUTO); EF_CMAKE_ARGS adds CMake
-# options, e.g. EF_CMAKE_ARGS=-DENSEMBLEFIT_CUDA=ON to build it on a machine without a GPU.
+# options, e.g. EF_CMAKE_ARGS=-DENSEMBLEFIT_CUDA=ON to build it on a machine without a GPU
+# (add -DCMAKE_CUDA_ARCHITECTURES=90 for an H100/H200 only, or =90-virtual for a compile check
+# without ptxas, as .ci/run does; the default compiles for sm_80 and sm_90). Where ccache is
+# installed it caches every compile, CUDA's too (EF_CCACHE=0: not used; CCACHE_DIR: where), so a
+# build folder deleted or a second clone rebuilds from the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -32,7 +36,15 @@ fi
 t=$SECONDS
 step "configuring build/ (log: build/configure.log)"
 mkdir -p build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EF_CMAKE_ARGS:-} > build/configure.log 2>&1 \
+cache=
+if [ "${EF_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null; then
+    cache=ccache
+    step "compiler cache: ccache in $(ccache --get-config cache_dir 2>/dev/null || echo "its default folder")"
+fi
+# Set either way, so that EF_CCACHE=0 also takes ccache out of an existing build/.
+launcher=(-DCMAKE_C_COMPILER_LAUNCHER=$cache -DCMAKE_CXX_COMPILER_LAUNCHER=$cache
+          -DCMAKE_CUDA_COMPILER_LAUNCHER=$cache)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" ${EF_CMAKE_ARGS:-} > build/configure.log 2>&1 \
     || { cat build/configure.log; exit 1; }
 grep -E "^-- CUDA worker|^ \* CUDA" build/configure.log | sed 's/^/setup:   /' || true
 took $t

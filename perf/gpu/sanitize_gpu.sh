@@ -16,8 +16,9 @@
 #
 # `run` writes $OUT/sanitize_<tool>_<what>.log per run and $OUT/sanitize_summary.txt: one line per
 # run, "tool what: N errors (exit E)". It exits 0 only when every run reported 0 errors and the
-# programs passed. The [bench] cases are left out (benchmark-sized; memcheck runs kernels
-# 10-100x slower); SANITIZE_TESTS overrides the Catch2 selection, SANITIZE_TOOLS the tools
+# programs passed. The benchmark programs (perf/gpu/bench_*) are left out (benchmark-sized;
+# memcheck runs kernels 10-100x slower); SANITIZE_TESTS overrides the Catch2 selection (default:
+# every gpu_tests case), SANITIZE_TOOLS the tools
 # (default: memcheck racecheck synccheck initcheck). About 10-20 minutes on one H100 for all four.
 set -uo pipefail
 cd "${EF_REPO:-$(dirname "$0")/../..}"
@@ -98,7 +99,7 @@ workers = gpu
 [output]
 previews = false
 INI
-tests=${SANITIZE_TESTS:-"~[bench]"}
+tests=${SANITIZE_TESTS:-"*"}
 for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
     sanitize "$tool" gpu_tests "$(command -v gpu_tests)" "$tests"
     sanitize "$tool" fit "$(command -v ensemblefit)" fit example.ini --fit.replicas 64 \

@@ -21,11 +21,13 @@
 
 #include "src/model/compiled_model.hpp"
 #include "src/model/formula_jit.hpp"
-#include "tests/gpu/worker_run.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 namespace {
 
-const std::string kSrc = std::getenv("EF_SOURCE_DIR") ? std::getenv("EF_SOURCE_DIR") : EF_SOURCE_DIR;
+using ef_test::check_same_bits;
+using ef_test::fit_replicas;
+using ef_test::kSrc;
 
 /// The problem of inputs/spot.ini (a formula) with `overrides`.
 ef::FitProblem load_spot(const std::vector<std::string>& overrides) {
@@ -39,21 +41,6 @@ ef::FitProblem with_device_jit(ef::FitProblem pb, const ef::FormulaDeviceJit* ji
     std::get<ef::FormulaModel>(cm->view).device_jit = jit;
     pb.model = cm;
     return pb;
-}
-
-ef::ReplicaBlock fit(const ef::FitProblem& pb, ef::WorkerKind kind, int replicas) {
-    return ef_test::fit_replicas(pb, kind, replicas);
-}
-
-/// Bit for bit: statuses, iterations, parameters and chi^2 of every replica.
-void check_same_bits(const ef::ReplicaBlock& a, const ef::ReplicaBlock& b) {
-    REQUIRE(a.size() == b.size());
-    CHECK(a.index == b.index);
-    CHECK(a.status == b.status);
-    CHECK(a.iterations == b.iterations);
-    REQUIRE(a.params.size() == b.params.size());
-    CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(double)) == 0);
-    CHECK(std::memcmp(a.chi2.data(), b.chi2.data(), a.chi2.size() * sizeof(double)) == 0);
 }
 
 }  // namespace
@@ -87,9 +74,11 @@ TEST_CASE("gpu: a formula's NVRTC solver kernels give the CPU's bits (normal flo
             return k;
         };
 
-        const ef::ReplicaBlock gpu_jit = fit(with_device_jit(jit_pb, &counting), ef::WorkerKind::gpu, c.replicas);
-        const ef::ReplicaBlock cpu_jit = fit(jit_pb, ef::WorkerKind::cpu, c.replicas);
-        const ef::ReplicaBlock gpu_interpreted = fit(load_spot(interpret_args), ef::WorkerKind::gpu, c.replicas);
+        const ef::ReplicaBlock gpu_jit =
+            fit_replicas(with_device_jit(jit_pb, &counting), ef::WorkerKind::gpu, c.replicas);
+        const ef::ReplicaBlock cpu_jit = fit_replicas(jit_pb, ef::WorkerKind::cpu, c.replicas);
+        const ef::ReplicaBlock gpu_interpreted =
+            fit_replicas(load_spot(interpret_args), ef::WorkerKind::gpu, c.replicas);
 
         CHECK(compiled == 1);
         check_same_bits(cpu_jit, gpu_jit);
@@ -113,8 +102,8 @@ TEST_CASE("gpu: a formula whose NVRTC compile fails still fits, with the interpr
         return k;
     };
 
-    const ef::ReplicaBlock fallback = fit(with_device_jit(pb, &broken), ef::WorkerKind::gpu, 300);
-    const ef::ReplicaBlock interpreted = fit(with_device_jit(pb, nullptr), ef::WorkerKind::gpu, 300);
+    const ef::ReplicaBlock fallback = fit_replicas(with_device_jit(pb, &broken), ef::WorkerKind::gpu, 300);
+    const ef::ReplicaBlock interpreted = fit_replicas(with_device_jit(pb, nullptr), ef::WorkerKind::gpu, 300);
 
     CHECK(failed == 1);
     check_same_bits(interpreted, fallback);

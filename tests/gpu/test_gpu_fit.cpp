@@ -22,12 +22,12 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/worker/worker.hpp>
 
-#include "src/fit/correlated.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 namespace {
 
-// The source tree: $EF_SOURCE_DIR when set (the GPU machine checks the tree out elsewhere).
-const std::string kSrc = std::getenv("EF_SOURCE_DIR") ? std::getenv("EF_SOURCE_DIR") : EF_SOURCE_DIR;
+using ef_test::kSrc;
+using ef_test::load_problem;
 
 constexpr double kRelTol = 1e-10;
 
@@ -113,17 +113,6 @@ void check_identical(const Comparison& c) {
     CHECK(c.max_rel <= kRelTol);
 }
 
-/// The problem a run of `ini` fits, correlated uncertainties whitened as a run whitens them
-/// (inputs/dis-mellin.ini: its table becomes L^-1 T; src/fit/correlated.hpp).
-ef::FitProblem load(const std::string& ini, const std::vector<std::string>& overrides = {}) {
-    const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    ef::DataTable data = ef::load_data(cfg);
-    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
-    ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
-    ef::whiten_problem(pb, correlated, 8);
-    return pb;
-}
-
 }  // namespace
 
 TEST_CASE("GPU = CPU on all 27 NIST problems, central fit and 40 bootstrap replicas", "[gpu][nist]") {
@@ -133,8 +122,8 @@ TEST_CASE("GPU = CPU on all 27 NIST problems, central fit and 40 bootstrap repli
                               "BoxBOD", "Rat42", "MGH10", "Eckerle4", "Rat43", "Bennett5"};
     for (const char* p : problems) {
         for (int start : {1, 2}) {
-            const auto pb = load(kSrc + "/inputs/nist/" + p + ".start" + std::to_string(start) + ".ini",
-                                 {"--fit.replicas=40", "--fit.resample=bootstrap"});
+            const auto pb = load_problem(kSrc + "/inputs/nist/" + p + ".start" + std::to_string(start) + ".ini",
+                                         {"--fit.replicas=40", "--fit.resample=bootstrap"});
             const Comparison c = compare(pb, 0, 40);
             std::printf("  %-9s start %d: max rel diff %.2e (covariance %.2e), bitwise equal %d/41, "
                         "status/iteration mismatches %d/%d, not converged %d\n",
@@ -147,28 +136,28 @@ TEST_CASE("GPU = CPU on all 27 NIST problems, central fit and 40 bootstrap repli
 }
 
 TEST_CASE("GPU = CPU on linear, formula and iteration-limited replicas", "[gpu]") {
-    const auto pb = load(kSrc + "/inputs/example.ini", {"--fit.replicas=500"});
+    const auto pb = load_problem(kSrc + "/inputs/example.ini", {"--fit.replicas=500"});
     const Comparison c = compare(pb, 0, 500);
     std::printf("  example (exponential) 501 fits: max rel diff %.2e, bitwise equal %d/501\n", c.max_rel,
                 c.bitwise_equal);
     check_identical(c);
 
     // One iteration allowed: every replica ends at max_iterations, on both.
-    const auto capped = load(kSrc + "/inputs/example.ini", {"--fit.replicas=100", "--fit.max_iterations=2"});
+    const auto capped = load_problem(kSrc + "/inputs/example.ini", {"--fit.replicas=100", "--fit.max_iterations=2"});
     const Comparison cc = compare(capped, 0, 100);
     CHECK(cc.not_converged == 101);
     check_identical(cc);
 
     // A formula model that fails (log of a negative number) on every replica.
-    const auto failing = load(kSrc + "/inputs/nist/Misra1a.start2.ini",
-                              {"--model.formula=b1*(1-exp(-b2*x)) + log(b2 - 1)", "--fit.replicas=10"});
+    const auto failing = load_problem(kSrc + "/inputs/nist/Misra1a.start2.ini",
+                                      {"--model.formula=b1*(1-exp(-b2*x)) + log(b2 - 1)", "--fit.replicas=10"});
     const Comparison cf = compare(failing, 0, 10);
     CHECK(cf.not_converged == 11);
     check_identical(cf);
 }
 
 TEST_CASE("GPU = CPU on dis-mellin replicas, and the timing of both", "[gpu][dis-mellin]") {
-    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=qr"});
+    const auto pb = load_problem(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=qr"});
     const Comparison c = compare(pb, 0, 256, 16);
     std::printf("  dis-mellin 257 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff %.2e, bitwise equal "
                 "%d/257, status/iteration mismatches %d/%d\n", c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal,
@@ -186,9 +175,9 @@ TEST_CASE("GPU = CPU with the normal-equations solver in double and float", "[gp
     for (const char* precision : {"double", "float"}) {
         for (const char* p : problems) {
             for (int start : {1, 2}) {
-                const auto pb = load(kSrc + "/inputs/nist/" + p + ".start" + std::to_string(start) + ".ini",
-                                     {"--fit.replicas=40", "--fit.resample=bootstrap", "--fit.solver=normal",
-                                      std::string("--fit.precision=") + precision});
+                const auto pb = load_problem(kSrc + "/inputs/nist/" + p + ".start" + std::to_string(start) + ".ini",
+                                             {"--fit.replicas=40", "--fit.resample=bootstrap", "--fit.solver=normal",
+                                              std::string("--fit.precision=") + precision});
                 const Comparison c = compare(pb, 0, 40);
                 std::printf("  normal %-6s %-9s start %d: max rel diff %.2e, bitwise equal %d/41, not converged %d\n",
                             precision, p, start, c.max_rel, c.bitwise_equal, c.not_converged);
@@ -197,9 +186,9 @@ TEST_CASE("GPU = CPU with the normal-equations solver in double and float", "[gp
             }
         }
         for (const char* model : {"formula", "gaussian2d"}) {
-            const auto pb = load(kSrc + "/inputs/spot.ini", {"--fit.replicas=4000", "--fit.solver=normal",
-                                                            std::string("--fit.precision=") + precision,
-                                                            std::string("--model.name=") + model});
+            const auto pb = load_problem(kSrc + "/inputs/spot.ini", {"--fit.replicas=4000", "--fit.solver=normal",
+                                                                    std::string("--fit.precision=") + precision,
+                                                                    std::string("--model.name=") + model});
             const Comparison c = compare(pb, 0, 4000, 16);
             std::printf("  normal %-6s spot %-10s 4001 fits: CPU (16 threads) %.3f s, GPU %.3f s, max rel diff %.2e, "
                         "bitwise equal %d/4001\n", precision, model, c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal);
@@ -212,7 +201,7 @@ TEST_CASE("GPU = CPU with the normal-equations solver in double and float", "[gp
 // The Gram path (dis-mellin, solver = normal: G = T^T W T, one GEMM with G per round, 16 x 16
 // Cholesky steps) is the same single source with the same deterministic GEMM on both workers.
 TEST_CASE("GPU = CPU on dis-mellin replicas with the Gram (normal-equations) path", "[gpu][dis-mellin][gram]") {
-    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=normal"});
+    const auto pb = load_problem(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=256", "--fit.solver=normal"});
     const Comparison c = compare(pb, 0, 256, 16);
     std::printf("  dis-mellin Gram path 257 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff %.2e, bitwise "
                 "equal %d/257, status/iteration mismatches %d/%d\n", c.cpu_s, c.gpu_s, c.max_rel, c.bitwise_equal,
@@ -227,8 +216,8 @@ TEST_CASE("GPU = CPU on dis-mellin replicas with the split sea, Gram and QR tabl
     const std::string make = "bash " + kSrc + "/perf/dis/make_split_config.sh " + kSrc + "/inputs/dis-mellin.ini " + split;
     REQUIRE(std::system(make.c_str()) == 0);
     for (const char* solver : {"normal", "qr"}) {
-        const auto pb = load(split, {"--fit.replicas=128", std::string("--fit.solver=") + solver,
-                                     "--data.file=" + kSrc + "/inputs/dis-mellin.h5"});
+        const auto pb = load_problem(split, {"--fit.replicas=128", std::string("--fit.solver=") + solver,
+                                             "--data.file=" + kSrc + "/inputs/dis-mellin.h5"});
         REQUIRE(pb.num_params() == 27);
         const Comparison c = compare(pb, 0, 128, 16);
         std::printf("  dis-mellin split sea, solver %s, 129 fits: CPU (16 threads) %.2f s, GPU %.2f s, max rel diff "
@@ -242,8 +231,9 @@ TEST_CASE("GPU = CPU on dis-mellin replicas with the split sea, Gram and QR tabl
 // The batched LM's steps by a warp per replica (the default) and by a thread per replica
 // ([tuning] gpu_lm_steps = thread) are the same arithmetic (kernels/fit/lanes.hpp): bit for bit equal.
 TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit", "[gpu][dis-mellin][lanes]") {
-    const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr"});
-    const auto pb_thread = load(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr", "--tuning.gpu_lm_steps=thread"});
+    const auto pb = load_problem(kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr"});
+    const auto pb_thread = load_problem(kSrc + "/inputs/dis-mellin.ini",
+                                        {"--fit.replicas=64", "--fit.solver=qr", "--tuning.gpu_lm_steps=thread"});
     ef::WorkUnit unit;
     for (std::int64_t r = 0; r <= 64; ++r) unit.replicas.push_back(r);
     ef::WorkerOptions o;
@@ -251,11 +241,7 @@ TEST_CASE("GPU LM steps: a warp per replica = a thread per replica, bit for bit"
     ef::ReplicaBlock warp, thread;
     ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, warp);
     ef::make_worker(ef::WorkerKind::gpu, pb_thread, o)->run(unit, thread);
-    REQUIRE(warp.size() == thread.size());
-    CHECK(warp.status == thread.status);
-    CHECK(warp.iterations == thread.iterations);
-    CHECK(std::memcmp(warp.params.data(), thread.params.data(), warp.params.size() * sizeof(double)) == 0);
-    CHECK(std::memcmp(warp.chi2.data(), thread.chi2.data(), warp.chi2.size() * sizeof(double)) == 0);
+    ef_test::check_same_bits(warp, thread);
 }
 
 // The batched rounds driven from the device (the default: lists built by a kernel, rounds
@@ -267,8 +253,8 @@ TEST_CASE("GPU round loop: device = host, bit for bit, on both batched paths", "
     for (const char* solver : {"--fit.solver=qr", "--fit.solver=normal"}) {
         const int replicas = std::string(solver) == "--fit.solver=qr" ? 300 : 1500;
         const std::string n = "--fit.replicas=" + std::to_string(replicas);
-        const auto pb = load(kSrc + "/inputs/dis-mellin.ini", {n, solver});
-        const auto pb_host = load(kSrc + "/inputs/dis-mellin.ini", {n, solver, "--tuning.gpu_round_loop=host"});
+        const auto pb = load_problem(kSrc + "/inputs/dis-mellin.ini", {n, solver});
+        const auto pb_host = load_problem(kSrc + "/inputs/dis-mellin.ini", {n, solver, "--tuning.gpu_round_loop=host"});
         ef::WorkUnit unit;
         for (std::int64_t r = 0; r <= replicas; ++r) unit.replicas.push_back(r);
         ef::WorkerOptions o;
@@ -277,12 +263,7 @@ TEST_CASE("GPU round loop: device = host, bit for bit, on both batched paths", "
         ef::make_worker(ef::WorkerKind::gpu, pb, o)->run(unit, dev);
         ef::make_worker(ef::WorkerKind::gpu, pb_host, o)->run(unit, host);
         INFO(solver);
-        REQUIRE(dev.size() == host.size());
-        CHECK(dev.index == host.index);
-        CHECK(dev.status == host.status);
-        CHECK(dev.iterations == host.iterations);
-        CHECK(std::memcmp(dev.params.data(), host.params.data(), dev.params.size() * sizeof(double)) == 0);
-        CHECK(std::memcmp(dev.chi2.data(), host.chi2.data(), dev.chi2.size() * sizeof(double)) == 0);
+        ef_test::check_same_bits(dev, host);
         REQUIRE(dev.covariance.size() == host.covariance.size());
         CHECK(std::memcmp(dev.covariance.data(), host.covariance.data(), dev.covariance.size() * sizeof(double)) == 0);
     }

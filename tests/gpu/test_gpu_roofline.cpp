@@ -11,20 +11,9 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "kernels/core/kernel_tally.hpp"
-#include "src/fit/correlated.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 namespace {
-
-const std::string kSrcDir = std::getenv("EF_SOURCE_DIR") ? std::getenv("EF_SOURCE_DIR") : EF_SOURCE_DIR;
-
-ef::FitProblem problem(const std::string& ini, const std::vector<std::string>& overrides) {
-    const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    ef::DataTable data = ef::load_data(cfg);
-    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
-    ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
-    ef::whiten_problem(pb, correlated, 8);
-    return pb;
-}
 
 /// Runs replicas 0..last on a GPU worker and returns its tally's entry `name` (calls 0: none).
 ef::KernelTally::Entry phase_of(const ef::Worker& w, const std::string& name) {
@@ -48,7 +37,8 @@ std::unique_ptr<ef::Worker> run_gpu(const ef::FitProblem& pb, std::int64_t last)
 }  // namespace
 
 TEST_CASE("gpu roofline: the batched path's rounds timed by CUDA events, with device intervals", "[gpu][roofline]") {
-    const auto pb = problem(kSrcDir + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr"});
+    const auto pb =
+        ef_test::load_problem(ef_test::kSrc + "/inputs/dis-mellin.ini", {"--fit.replicas=64", "--fit.solver=qr"});
 
     const auto w = run_gpu(pb, 64);
 
@@ -67,7 +57,7 @@ TEST_CASE("gpu roofline: the batched path's rounds timed by CUDA events, with de
 }
 
 TEST_CASE("gpu roofline: the per-replica path's LM kernel as one phase, its iterations counted", "[gpu][roofline]") {
-    const auto pb = problem(kSrcDir + "/inputs/example.ini", {"--fit.replicas=200"});
+    const auto pb = ef_test::load_problem(ef_test::kSrc + "/inputs/example.ini", {"--fit.replicas=200"});
 
     const auto w = run_gpu(pb, 200);
 

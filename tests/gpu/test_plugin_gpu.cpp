@@ -17,13 +17,13 @@
 
 #include "kernels/models/plugin_model.hpp"
 #include "src/model/compiled_model.hpp"
-#include "tests/gpu/worker_run.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 #ifdef EF_TEST_GPU_PLUGIN
 
 namespace {
 
-const std::string kSrc = std::getenv("EF_SOURCE_DIR") ? std::getenv("EF_SOURCE_DIR") : EF_SOURCE_DIR;
+using ef_test::kSrc;
 
 ef::ReplicaBlock fit_plugin(ef::WorkerKind kind, const std::vector<std::string>& overrides, int replicas) {
     std::vector<std::string> args = overrides;
@@ -49,12 +49,7 @@ TEST_CASE("gpu: a model plugin's GPU kernels give the CPU's bits (normal float, 
         const ef::ReplicaBlock cpu = fit_plugin(ef::WorkerKind::cpu, solver, 700);
         const ef::ReplicaBlock gpu = fit_plugin(ef::WorkerKind::gpu, solver, 700);
 
-        REQUIRE(cpu.size() == gpu.size());
-        CHECK(cpu.index == gpu.index);
-        CHECK(cpu.status == gpu.status);
-        CHECK(cpu.iterations == gpu.iterations);
-        CHECK(std::memcmp(cpu.params.data(), gpu.params.data(), cpu.params.size() * sizeof(double)) == 0);
-        CHECK(std::memcmp(cpu.chi2.data(), gpu.chi2.data(), cpu.chi2.size() * sizeof(double)) == 0);
+        ef_test::check_same_bits(cpu, gpu);
     }
 }
 

@@ -15,12 +15,14 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "kernels/recon/ptycho_math.hpp"
-#include "tests/gpu/recon_fixture.hpp"
+#include "tests/gpu/gpu_fixture.hpp"
 
 using namespace ef;
 using C = std::complex<double>;
@@ -39,29 +41,23 @@ struct StreamSetup {
 /// `count` patterns of dp x dp (one all zero), K modes, S slices, positions over the object
 /// (one at the corner, one clamped past the edge).
 StreamSetup make_stream_setup(int dp, int modes, int slices, int count, int obj) {
+    ReconWorkerOptions o;
+    o.h = o.w = dp;
+    o.modes = modes;
+    o.slices = slices;
+    o.slice_fresnel = slices > 1 ? 8.0 : 0.0;
+    o.obj_h = o.obj_w = obj;
+    o.subpixel = true;
+    o.threads = 4;
+    ef_test::ReconSetup r = ef_test::make_recon_setup(17, o, count, {0.9, 0.2, 0.6, 0.3}, 5);
     StreamSetup s;
-    s.o.h = s.o.w = dp;
-    s.o.modes = modes;
-    s.o.slices = slices;
-    s.o.slice_fresnel = slices > 1 ? 8.0 : 0.0;
-    s.o.obj_h = s.o.obj_w = obj;
-    s.o.subpixel = true;
-    s.o.threads = 4;
+    s.o = r.o;
     s.count = count;
-    const int n = dp * dp;
-    std::mt19937_64 rng(17);
-    std::uniform_real_distribution<double> u(0, 1);
-    for (int i = 0; i < slices * obj * obj; ++i) {
-        s.amp.push_back(0.9 + 0.2 * u(rng));
-        s.phase.push_back(0.6 * u(rng) - 0.3);
-    }
-    ef_test::append_test_probe(rng, dp, modes, s.probe);
-    const double span = obj - dp;
-    for (int j = 0; j < count; ++j) ef_test::append_test_position(rng, j, span, s.positions);
-    s.patterns.resize(static_cast<size_t>(count) * n);
-    for (int j = 0; j < count; ++j)
-        for (int q = 0; q < n; ++q)
-            s.patterns[static_cast<size_t>(j) * n + q] = j == 5 ? 0.0f : static_cast<float>(50.0 * u(rng) * u(rng));
+    s.patterns = std::move(r.patterns);
+    s.positions = std::move(r.batch.positions);
+    s.amp = std::move(r.amp);
+    s.phase = std::move(r.phase);
+    s.probe = std::move(r.probe);
     return s;
 }
 
