@@ -68,6 +68,9 @@ class NodeTableShare final : public TableShare {
         shared_ = false;
         win_ = MPI_WIN_NULL;
         if (size_ == 1) return own(count, "");
+        // Arrive together, asleep: MPI_Win_allocate_shared waits for the last rank in a busy poll
+        // (a rank still building its data or worker took a waiting rank's core for seconds).
+        sleeping_barrier(comm_);
         double* base = nullptr;
         MPI_Win win = MPI_WIN_NULL;
         const MPI_Aint bytes = static_cast<MPI_Aint>(rank_ == 0 ? count * sizeof(double) : 0);

@@ -98,10 +98,11 @@ void gram_rows(const DisMellinModel& m, GramInputs& g, double* tt, double* wtt, 
     if (packed != nullptr && k_rows.second > k_rows.first)
         cpu::pack_into(tt + static_cast<size_t>(k_rows.first) * n, k_rows.second - k_rows.first, n,
                        packed + static_cast<size_t>(k_rows.first) * n);
-    if (i_rows.second > i_rows.first) {
-        const cpu::PackedTable t = cpu::pack_table(m.table + static_cast<long>(i_rows.first) * Kt,
-                                                   i_rows.second - i_rows.first, static_cast<int>(Kt));
-        cpu::table_gemm_into(t, g.u0.data(), 1, threads, f0 + i_rows.first);
+    // In blocks of 256 points: a packed copy of the block, not of the whole table, at a time.
+    for (int i0 = i_rows.first; i0 < i_rows.second; i0 += 256) {
+        const int rows = std::min(256, i_rows.second - i0);
+        const cpu::PackedTable t = cpu::pack_table(m.table + static_cast<long>(i0) * Kt, rows, static_cast<int>(Kt));
+        cpu::table_gemm_into(t, g.u0.data(), 1, threads, f0 + i0);
     }
 }
 
