@@ -14,7 +14,7 @@
 
 #include <omp.h>
 
-#include <ensemblefit/report/ensemble_summary.hpp>
+#include <ensemblefit/core/ensemble_summary.hpp>
 
 namespace {
 
