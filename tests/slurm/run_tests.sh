@@ -208,7 +208,9 @@ read -r _ A_BAD M_BAD < <(EF_SHARDS=4 EF_CONCURRENT=4 EF_OUTDIR=failed EF_SBATCH
     "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
 printf '%s\n' "$A_BAD" "$M_BAD" >> "$JOBLIST"
 
-J_SCALE=$(EF_OUTDIR=scaling EF_RANKS="$RANKS" submit scaling --ntasks="$MAXR" \
+# The CPU studies only: this Slurm's pretend GPUs (SLURM_GPUS_ON_NODE) would start the GPU and
+# mixed studies, which need a CUDA build.
+J_SCALE=$(EF_OUTDIR=scaling EF_RANKS="$RANKS" EF_STUDIES="cpu-strong cpu-weak" submit scaling --ntasks="$MAXR" \
     "$JOBS/scaling-study.sbatch" "$CONFIG" --fit.replicas 20000)
 
 GPU_JOBS=()
