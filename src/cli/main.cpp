@@ -64,7 +64,8 @@ void fit_help() {
         "  --trace F.json  every rank's phases as a Chrome trace (Perfetto, chrome://tracing)\n"
         "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
-        "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write\n"
+        "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write,\n"
+        "                  and writes blocks of 32 rows with a backlog of 64 (a slow disk)\n"
         "  --debug.hold-creating S  rank 0 waits S seconds between creating a new output under\n"
         "                  its temporary name and renaming it\n"
         "  -h, --help      this text\n\n%s",
