@@ -12,6 +12,7 @@
 #include "src/comm/table_share.hpp"
 #include "src/fit/correlated.hpp"
 #include "src/model/compiled_model.hpp"
+#include "src/run/setup_trace.hpp"
 
 namespace ef {
 namespace {
@@ -138,12 +139,15 @@ GramInputs make_gram_inputs(const DisMellinModel& m, const FitPlan& plan, const 
     g.Kt = m.table_width();
     gram_small_inputs(m, plan, data, g);
     const GramLayout at(g.n, g.Kt, build.products);
+    SetupTrace trace(-1);  // EF_SETUP_TRACE: the Gram set-up's steps (the node's ranks wait for each other)
+    trace.stage("gram");
     std::shared_ptr<double> block;
     if (build.share) block = build.share->allocate(at.total);
     else {
         auto own = std::make_shared<std::vector<double>>(at.total, 0.0);
         block = std::shared_ptr<double>(own, own->data());
     }
+    trace.mark("window (allocate)");
     double* base = block.get();
     const auto view = [&](std::size_t offset, std::size_t count) { return HostDoubles{base + offset, count, block}; };
     const std::size_t kn = static_cast<std::size_t>(g.Kt) * g.n;
@@ -157,10 +161,14 @@ GramInputs make_gram_inputs(const DisMellinModel& m, const FitPlan& plan, const 
     const std::pair<int, int> k_rows = slice(g.Kt);
     gram_rows(m, g, base + at.tt, base + at.wtt, base + at.f0, build.products ? base + at.packed_tt : nullptr, k_rows,
               slice(g.n), build.threads);
+    trace.mark("this rank's rows of T^T, T^T W, f0");
     if (build.share) build.share->publish();  // all of T^T W and packed T^T, for G's columns
+    trace.mark("publish (every rank's rows)");
     if (!build.products) return g;
     gram_product(g, base + at.packed_tt, base + at.wtt, base + at.packed_g, k_rows, build.threads);
+    trace.mark("this rank's columns of G");
     if (build.share) build.share->publish();
+    trace.mark("publish (every rank's columns)");
     const std::size_t panels = static_cast<std::size_t>((g.Kt + 3) / 4);
     g.packed_tt = view(at.packed_tt, panels * 4 * g.n);
     g.packed_g = view(at.packed_g, panels * 4 * g.Kt);
