@@ -181,7 +181,7 @@ class FitRun final : public RunProblem {
     std::unique_ptr<Worker> worker_;
     std::unique_ptr<ResultsFile> out_;
     std::unique_ptr<ReplicaWriter> writer_;  // rank 0: writes out_ from a thread of its own
-    std::vector<std::int64_t> pending_;
+    ReplicaRuns pending_;  ///< the replicas this run fits, as runs of numbers
     RankTiming mine_;
     DispatchStats dispatch_;
     int stopped_ = 0;               // the signal that stopped the run early
@@ -278,14 +278,17 @@ bool FitRun::open_output(OutputAction action) {
         if (complete || opt_.dry_run) return;
         if (action != OutputAction::resume) create_output(action);
         out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
-        pending_ = out_->pending();
+        // A new file's replicas are all to do: known without reading its status rows back.
+        pending_ = action == OutputAction::resume ? out_->pending() : ResultsFile::all_replicas(id_);
     });
     trace_.mark("output file");
     EF_MPI_CHECK(MPI_Bcast(&complete, 1, MPI_INT, 0, ctx_.world()));
-    long long m = static_cast<long long>(pending_.size());
+    std::vector<ReplicaRuns::Run> runs = pending_.runs();
+    long long m = static_cast<long long>(runs.size());
     EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx_.world()));
-    pending_.resize(static_cast<size_t>(m));
-    if (m > 0) EF_MPI_CHECK(MPI_Bcast(pending_.data(), static_cast<int>(m), MPI_INT64_T, 0, ctx_.world()));
+    runs.resize(static_cast<size_t>(m));
+    if (m > 0) EF_MPI_CHECK(MPI_Bcast(runs.data(), static_cast<int>(2 * m), MPI_INT64_T, 0, ctx_.world()));
+    if (!ctx_.is_root()) pending_ = ReplicaRuns(std::move(runs));
     return complete == 0;
 }
 
@@ -328,7 +331,7 @@ void FitRun::print_run_plan() const {
     print_placement_and_warnings();
     if (!threads_.warning.empty()) std::fprintf(stderr, "ensemblefit: warning: %s\n", threads_.warning.c_str());
     if (opt_.resume)
-        std::printf("resume: %zu of %lld replica fits left\n", pending_.size(),
+        std::printf("resume: %lld of %lld replica fits left\n", static_cast<long long>(pending_.size()),
                     static_cast<long long>(id_.span.size() + (id_.span.central ? 1 : 0)));
     std::fflush(stdout);
 }
@@ -342,7 +345,7 @@ void FitRun::print_run_plan() const {
 /// Collective (the GPU ranks are counted).
 std::int64_t FitRun::unit_size() const {
     if (pb_->config.chunk > 0) return pb_->config.chunk;
-    const std::int64_t M = static_cast<std::int64_t>(pending_.size());
+    const std::int64_t M = pending_.size();
     const std::int64_t mine = worker_->kind() == WorkerKind::gpu ? 1 : 0;
     std::int64_t gpu_ranks = 0;
     EF_MPI_CHECK(MPI_Allreduce(&mine, &gpu_ranks, 1, MPI_INT64_T, MPI_SUM, ctx_.world()));
@@ -361,7 +364,7 @@ ReplicaWriter::Options FitRun::writer_options() const {
         o.buffer_rows = 32;
         o.backlog_rows = 64;
     }
-    if (static_cast<std::int64_t>(pending_.size()) == id_.span.size() + (id_.span.central ? 1 : 0)) {
+    if (pending_.size() == id_.span.size() + (id_.span.central ? 1 : 0)) {
         o.kept_begin = id_.span.begin;  // every row is this run's: the summary needs no read-back
         o.kept_rows = static_cast<std::size_t>(id_.span.size());
     }
@@ -369,7 +372,7 @@ ReplicaWriter::Options FitRun::writer_options() const {
 }
 
 void FitRun::fit_pending() {
-    const std::int64_t M = static_cast<std::int64_t>(pending_.size());
+    const std::int64_t M = pending_.size();
     std::int64_t my_chunk = unit_size();
     std::vector<std::int64_t> chunks(static_cast<size_t>(ctx_.size()));
     EF_MPI_CHECK(MPI_Allgather(&my_chunk, 1, MPI_INT64_T, chunks.data(), 1, MPI_INT64_T, ctx_.world()));
@@ -380,7 +383,7 @@ void FitRun::fit_pending() {
     UnitDispatch<ReplicaBlock>::Handlers h;
     h.compute = [&](const UnitSpan& u, ReplicaBlock& block) {
         WorkUnit unit;
-        unit.replicas.assign(pending_.begin() + u.begin, pending_.begin() + u.end);
+        unit.replicas = pending_.slice(u.begin, u.end);
         const auto t0 = std::chrono::steady_clock::now();
         worker_->run(unit, block);
         if (slowdown_ > 1.0) std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (slowdown_ - 1.0));
@@ -420,7 +423,7 @@ void FitRun::fit_pending() {
 /// A stopped run's notice: what is on disk and the command that finishes it.
 void FitRun::report_stopped() const {
     const std::int64_t all = id_.span.size() + (id_.span.central ? 1 : 0);
-    const std::int64_t left = static_cast<std::int64_t>(pending_.size()) - stored_;
+    const std::int64_t left = pending_.size() - stored_;
     ef::report_stopped(ctx_, stopped_,
                        std::to_string(all - left) + " of " + std::to_string(all) + " replica fits",
                        pb_->config.output_file);

@@ -11,6 +11,7 @@
 
 #include "src/io/central_errors.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/replica_runs.hpp"
 
 namespace ef {
 
@@ -67,8 +68,11 @@ class ResultsFile {
     /// so the file is left byte for byte as it is).
     static bool complete_for(const std::string& path, const RunIdentity& id);
 
-    /// Replica numbers not yet done (0 first when the central fit is missing).
-    std::vector<std::int64_t> pending() const;
+    /// Replica numbers not yet done (0 first when the central fit is missing), read from the
+    /// status rows.
+    ReplicaRuns pending() const;
+    /// Every replica of `id`: the pending list of a new file, without reading it back.
+    static ReplicaRuns all_replicas(const RunIdentity& id);
     /// Writes a block's rows (any replica numbers of this file; contiguous runs as one
     /// hyperslab each): write_values(), then write_status().
     void write(const ReplicaBlock& block);

@@ -116,3 +116,32 @@ TEST_CASE("gather_sorted merges units in replica order and keeps the central cov
     CHECK(b.params[2 * 7 + 1] == 0.5 * 7 + 1);
     CHECK(b.covariance.size() == 4);
 }
+
+TEST_CASE("ReplicaRuns: the pending replicas as runs, sliced by list position", "[writer][pending]") {
+    ef::ReplicaRuns r;
+    r.add(0);
+    r.add(1, 4);   // joins the run of 0: [0, 4)
+    r.add(7);
+    r.add(9, 12);  // [0, 4) [7, 8) [9, 12): 8 replicas in 3 runs
+    CHECK(r.size() == 8);
+    REQUIRE(r.runs().size() == 3);
+    CHECK(r.runs()[0] == ef::ReplicaRuns::Run{0, 4});
+    CHECK(r.slice(0, 8) == std::vector<std::int64_t>{0, 1, 2, 3, 7, 9, 10, 11});
+    CHECK(r.slice(3, 6) == std::vector<std::int64_t>{3, 7, 9});
+    CHECK(r.slice(5, 5).empty());
+    CHECK(r.slice(6, 100) == std::vector<std::int64_t>{10, 11});
+    const ef::ReplicaRuns copy(r.runs());  // as another rank rebuilds it from the broadcast runs
+    CHECK(copy.size() == 8);
+    CHECK(copy.slice(2, 7) == r.slice(2, 7));
+
+    // A new file's list is its span, without reading the file; a file's own list agrees.
+    TempDir dir;
+    const std::string path = dir.file("p.h5");
+    const ef::RunIdentity id = identity(5000, 3);
+    ef::ResultsFile::create(path, id).close();
+    const ef::ReplicaRuns all = ef::ResultsFile::all_replicas(id);
+    CHECK(all.size() == 5001);
+    CHECK(all.runs().size() == 1);
+    const ef::ResultsFile f = ef::ResultsFile::resume(path, id);
+    CHECK(f.pending().runs() == all.runs());
+}
