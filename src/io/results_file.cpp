@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "src/io/results_file.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -73,8 +79,39 @@ std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P) {
     return std::max<std::uint64_t>(1, std::min({by_bytes, by_count, replicas}));
 }
 
+namespace {
+
+/**
+ * Room on disk for `bytes` of `path` (just created), or data_error naming it: over the file size
+ * limit (ulimit -f), or no space left. The space is reserved (fallocate, the file's size
+ * unchanged), so a disk that fills during the run cannot take it: a new file is renamed over a
+ * previous result only once it has room for every row (the rows are written after the rename,
+ * and a run that then fails would have destroyed the previous result).
+ */
+void reserve_room(const std::string& path, std::uint64_t bytes) {
+    const auto megabytes = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MB"; };
+    rlimit limit{};
+    if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur)
+        throw data_error(path + ": " + std::strerror(EFBIG) + ": its rows need " + megabytes(bytes) +
+                         ", over the file size limit of " + megabytes(limit.rlim_cur) + " (ulimit -f)");
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;  // the writes will say what is wrong
+    const int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+    close(fd);
+    if (rc == ENOSPC || rc == EFBIG || rc == EDQUOT)
+        throw data_error(path + ": " + std::strerror(rc) + ": its rows need " + megabytes(bytes));
+    // Other answers (a file system without fallocate) reserve nothing; the writes still check.
+}
+
+}  // namespace
+
 ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::create(path);
+    // /replicas: params (P), chi2, status, iterations and index, 8 bytes each, and their chunk
+    // index; /central and the summary are small.
+    const std::uint64_t P_all = id.param_names.size();
+    reserve_room(path, static_cast<std::uint64_t>(std::max<std::int64_t>(id.span.size(), 0)) * (P_all + 4) * 8 +
+                           (std::uint64_t{1} << 20));
     const std::uint64_t P = id.param_names.size();
     const std::uint64_t M = static_cast<std::uint64_t>(id.span.size());
     write_identity(f, id);
@@ -279,12 +316,19 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunIdentity& id) 
     return ResultsFile(std::move(f), id);
 }
 
-std::vector<std::int64_t> ResultsFile::pending() const {
-    std::vector<std::int64_t> out;
-    if (id_.span.central && file_.read_int64("/central/status")[0] < 0) out.push_back(0);
+ReplicaRuns ResultsFile::pending() const {
+    ReplicaRuns out;
+    if (id_.span.central && file_.read_int64("/central/status")[0] < 0) out.add(0);
     const auto status = file_.read_int64("/replicas/status");
     for (size_t i = 0; i < status.size(); ++i)
-        if (status[i] < 0) out.push_back(id_.span.begin + static_cast<std::int64_t>(i));
+        if (status[i] < 0) out.add(id_.span.begin + static_cast<std::int64_t>(i));
+    return out;
+}
+
+ReplicaRuns ResultsFile::all_replicas(const RunIdentity& id) {
+    ReplicaRuns out;
+    if (id.span.central) out.add(0);
+    out.add(id.span.begin, id.span.end);
     return out;
 }
 
