@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 build=${1:-$src/build}
-EF=$build/ensemblefit
+EF=$(cd "$build" && pwd)/ensemblefit  # absolute: the runs cd into a temporary folder
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
