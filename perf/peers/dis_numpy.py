@@ -20,7 +20,6 @@ Model (port of kernels/models/dis_mellin.hpp):
 Jacobian: analytic (default): d shape / d(a, b) through digamma (scipy.special.psi), d/dc and
 d/dd directly, chained through the sum-rule normalisations; values and all free-parameter
 columns of all replicas in ONE GEMM table @ [q, dq/dp_1 .. dq/dp_nfree] per LM round.
-(`--check-jacobian` compares it with central differences.)
 
 Solver (port of kernels/fit/lm.hpp, batched): Householder QR of the active Jacobian columns
 (numpy's stacked LAPACK qr of [J | r], giving R and Q^T r), Moré scaling D = running max of
@@ -44,7 +43,7 @@ import numpy as np
 
 try:
     import scipy.special as sps
-except ImportError:  # dis_torch.py imports compare() from here where there is no scipy
+except ImportError:  # dis_torch.py imports compare() without scipy
     sps = None
 
 NB = 4  # basis moments u_v, d_v, S, g
