@@ -47,7 +47,7 @@
  * max error in ulps
  *     exp 0.52   log 0.50   pow 0.53   sin 0.58   cos 0.58   tan 0.59   atan 0.51   atan2 0.51
  * (the test prints the current numbers); special values follow C99 Annex F.
- * Speed (perf/math/bench_ef_math.cpp, perf/RESULTS.md "ef::math"; scalar, x86-64 g++ -O2):
+ * Speed (perf/bench_ef_math.cpp, perf/RESULTS.md "ef::math"; scalar, x86-64 g++ -O2):
  * exp, sin, cos, atan 1.0-1.3x the time of glibc's, tan and atan2 1.4-1.7x, log and pow ~4x
  * (glibc's are table-driven; here log is the double-double logarithm pow needs, rounded once).
  *

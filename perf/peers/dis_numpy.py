@@ -20,7 +20,6 @@ Model (port of kernels/models/dis_mellin.hpp):
 Jacobian: analytic (default): d shape / d(a, b) through digamma (scipy.special.psi), d/dc and
 d/dd directly, chained through the sum-rule normalisations; values and all free-parameter
 columns of all replicas in ONE GEMM table @ [q, dq/dp_1 .. dq/dp_nfree] per LM round.
-`--jacobian fd` uses forward differences instead (the same GEMM shape, h = sqrt(eps) max(|p|,1)).
 
 Solver (port of kernels/fit/lm.hpp, batched): Householder QR of the active Jacobian columns
 (numpy's stacked LAPACK qr of [J | r], giving R and Q^T r), Moré scaling D = running max of
@@ -41,7 +40,11 @@ import time
 
 import h5py
 import numpy as np
-import scipy.special as sps
+
+try:
+    import scipy.special as sps
+except ImportError:  # dis_torch.py imports compare() without scipy
+    sps = None
 
 NB = 4  # basis moments u_v, d_v, S, g
 FLAV = {"uv": (0, None), "dv": (4, None), "sea": (9, 8), "g": (13, None)}
@@ -78,9 +81,7 @@ class DisTable:
         self.nall = np.concatenate([self.nodes, [1.0 + 0j, 2.0 + 0j]])
 
 
-# ----------------------------------------------------------------------------------------------
-# Model
-# ----------------------------------------------------------------------------------------------
+# ---- Model
 def shape_moments(tab, p, f0, deriv):
     """shape(N) of one flavour at all nodes + N=1, 2, for params p (R, P); flavour params at
     p[:, f0:f0+4]. Returns S (R, M) and, if deriv, a dict {param index: dS (R, M)} for the free
@@ -188,34 +189,19 @@ def predict(tab, p):
     return (tab.table @ V).T
 
 
-def predict_with_jacobian(tab, p, method):
-    """F2 (R, n) and dF2/dp_free (R, n, nfree): one GEMM over [q, dq_1..dq_nfree] of every
-    replica (analytic), or over the replicas' forward-difference points (fd)."""
+def predict_with_jacobian(tab, p):
+    """F2 (R, n) and dF2/dp_free (R, n, nfree): one GEMM over [q, dq_1..dq_nfree] of every replica."""
     R = p.shape[0]
     nf = tab.nfree
-    if method == "analytic":
-        q, dq = moments(tab, p, deriv=True)
-        cols = np.concatenate([q[:, None], dq], axis=1)  # (R, 1+nf, K, NB)
-        V = to_columns(cols).reshape(R * (1 + nf), -1).T
-        out = tab.table @ np.ascontiguousarray(V)  # (n, R*(1+nf))
-        out = out.reshape(tab.n, R, 1 + nf).transpose(1, 0, 2)
-        return out[:, :, 0], out[:, :, 1:]
-    # Forward differences, all parameters of all replicas in one batch.
-    h = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(p[:, tab.free]), 1.0)  # (R, nf)
-    pp = np.repeat(p[:, None, :], 1 + nf, axis=1)  # (R, 1+nf, P)
-    for j, q_ in enumerate(tab.free):
-        pp[:, 1 + j, q_] += h[:, j]
-    h = pp[:, 1:, tab.free][:, np.arange(nf), np.arange(nf)] - p[:, tab.free]  # exact steps
-    q, _ = moments(tab, pp.reshape(R * (1 + nf), -1))
-    V = np.ascontiguousarray(to_columns(q).T)
-    out = (tab.table @ V).reshape(tab.n, R, 1 + nf).transpose(1, 0, 2)
-    f = out[:, :, 0]
-    return f, (out[:, :, 1:] - f[:, :, None]) / h[:, None, :]
+    q, dq = moments(tab, p, deriv=True)
+    cols = np.concatenate([q[:, None], dq], axis=1)  # (R, 1+nf, K, NB)
+    V = to_columns(cols).reshape(R * (1 + nf), -1).T
+    out = tab.table @ np.ascontiguousarray(V)  # (n, R*(1+nf))
+    out = out.reshape(tab.n, R, 1 + nf).transpose(1, 0, 2)
+    return out[:, :, 0], out[:, :, 1:]
 
 
-# ----------------------------------------------------------------------------------------------
-# Batched bounded Levenberg-Marquardt (kernels/fit/lm.hpp)
-# ----------------------------------------------------------------------------------------------
+# ---- Batched bounded Levenberg-Marquardt (kernels/fit/lm.hpp)
 CONVERGED, MAXIT, FAILED, RUNNING = 0, 1, 2, -1
 
 
@@ -242,7 +228,7 @@ class Stats:
         self.t_linalg = 0.0
 
 
-def lm_fit_batch(tab, y, w, method, stats):
+def lm_fit_batch(tab, y, w, stats):
     """Fits replicas with data y (R, n), weights w (R, n). Returns params, chi2, status, iters."""
     R, n = y.shape
     nf = tab.nfree
@@ -282,7 +268,7 @@ def lm_fit_batch(tab, y, w, method, stats):
         idx = np.flatnonzero(live & need_jac)
         if idx.size:
             t0 = time.perf_counter()
-            f, df = predict_with_jacobian(tab, p[idx], method)
+            f, df = predict_with_jacobian(tab, p[idx])
             stats.t_jac += time.perf_counter() - t0
             stats.jac_evals += idx.size
             sc = sw[idx]
@@ -423,7 +409,6 @@ def lm_fit_batch(tab, y, w, method, stats):
     return p, chi2, status, iters, reason
 
 
-# ----------------------------------------------------------------------------------------------
 def compare(tab, ref_path, index, params, chi2, status, iters):
     with h5py.File(ref_path, "r") as f:
         rp = {int(i): row for i, row in zip(f["/replicas/index"][...], f["/replicas/params"][...])}
@@ -479,7 +464,7 @@ def compare(tab, ref_path, index, params, chi2, status, iters):
 
 def check_jacobian(tab, p):
     """Analytic Jacobian against central differences at p (R, P): max relative column error."""
-    _, Ja = predict_with_jacobian(tab, p, "analytic")
+    _, Ja = predict_with_jacobian(tab, p)
     worst = 0.0
     for j, q_ in enumerate(tab.free):
         h = 1e-4 * max(1.0, float(np.max(np.abs(p[:, q_]))))
@@ -496,7 +481,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("table", help="TABLE.h5 from `ensemblefit export dis-table`")
     ap.add_argument("--replicas", type=int, default=None, help="fit replicas 0..R (default: all in the table)")
-    ap.add_argument("--jacobian", choices=["analytic", "fd"], default="analytic")
     ap.add_argument("--batch", type=int, default=256, help="replicas per batch (memory cap)")
     ap.add_argument("--compare", help="ensemblefit output .h5 of the same replicas")
     ap.add_argument("--check-jacobian", action="store_true", help="analytic vs central differences first")
@@ -524,7 +508,7 @@ def main():
     for b0 in range(0, R, args.batch):
         sl = slice(b0, min(R, b0 + args.batch))
         params[sl], chi2[sl], status[sl], iters[sl], reason[sl] = lm_fit_batch(
-            tab, tab.rep_y[sl], tab.rep_w[sl], args.jacobian, stats)
+            tab, tab.rep_y[sl], tab.rep_w[sl], stats)
     t_fit = time.perf_counter() - t0
     cpu_fit = time.process_time() - cpu0
 
@@ -534,7 +518,7 @@ def main():
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "scipy": __import__("scipy").__version__,
-        "jacobian": args.jacobian,
+        "jacobian": "analytic",
         "replicas_fitted": int(R),
         "replica_range": [int(index[0]), int(index[-1])],
         "load_seconds": t_load,

@@ -11,8 +11,7 @@ Input: TABLE.h5 from `ensemblefit export dis-table CONFIG --out TABLE.h5 --repli
 table C, contour nodes, data, parameter starts/bounds/fixed flags, LM settings and the
 Philox-resampled data of replicas 0..R, so the replicas are bit-identical to `ensemblefit fit`'s).
 
-Model: shape_f(N) = G(N+a) + d G(N+a)(N+a)/(N+a+b+1) + c G(N+a+1/2), G(z) = Gamma(z)/Gamma(z+b+1),
-sum-rule normalisations, q_b(N_k) = scale_b shape_b(N_k), F2 = Im(C q) as one real GEMM.
+Model (dis_numpy's), as torch does it:
   - torch has no complex lgamma/digamma: lgamma_digamma() computes both for complex tensors
     (principal-branch log-Gamma, as scipy.special.loggamma): Stirling series (10 Bernoulli terms)
     wherever Re z >= 10 or |Im z| >= 10, elsewhere first the recurrence shift z -> z + m to
@@ -73,6 +72,9 @@ import h5py
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in perf/peers
+from dis_numpy import compare  # noqa: E402  (the agreement with ensemblefit's fits; this folder)
+
 NB = 4  # basis moments u_v, d_v, S, g (flavour order of the parameters and of the table)
 FLAV0 = (0, 4, 9, 13)  # first shape parameter (a) of u_v, d_v, sea, g; then b, c, d
 SEA_N = 8
@@ -82,9 +84,7 @@ REASONS = ["", "failed_jacobian", "chi2_zero", "gtol", "max_iterations", "xtol_g
 R_FAILJ, R_CHI0, R_GTOL, R_MAXIT, R_XTOLGN, R_FTOL, R_XTOLS, R_FAILD = range(1, 9)
 
 
-# ----------------------------------------------------------------------------------------------
-# Complex log-Gamma and digamma
-# ----------------------------------------------------------------------------------------------
+# ---- Complex log-Gamma and digamma
 # Bernoulli numbers B_2k, k = 1..10.
 _B2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
         -174611 / 330]
@@ -152,9 +152,7 @@ def lgamma_digamma(z, plan, want_psi):
     return lg, ps
 
 
-# ----------------------------------------------------------------------------------------------
-# Table and model
-# ----------------------------------------------------------------------------------------------
+# ---- Table and model
 class DisTable:
     def __init__(self, path, device, dtype):
         cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
@@ -308,9 +306,7 @@ class Model:
         return out[:, 0], out[:, 1:].transpose(1, 2)
 
 
-# ----------------------------------------------------------------------------------------------
-# Batched linear algebra
-# ----------------------------------------------------------------------------------------------
+# ---- Batched linear algebra
 def qr_r(A, method, counts):
     """R factor (B, m, m) of A (B, rows, m), rows >= m. Row signs are arbitrary."""
     if method == "householder":
@@ -347,9 +343,7 @@ def back_substitute(Rm, b):
     return x, ok
 
 
-# ----------------------------------------------------------------------------------------------
-# Batched bounded Levenberg-Marquardt (kernels/fit/lm.hpp, as perf/peers/dis_numpy.py)
-# ----------------------------------------------------------------------------------------------
+# ---- Batched bounded Levenberg-Marquardt (kernels/fit/lm.hpp, as perf/peers/dis_numpy.py)
 class Stats:
     def __init__(self, device):
         self.device = device
@@ -558,62 +552,6 @@ def lm_fit_batch(model, y, w, qr, stats):
         reason[t_idx] = rs
         stats.stop("linalg")
     return p, chi2, status, iters, reason
-
-
-# ----------------------------------------------------------------------------------------------
-def compare(tab, ref_path, index, params, chi2, status, iters):
-    """Per-replica agreement with ensemblefit's output (as dis_numpy.compare)."""
-    with h5py.File(ref_path, "r") as f:
-        ids = f["/replicas/index"][...]
-        rp = {int(i): row for i, row in zip(ids, f["/replicas/params"][...])}
-        rc = {int(i): v for i, v in zip(ids, f["/replicas/chi2"][...])}
-        rs = {int(i): v for i, v in zip(ids, f["/replicas/status"][...])}
-        ri = {int(i): v for i, v in zip(ids, f["/replicas/iterations"][...])}
-        err = None
-        if "/central/params" in f:
-            err = np.sqrt(np.abs(np.diagonal(f["/central/covariance"][...])))
-            rp[0] = f["/central/params"][...]
-            rc[0] = f["/central/chi2"][0]
-            rs[0] = f["/central/status"][0]
-            ri[0] = f["/central/iterations"][0]
-    rows = [(k, int(rr)) for k, rr in enumerate(index) if int(rr) in rp]
-    relmax, per_rep, chi2rel, same_iter, same_status, iter_diff = 0.0, [], 0.0, 0, 0, []
-    absmax, sigmax = 0.0, 0.0
-    worst = None
-    for k, rr in rows:
-        a, b = params[k], rp[rr]
-        rel = np.abs(a - b) / np.maximum(np.abs(b), 1e-300)
-        rel[(a == b)] = 0.0
-        m = float(rel.max())
-        per_rep.append(m)
-        absmax = max(absmax, float(np.max(np.abs(a - b))))
-        if err is not None:
-            ok = err > 0
-            sigmax = max(sigmax, float(np.max(np.abs(a - b)[ok] / err[ok])))
-        if m > relmax:
-            relmax = m
-            worst = (rr, tab.names[int(np.argmax(rel))])
-        chi2rel = max(chi2rel, abs(chi2[k] - rc[rr]) / rc[rr])
-        same_iter += int(iters[k] == ri[rr])
-        iter_diff.append(int(iters[k] - ri[rr]))
-        same_status += int(status[k] == rs[rr])
-    per_rep = np.array(per_rep)
-    return {
-        "reference": ref_path,
-        "replicas_compared": len(rows),
-        "max_rel_diff_params": relmax,
-        "worst": {"replica": worst[0], "param": worst[1]} if worst else None,
-        "median_rel_diff_params": float(np.median(per_rep)) if len(rows) else None,
-        "max_abs_diff_params": absmax,
-        "max_diff_in_units_of_central_fit_error": sigmax if err is not None else None,
-        "replicas_agree_1e-5": int(np.sum(per_rep <= 1e-5)),
-        "replicas_agree_1e-6": int(np.sum(per_rep <= 1e-6)),
-        "replicas_agree_1e-8": int(np.sum(per_rep <= 1e-8)),
-        "max_rel_diff_chi2": chi2rel,
-        "same_iterations": same_iter,
-        "iteration_diff_min_max": [min(iter_diff), max(iter_diff)] if iter_diff else None,
-        "same_status": same_status,
-    }
 
 
 def check_special(tab):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Peer of `ensemblefit fit inputs/spot.ini --model.name gaussian2d --fit.precision float` for
-// perf/formula/bench_formula.sh: the smallest single-threaded Levenberg-Marquardt that does the
+// perf/formula.sh cpu: the smallest single-threaded Levenberg-Marquardt that does the
 // same work in plain C++ loops, written like Cpufit's (GAUSS_2D, least squares, float, analytic
 // derivatives, lambda x10 / /10 on A + lambda diag(A), stop when chi^2 changes by less than
 // `tolerance` relative, at most 20 iterations). Each replica smears the spot's counts by

@@ -461,7 +461,7 @@ void read_solver(FitConfig& cfg, const Values& v) {
     const std::string solver = trim(v.get("fit.solver"));
     // dis-mellin: the Gram path where it applies (double, smeared replicas, <= 16 free
     // parameters): 3.2x the QR path's fits per CPU-second on stats2, parameters within 1.3e-5
-    // of the fit errors (perf/dis/bench_solver.sh, perf/RESULTS.md); solver = qr keeps QR.
+    // of the fit errors (perf/dis.sh solver, perf/RESULTS.md); solver = qr keeps QR.
     const auto free = std::count_if(cfg.params.begin(), cfg.params.end(), [](const ParamSpec& p) { return !p.fixed; });
     const bool gram = cfg.model_name == "dis-mellin" && cfg.precision == FitPrecision::float64 &&
                       cfg.resample == ResampleMethod::smear && free <= 16;

@@ -2,8 +2,10 @@
 // What the GPU tests share, and perf/gpu's benchmark programs with them: the source tree, a fit
 // problem loaded as a run loads it, replicas fitted on one worker, and the reconstruction tests'
 // data (drawn from one generator in a fixed order, so each test's data stay what its seed made
-// them), their workers, gradients and Adam steps. The Catch2 assertions at the end are left out
-// where EF_GPU_FIXTURE_NO_CATCH is defined (a benchmark program: no Catch2 session).
+// them), their workers, gradients and Adam steps (load_problem, batch_gradients, max_rel_diff and
+// adam_steps are in tests/common/test_helpers.hpp, shared with the unit tests). The Catch2
+// assertions at the end are left out where EF_GPU_FIXTURE_NO_CATCH is defined (a benchmark
+// program: no Catch2 session).
 #pragma once
 
 #include <algorithm>
@@ -24,7 +26,7 @@
 #include <ensemblefit/worker/worker.hpp>
 
 #include "kernels/recon/ptycho_math.hpp"
-#include "src/fit/correlated.hpp"
+#include "tests/common/test_helpers.hpp"
 
 #ifndef EF_GPU_FIXTURE_NO_CATCH
 #include <catch2/catch.hpp>
@@ -36,17 +38,6 @@ namespace ef_test {
 
 /// The source tree: $EF_SOURCE_DIR when set (the GPU machine checks the tree out elsewhere).
 inline const std::string kSrc = std::getenv("EF_SOURCE_DIR") ? std::getenv("EF_SOURCE_DIR") : EF_SOURCE_DIR;
-
-/// The problem a run of `ini` fits, correlated uncertainties whitened as a run whitens them
-/// (inputs/dis-mellin.ini: its table becomes L^-1 T; src/fit/correlated.hpp).
-inline ef::FitProblem load_problem(const std::string& ini, const std::vector<std::string>& overrides = {}) {
-    const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    ef::DataTable data = ef::load_data(cfg);
-    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
-    ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
-    ef::whiten_problem(pb, correlated, 8);
-    return pb;
-}
 
 /// Replicas 0..replicas of `pb` as one work unit on a worker of `kind` (8 threads on the CPU,
 /// device 0 on the GPU).
@@ -151,39 +142,6 @@ inline std::unique_ptr<ef::ReconWorker> make_recon_test_worker(const ReconSetup&
     w->set_object(s.amp, s.phase);
     w->set_probe(s.probe);
     return w;
-}
-
-/// The batch's gradients (object and probe) as the worker returns them; its terms in `t`.
-inline std::vector<double> batch_gradients(ef::ReconWorker& w, const ef::ReconBatch& b, ef::ReconBatchTerms& t) {
-    t = w.gradients(b, true, true);
-    size_t count = 0;
-    const double* p = w.gradient_buffer(true, count);
-    return std::vector<double>(p, p + count);
-}
-
-/// max |a - ref| / max |ref| (the absolute difference where ref is all zero).
-inline double max_rel_diff(const std::vector<double>& a, const std::vector<double>& ref) {
-    double m = 0, d = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        m = std::max(m, std::abs(ref[i]));
-        d = std::max(d, std::abs(a[i] - ref[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-/// `count` Adam steps on batch `b` (object and probe; fixed gradient scale).
-inline void adam_steps(ef::ReconWorker& w, const ef::ReconBatch& b, int count) {
-    for (int t = 1; t <= count; ++t) {
-        ef::ReconBatchTerms terms;
-        batch_gradients(w, b, terms);
-        ef::ReconUpdate u;
-        u.probe = true;
-        u.grad_scale = 1e-3;
-        u.lr_p0 = u.lr_p1 = 1e-2;
-        u.lr_probe = 0.05;
-        u.t_object = u.t_probe = t;
-        w.update(u);
-    }
 }
 
 /// `batches` Adam steps over batches alternating between `a` and `b`, per batch (the host

@@ -213,7 +213,7 @@ TEST_CASE("GPU = CPU on dis-mellin replicas with the Gram (normal-equations) pat
 // batched paths: the basis width is the model's run-time layout, read the same way by both workers.
 TEST_CASE("GPU = CPU on dis-mellin replicas with the split sea, Gram and QR table paths", "[gpu][dis-mellin][sea]") {
     const std::string split = "/tmp/ef-gpu-split-" + std::to_string(::getpid()) + ".ini";
-    const std::string make = "bash " + kSrc + "/perf/dis/make_split_config.sh " + kSrc + "/inputs/dis-mellin.ini " + split;
+    const std::string make = "bash " + kSrc + "/tools/make_split_config.sh " + kSrc + "/inputs/dis-mellin.ini " + split;
     REQUIRE(std::system(make.c_str()) == 0);
     for (const char* solver : {"normal", "qr"}) {
         const auto pb = load_problem(split, {"--fit.replicas=128", std::string("--fit.solver=") + solver,

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../tools/mpi_common.sh"
 "$EF" simulate dis --out small.h5 --points 300 --seed 7 --noise 0.03 > sim.log
 sed -e 's/^file = dis-mellin-lo.h5/file = small.h5/' "$SRC/inputs/stats2.ini" > sym.ini
-bash "$SRC/perf/dis/make_split_config.sh" sym.ini split.ini
+bash "$SRC/tools/make_split_config.sh" sym.ini split.ini
 grep -q "^sea = split" split.ini || fail "make_split_config.sh: no sea = split"
 "$EF" fit split.ini --dry-run --output.file dry.h5 > dry.log 2>&1 || { cat dry.log; fail "split dry run"; }
 for order in LO NLO; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Issue #25, defaults that converge: four corners of the default-convergence sweep
-# (perf/recon/sweep_defaults.sh small), each simulated and reconstructed with a minimal config
+# (perf/recon/bench.sh sweep small), each simulated and reconstructed with a minimal config
 # (the data file and the output: every step size, the batch and the schedule are defaults), on
 # 2 ranks, against the simulated truth's phase.
 # Sized for CI's 2 cores by taking the range's smallest scan (16 x 16 = 256 patterns) and

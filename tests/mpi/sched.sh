@@ -5,7 +5,7 @@
 # exactly their blocks. Nothing here depends on how busy the machine is: no timing figure, load
 # balance or split of the replicas between ranks under the shared-cursor policies is asserted
 # (how many replicas a slowed rank gets depends on the CPU share it gets; load balance and wall
-# time per policy are measured by perf/sched/bench_policies.sh). How each policy sizes its units
+# time per policy are measured by perf/sched.sh policies). How each policy sizes its units
 # given the ranks' recorded throughputs is checked in tests/unit/test_work_queue.cpp.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 write_peaks_problem 1000 639 2 peaks.h5

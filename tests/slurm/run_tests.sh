@@ -15,7 +15,7 @@
 #     report` has one row each;
 #   - with GPUs in the cluster (the local one has pretend GPUs): rank-per-gpu.sbatch gives each
 #     rank its own GPU and hybrid.sbatch GPU and CPU ranks, both with CPU workers here;
-#   - perf/plot_scaling.py and perf/plot_ensemble.py draw the real runs (PNGs kept in
+#   - perf/plot_scaling.py and tools/plot_ensemble.py draw the real runs (PNGs kept in
 #     $EF_BUILD_DIR/slurm-plots, or EF_SLURM_PLOTS).
 #
 #   run_tests.sh ENSEMBLEFIT [MPIEXEC] [--start-slurm]
@@ -354,14 +354,14 @@ else
 fi
 check "plot_scaling.py draws the .h5 files directly" $PY "$SRC/perf/plot_scaling.py" scaling/ranks-*.h5 \
     -o "$PLOTS/scaling-from-h5.png"
-check "plot_ensemble.py draws the merged array result" $PY "$SRC/perf/plot_ensemble.py" \
+check "plot_ensemble.py draws the merged array result" $PY "$SRC/tools/plot_ensemble.py" \
     array/example.h5 -o "$PLOTS/ensemble.png"
 pngs=(scaling.png scaling-from-h5.png ensemble.png)
 if [ -n "${J_DIS:-}" ]; then
     check "dis-mellin job completed" completed "$J_DIS" || show_log "logs/dis-mellin-$J_DIS.out"
     check "dis-mellin: 2 ranks on distinct cores" place distinct 2 dis/dis-mellin.h5
     check "plot_ensemble.py draws the dis-mellin ensemble and its x f(x) bands" $PY \
-        "$SRC/perf/plot_ensemble.py" dis/dis-mellin.h5 -o "$PLOTS/ensemble-dis-mellin.png"
+        "$SRC/tools/plot_ensemble.py" dis/dis-mellin.h5 -o "$PLOTS/ensemble-dis-mellin.png"
     pngs+=(ensemble-dis-mellin.png ensemble-dis-mellin-pdfs.png)
 else
     skip "dis-mellin bands: no inputs/dis-mellin.ini, or this ensemblefit has no dis-mellin model"

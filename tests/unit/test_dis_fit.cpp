@@ -20,18 +20,14 @@
 #include "src/fit/fit_plan.hpp"
 #include "src/io/h5.hpp"
 #include "src/model/compiled_model.hpp"
+#include "tests/common/test_helpers.hpp"
 
 namespace {
 
-/// The problem a run of `ini` fits: its correlated uncertainties whitened (src/fit/correlated.hpp),
-/// so that pb.data and the table are L^-1 y and L^-1 T, and chi2_at() is r^T C^-1 r.
+/// The problem a run of `ini` fits, whitened on 2 threads (tests/common/test_helpers.hpp): pb.data
+/// and the table are L^-1 y and L^-1 T, and chi2_at() is r^T C^-1 r.
 ef::FitProblem load_example(const std::string& ini, const std::vector<std::string>& overrides) {
-    const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    ef::DataTable data = ef::load_data(cfg);
-    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
-    ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
-    ef::whiten_problem(pb, correlated, 2);
-    return pb;
+    return ef_test::load_problem(ini, overrides, 2);
 }
 
 double chi2_at(const ef::FitProblem& pb, const std::vector<double>& p) {
@@ -172,7 +168,7 @@ TEST_CASE("dis-mellin: Gram (normal-equations) path agrees with the QR table pat
                         Contains("fit.precision") && Contains("double only"));
 }
 
-// dis-mellin's default solver (issue #27, perf/dis/bench_solver.sh): the Gram path where it
+// dis-mellin's default solver (issue #27, perf/dis.sh solver): the Gram path where it
 // applies, the QR table path where it does not (bootstrap replicas) or when asked for.
 TEST_CASE("dis-mellin: auto is the Gram path with smeared replicas, QR otherwise", "[dis-mellin][fit][gram]") {
     const std::string ini = std::string(EF_SOURCE_DIR) + "/inputs/dis-mellin.ini";

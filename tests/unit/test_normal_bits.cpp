@@ -3,7 +3,7 @@
 // (parameters, chi^2, status, iterations, the central replica's covariance) of smeared and
 // bootstrapped replicas of the 15x15 spot (inputs/spot.csv; the spot formula as the JIT
 // generates it, and the built-in gaussian2d) and of a 16-parameter formula (the one
-// perf/formula/ptxas_formula.sh compiles for the GPU), in double and float, one parameter fixed
+// perf/formula.sh ptxas compiles for the GPU), in double and float, one parameter fixed
 // in one case. The digests were taken before the GPU's register work on the solver (issue #23:
 // passes over the points, out-of-line bookkeeping), which must change no bit; a change of the
 // solver that does change results updates them and says why. The GPU runs the same header, so

@@ -17,8 +17,12 @@
 #include <ensemblefit/recon/recon_worker.hpp>
 
 #include "src/recon/probe_modes.hpp"
+#include "tests/common/test_helpers.hpp"
 
 using namespace ef;
+using ef_test::adam_steps;
+using ef_test::batch_gradients;
+using ef_test::max_rel_diff;
 using C = std::complex<double>;
 
 namespace {
@@ -77,58 +81,27 @@ std::unique_ptr<ReconWorker> make(const Setup& s, WorkerKind kind, bool dbl) {
     return w;
 }
 
-std::vector<double> gradients(ReconWorker& w, const ReconBatch& b, ReconBatchTerms& t) {
-    t = w.gradients(b, true, true);
-    size_t count = 0;
-    const double* p = w.gradient_buffer(true, count);
-    return std::vector<double>(p, p + count);
-}
-
-/// Largest difference relative to the largest magnitude of `ref`.
-double rel_diff(const std::vector<double>& a, const std::vector<double>& ref) {
-    double m = 0, d = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        m = std::max(m, std::abs(ref[i]));
-        d = std::max(d, std::abs(a[i] - ref[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-void steps(ReconWorker& w, const ReconBatch& b, int count) {
-    for (int t = 1; t <= count; ++t) {
-        ReconBatchTerms terms;
-        gradients(w, b, terms);
-        ReconUpdate u;
-        u.probe = true;
-        u.grad_scale = 1e-3;
-        u.lr_p0 = u.lr_p1 = 1e-2;
-        u.lr_probe = 0.05;
-        u.t_object = u.t_probe = t;
-        w.update(u);
-    }
-}
-
 void compare_workers(ReconWorker& test, ReconWorker& ref, const ReconBatch& b, double grad_tol, double model_tol) {
     ReconBatchTerms tt, tr;
-    const std::vector<double> gt = gradients(test, b, tt), gr = gradients(ref, b, tr);
+    const std::vector<double> gt = batch_gradients(test, b, tt), gr = batch_gradients(ref, b, tr);
     CHECK(tt.loss_a == Approx(tr.loss_a).epsilon(1e-5));
     CHECK(tt.loss_b == Approx(tr.loss_b).epsilon(1e-5));
-    CHECK(rel_diff(gt, gr) < grad_tol);
-    CHECK(rel_diff(tt.position_grad, tr.position_grad) < grad_tol);
-    steps(test, b, 10);
-    steps(ref, b, 10);
+    CHECK(max_rel_diff(gt, gr) < grad_tol);
+    CHECK(max_rel_diff(tt.position_grad, tr.position_grad) < grad_tol);
+    adam_steps(test, b, 10);
+    adam_steps(ref, b, 10);
     std::vector<double> a0, a1, r0, r1;
     test.object(a0, a1);
     ref.object(r0, r1);
-    CHECK(rel_diff(a0, r0) < model_tol);
-    CHECK(rel_diff(a1, r1) < model_tol);
+    CHECK(max_rel_diff(a0, r0) < model_tol);
+    CHECK(max_rel_diff(a1, r1) < model_tol);
     const auto pt = test.probe(), pr = ref.probe();
     std::vector<double> vt, vr;
     for (size_t i = 0; i < pt.size(); ++i) {
         vt.push_back(std::abs(pt[i]));
         vr.push_back(std::abs(pr[i]));
     }
-    CHECK(rel_diff(vt, vr) < model_tol);
+    CHECK(max_rel_diff(vt, vr) < model_tol);
 }
 
 }  // namespace
@@ -148,7 +121,7 @@ TEST_CASE("CPU gradients do not depend on the thread count", "[recon][backend]")
     s.o.threads = 3;
     auto two = make(s, WorkerKind::cpu, false);
     ReconBatchTerms t1, t2;
-    const auto g1 = gradients(*one, s.batch, t1), g2 = gradients(*two, s.batch, t2);
+    const auto g1 = batch_gradients(*one, s.batch, t1), g2 = batch_gradients(*two, s.batch, t2);
     CHECK(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(double)) == 0);
     CHECK(t1.loss_a == t2.loss_a);
 }
@@ -179,23 +152,25 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                     const double* w = window->gradient_buffer(probe, count);
                     const std::vector<double> gw(w, w + count);
                     const double tol = dbl ? 1e-12 : 2e-5;
-                    const double dg = rel_diff(gw, gp), dpos = rel_diff(tw.position_grad, tp.position_grad);
+                    const double dg = max_rel_diff(gw, gp);
+                    const double dpos = max_rel_diff(tw.position_grad, tp.position_grad);
                     INFO("gradient rel diff " << dg << ", position gradient " << dpos);
                     CHECK(dg < tol);
                     CHECK(dpos < tol);
                     CHECK(tw.loss_a == Approx(tp.loss_a).epsilon(dbl ? 1e-12 : 1e-6));
                     CHECK(tw.loss_b == Approx(tp.loss_b).epsilon(dbl ? 1e-12 : 1e-6));
                     REQUIRE(tw.position_terms.size() == tp.position_terms.size());
-                    CHECK(rel_diff(tw.position_terms, tp.position_terms) < (dbl ? 1e-12 : 1e-5));
-                    if (subpixel) CHECK(rel_diff(tp.position_grad, std::vector<double>(tp.position_grad.size(), 0.0)) > 0);
+                    CHECK(max_rel_diff(tw.position_terms, tp.position_terms) < (dbl ? 1e-12 : 1e-5));
+                    if (subpixel)
+                        CHECK(max_rel_diff(tp.position_grad, std::vector<double>(tp.position_grad.size(), 0.0)) > 0);
                 }
                 // and the same models after Adam steps
-                steps(*plain, s.batch, 5);
-                steps(*window, s.batch, 5);
+                adam_steps(*plain, s.batch, 5);
+                adam_steps(*window, s.batch, 5);
                 std::vector<double> a0, a1, r0, r1;
                 window->object(a0, a1);
                 plain->object(r0, r1);
-                CHECK(rel_diff(a1, r1) < (dbl ? 1e-9 : 5e-3));
+                CHECK(max_rel_diff(a1, r1) < (dbl ? 1e-9 : 5e-3));
                 // and the same probe
                 const auto pw = window->probe(), pp = plain->probe();
                 std::vector<double> vw, vp;
@@ -203,8 +178,8 @@ TEST_CASE("CPU window-resident passes = the FFTW sequence", "[recon][backend][wi
                     vw.insert(vw.end(), {pw[i].real(), pw[i].imag()});
                     vp.insert(vp.end(), {pp[i].real(), pp[i].imag()});
                 }
-                CHECK(rel_diff(vw, vp) < (dbl ? 1e-9 : 5e-3));
-                CHECK(rel_diff(vw, std::vector<double>(vw.size(), 0.0)) > 0);
+                CHECK(max_rel_diff(vw, vp) < (dbl ? 1e-9 : 5e-3));
+                CHECK(max_rel_diff(vw, std::vector<double>(vw.size(), 0.0)) > 0);
             }
 }
 

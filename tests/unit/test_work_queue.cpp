@@ -336,7 +336,7 @@ TEST_CASE("simulated run: with one rank 4x slower among 4 dynamic, guided and we
 }
 
 TEST_CASE("simulated run: the benchmark's 4x-slowed rank at a quiet and a busy machine's rates", "[sched]") {
-    // perf/sched/bench_policies.sh: 20000 replicas, 4 ranks on 2 cores (0 and 2 on one, 1 and 3 on
+    // perf/sched.sh policies: 20000 replicas, 4 ranks on 2 cores (0 and 2 on one, 1 and 3 on
     // the other), rank 1 asleep 3/4 of its time, so rank 3 has most of its core. Speeds per
     // second as measured on a quiet machine's share and on a loaded one's. Dynamic must end its
     // last units as close together as guided and weighted, with at most 1.5x their unit count

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Prints what ensemblefit generates for a formula (src/model/formula_jit.cpp), for
-// perf/formula/ptxas_formula.sh and for reading:
+// perf/formula.sh ptxas and for reading:
 //   formula_source cpp|cuda-model|nvrtc FORMULA PARAMS VARS   (PARAMS, VARS comma-separated)
 #include <cstdio>
 #include <sstream>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# perf/dis/make_split_config.sh IN.ini OUT.ini: a dis-mellin config with the symmetric sea
+# tools/make_split_config.sh IN.ini OUT.ini: a dis-mellin config with the symmetric sea
 # turned into the split sea ([model] sea = split): the sea_* sections become ubar_* (ubar_N
 # starting at a fifth of sea_N's start, the symmetric default's kappa = 0.5 share), and dbar_*
 # and s_* sections follow, dbar with the same start, s + sbar with its small-x and large-x
@@ -18,7 +18,7 @@ awk -v u="$ubar_n" '
     /^name *= *dis-mellin/ { print "sea = split" }' "$1" > "$2"
 cat >> "$2" <<INI
 
-# dbar and s + sbar (the split sea, made by perf/dis/make_split_config.sh)
+# dbar and s + sbar (the split sea, made by tools/make_split_config.sh)
 [param.dbar_N]
 start = $ubar_n
 lower = 0.0

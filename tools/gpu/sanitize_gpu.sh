@@ -5,9 +5,9 @@
 # (shared-memory hazards), and synccheck and initcheck (invalid __syncthreads use; device reads
 # of memory never written). Two steps, like perf/recon/gpu_run.sh:
 #
-#   perf/gpu/sanitize_gpu.sh prepare    # here (build machine, no GPU): build for sm_90 with
+#   tools/gpu/sanitize_gpu.sh prepare    # here (build machine, no GPU): build for sm_90 with
 #                                       # -lineinfo (reports name file:line), bundle the runtime
-#   perf/gpu/sanitize_gpu.sh run        # there, from the repository root, with .gpu-run carried
+#   tools/gpu/sanitize_gpu.sh run        # there, from the repository root, with .gpu-run carried
 #
 # compute-sanitizer is not carried: it needs its own libraries (compute-sanitizer/ beside it,
 # about 100 MB, and driver-matched), and the GPU machine's CUDA image has it (KINDS.md: it found
@@ -35,7 +35,7 @@ if [ "$mode" = prepare ]; then
     tools/gpu/bundle-runtime.sh "$BUNDLE" build-gpu-lineinfo/ensemblefit build-gpu-lineinfo/tests/gpu_tests
     rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*
     echo "bundle: $(du -sh "$BUNDLE" | cut -f1) (cuFFT, cuBLAS left out: the GPU machine has its own)"
-    echo "then, on the GPU machine: bash perf/gpu/sanitize_gpu.sh run   (carry $BUNDLE)"
+    echo "then, on the GPU machine: bash tools/gpu/sanitize_gpu.sh run   (carry $BUNDLE)"
     exit 0
 fi
 [ "$mode" = run ] || { echo "usage: $0 prepare | run" >&2; exit 2; }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Scalar cost of ef::math (kernels/core/ef_math.hpp) next to glibc's versions, same arguments,
 // same run. Build and run from the repository root:
-//   g++ -O2 -std=c++20 -ffp-contract=off -I. perf/math/bench_ef_math.cpp -o bench_ef_math
-//   ./bench_ef_math > perf/math/results/<machine>-<date>.json
+//   g++ -O2 -std=c++20 -ffp-contract=off -I. perf/bench_ef_math.cpp -o bench_ef_math
+//   ./bench_ef_math > perf/out/<machine>-<date>.json
 #include <chrono>
 #include <cmath>
 #include <cstdio>
