@@ -83,6 +83,7 @@ void compile_plugin_model(FitConfig& cfg, CompiledModel& cm) {
     cm.param_names = lp->param_names;
     cm.description = std::string("plugin ") + lp->table->name + " (" + lp->path + ")";
     cm.storage = lp;
+    cm.plugin = {lp->table->name, lp->sha256, lp->real_path, static_cast<int>(lp->table->abi_version)};
 }
 
 /// A formula model: the formula compiled against the parameter and x column names; every
