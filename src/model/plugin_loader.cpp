@@ -14,6 +14,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/core/sha256.hpp"
+#include "src/model/plugin_guard.hpp"
 #include "src/model/private_cache.hpp"
 
 namespace ef {
@@ -60,6 +61,7 @@ std::shared_ptr<const LoadedPlugin> load_model_plugin(const std::string& path, c
     const std::string sha = hash_library(open_path, at, held);
     if (stat(open_path.c_str(), &named) != 0 || named.st_dev != held.st_dev || named.st_ino != held.st_ino)
         throw usage_error(at + " was replaced while it was being read; try again");
+    guard_plugin_crashes(path + "' (SHA-256 " + sha.substr(0, 12) + "...");  // its constructors run in dlopen
     dlerror();
     void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) throw usage_error(at + " cannot be loaded: " + last_dl_error("dlopen failed"));
@@ -84,6 +86,7 @@ std::shared_ptr<const LoadedPlugin> load_model_plugin(const std::string& path, c
     if (table->gpu != nullptr && table->gpu->launch == nullptr)
         throw usage_error(at + ": its GPU table has no launch entry (build it with ensemblefit_add_model)");
     check_table(*table, at);
+    guard_plugin_crashes(std::string(table->name) + "' (" + path);  // its model runs from now on
     auto lp = std::make_shared<LoadedPlugin>();
     lp->path = path;
     lp->real_path = std::filesystem::canonical(open_path, ec).string();

@@ -4,7 +4,8 @@
 # code by itself (predict refuses a plugin fit's file unless the library is named again or
 # --trust-plugin is given; a library planted in TMPDIR or the current folder never runs; the
 # README's plugin example predicts); the plugin's SHA-256, name and ABI are part of the run's
-# identity (--resume, merge and predict refuse another library, naming both hashes).
+# identity (--resume, merge and predict refuse another library, naming both hashes); a plugin
+# that crashes in its constructor or its model ends the run with one line naming it, exit 4.
 # The plugins are built here from the source tree with g++ (tests/mpi/plugin.sh builds the
 # example against the installed package).
 source "$(dirname "$0")/../tools/mpi_common.sh"
@@ -84,3 +85,23 @@ expect_error 2 "merge: the model plugin differs: SHA-256 $SHA2 .* in shard1.h5, 
 ok "a changed plugin: --resume, predict and merge refuse it, naming both hashes"
 cd "$WORK"
 
+# Crashes: in the constructor (every rank) and in the model; one line naming the plugin, exit 4.
+cat > ctor.cpp <<'CPP'
+__attribute__((constructor)) static void boom() { *static_cast<volatile int*>(nullptr) = 1; }
+extern "C" const void* ensemblefit_model_plugin() { return nullptr; }
+CPP
+g++ -shared -fPIC -o libctor.so ctor.cpp
+sed -e 's/"michaelis-menten"/"crashy"/' -e 's|const T s = T(x\[0\]);|if (x[0] > 1e9 \|\| p != nullptr) *static_cast<volatile int*>(nullptr) = 1; const T s = T(x[0]);|' \
+    "$SRC/examples/plugin/michaelis_menten.hpp" > crashy.hpp
+build_plugin "$WORK/crashy.hpp" MichaelisMenten "$WORK/libcrashy.so"
+cp "$SRC/examples/plugin/enzyme.csv" "$SRC/examples/plugin/michaelis_menten.ini" .
+expect_error 4 "the model plugin '.*libctor.so' \(SHA-256 [0-9a-f]{12}\.\.\.\) crashed: SIGSEGV \(invalid memory access\); the run stops" \
+    -- run_np 1 fit michaelis_menten.ini --model.plugin "$WORK/libctor.so" --output.file c1.h5
+expect_error 4 "the model plugin 'crashy' \(.*libcrashy.so\) crashed: SIGSEGV \(invalid memory access\); the run stops" \
+    -- run_np 1 fit michaelis_menten.ini --model.plugin "$WORK/libcrashy.so" --output.file c2.h5
+rc=0
+run_np 2 fit michaelis_menten.ini --model.plugin "$WORK/libctor.so" --output.file c3.h5 > c3.out 2> c3.err || rc=$?
+[ "$rc" = 4 ] || { cat c3.err; fail "a constructor crash on 2 ranks exited $rc, not 4"; }
+grep -q "^ensemblefit: error: the model plugin '.*libctor.so' .* crashed: SIGSEGV" c3.err || { cat c3.err; fail "no line naming the plugin on 2 ranks"; }
+! grep -q "Signal: Segmentation fault" c3.err || { cat c3.err; fail "Open MPI's crash banner"; }
+ok "crashing plugins (constructor on 1 and 2 ranks, model): one line naming the plugin, exit 4"
