@@ -26,7 +26,7 @@ namespace {
 
 const char* kPredictUsage =
     "usage: ensemblefit predict FILE.h5 --at POINTS.csv|POINTS.h5 [-o OUT.h5|OUT.csv] [--replicas]\n"
-    "                           [--overwrite]\n\n"
+    "                           [--overwrite] [--model.plugin LIB.so | --trust-plugin] [--model.compile MODE]\n\n"
     "Evaluates the model of a fit's result file at the given points for the central fit and\n"
     "every converged replica, and writes per point: central value, mean, std and the 2.5, 16, 50,\n"
     "84 and 97.5 % quantiles over the replicas (and each replica's value with --replicas). The\n"
@@ -35,12 +35,16 @@ const char* kPredictUsage =
     "names [data] x gives them (dis-mellin: x, Q2, target), as CSV with a header row or as 1-D\n"
     "HDF5 datasets. OUT: .csv one row per point, otherwise HDF5 (the x columns at the root and\n"
     "/prediction/central, mean, std, quantiles, replicas, replica_index); without -o the CSV goes\n"
-    "to standard output. Under mpirun the replicas are split over the ranks.\n\noptions";
+    "to standard output. Under mpirun the replicas are split over the ranks. A result file never\n"
+    "loads code by itself: a plugin model needs --model.plugin (the library, named again) or\n"
+    "--trust-plugin (the library at the path the file records), with the SHA-256 the file\n"
+    "records; a formula is interpreted unless --model.compile says otherwise (docs/security.md).\n\noptions";
 
 struct PredictArgs {
     std::string source, at, output = "-";
     bool replicas = false;
     bool overwrite = false;
+    PredictModelChoice model;
 };
 
 /// Parses the arguments; false for --help (printed by rank 0).
@@ -49,13 +53,17 @@ bool parse_predict_args(const std::vector<std::string>& args, const MpiContext& 
     desc.add_options()("help,h", "this text")("at", po::value<std::string>(&a.at), "the points: CSV or HDF5")(
         "output,o", po::value<std::string>(&a.output), "OUT.csv or OUT.h5 (default: CSV on standard output)")(
         "replicas", "also write every replica's value at every point")("overwrite", "replace an existing OUT")(
-        "file", po::value<std::string>(&a.source), "the fit's result file");
+        "file", po::value<std::string>(&a.source), "the fit's result file")(
+        "model.plugin", po::value<std::string>(&a.model.plugin), "the model plugin library of a plugin fit")(
+        "trust-plugin", "load the plugin library at the path the result file records")(
+        "model.compile", po::value<std::string>(&a.model.compile), "auto | jit | interpret for a formula (default interpret)");
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
     if (!parse_program_options("predict", args, desc, pos, vm, ctx)) return false;
     a.replicas = vm.count("replicas") > 0;
     a.overwrite = vm.count("overwrite") > 0;
+    a.model.trust = vm.count("trust-plugin") > 0;
     if (a.source.empty()) throw usage_error("predict: no result file given (ensemblefit predict FILE.h5 --at POINTS)");
     if (a.at.empty()) throw usage_error("predict: --at POINTS.csv|POINTS.h5 is required");
     if (a.output == a.source || a.output == a.at)
@@ -77,7 +85,7 @@ PredictInputs read_inputs(const PredictArgs& a) {
     if (!h5::is_hdf5(a.source)) throw usage_error(a.source + ": not an HDF5 file (predict reads fit results)");
     const ResultsContent c = read_results(a.source);
     PredictInputs in;
-    in.pb = std::make_unique<FitProblem>(prediction_problem(a.source, c.id.canonical_config, a.at));
+    in.pb = std::make_unique<FitProblem>(prediction_problem(a.source, c.id, a.at, a.model));
     const size_t P = static_cast<size_t>(c.replicas.P);
     if (c.id.span.central && c.central.status[0] >= 0) in.central = c.central.params;
     for (size_t r = 0; r < c.replicas.size(); ++r) {

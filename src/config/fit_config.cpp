@@ -43,6 +43,8 @@ const KeyInfo kKeys[] = {
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
     {"model.compile", "auto", "auto | jit | interpret: a formula compiled to machine code at start (jit), "
                               "interpreted, or compiled when a compiler works (auto); same results"},
+    {"model.compile_timeout", "600", "seconds a formula's compile may take: then the compiler is stopped, auto "
+                                     "interprets and jit refuses (docs/security.md)"},
     {"fit.replicas", "0", "resampled replicas R >= 0, numbered 1..R (replica 0, the fit to the "
                           "data as given, is always done)"},
     {"fit.resample", "smear", "smear (y + sigma z) | bootstrap (points drawn with replacement)"},
@@ -420,10 +422,14 @@ void read_model(FitConfig& cfg, const Values& v) {
     if (cfg.model_compile != "auto" && cfg.model_compile != "jit" && cfg.model_compile != "interpret")
         throw usage_error(cfg.where("model.compile") + ": unknown value '" + excerpt(cfg.model_compile) +
                           "' (allowed: auto, jit, interpret)");
+    cfg.model_compile_timeout = v.real("model.compile_timeout", v.get("model.compile_timeout"));
+    if (!(cfg.model_compile_timeout > 0.0) || !std::isfinite(cfg.model_compile_timeout))
+        throw usage_error(cfg.where("model.compile_timeout") + ": must be a positive number of seconds, got '" +
+                          excerpt(trim(v.get("model.compile_timeout"))) + "'");
     if (cfg.model_name != "dis-mellin" && !cfg.model_options.empty()) {
         const std::string key = "model." + cfg.model_options.begin()->first;
         throw usage_error(cfg.where(key) + ": unknown key for model '" + cfg.model_name +
-                          "' (allowed: name, formula, order, peaks, compile)");
+                          "' (allowed: name, formula, order, peaks, compile, compile_timeout)");
     }
 }
 
@@ -560,7 +566,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
     for (const auto& s : scanned)
         if (!cfg.origins.count(s.key)) cfg.origins[s.key] = KeyOrigin{path, s.line};
     // Model option keys parsed above under their short names: drop the generic ones.
-    for (const char* k : {"name", "formula", "order", "peaks", "compile"}) cfg.model_options.erase(k);
+    for (const char* k : {"name", "formula", "order", "peaks", "compile", "compile_timeout"}) cfg.model_options.erase(k);
 
     const Values values(vm, cfg);
     read_data(cfg, values);

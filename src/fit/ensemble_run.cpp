@@ -28,6 +28,7 @@
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
+#include "src/model/compiled_model.hpp"
 #include "src/fit/fit_plan.hpp"
 #include "src/report/kernel_roofline.hpp"
 #include "src/fit/summary_table.hpp"
@@ -66,6 +67,10 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     id.shard = shard;
     id.span = shard_span(pb.config.replicas, shard);
     id.errors = central_errors_of(pb);  // [fit] error_scale and ndf, for /central/covariance
+    id.plugin_name = pb.model->plugin.name;
+    id.plugin_abi = pb.model->plugin.abi;
+    id.plugin_sha256 = pb.model->plugin.sha256;
+    id.plugin_path = pb.model->plugin.path;
     return id;
 }
 
@@ -517,6 +522,8 @@ std::vector<ResultsContent> read_shards(const std::vector<std::string>& inputs) 
             throw usage_error("merge: " + inputs[i] + " was run with a different config than " + inputs[0]);
         if (b.data_checksum != a.data_checksum)
             throw usage_error("merge: " + inputs[i] + " was run on different data than " + inputs[0]);
+        if (const std::string d = plugin_difference(b, "in " + inputs[i], a, "in " + inputs[0]); !d.empty())
+            throw usage_error("merge: " + d + "; the shards ran different models");
         if (b.param_names != a.param_names || b.replicas_total != a.replicas_total || b.model != a.model)
             throw data_error("merge: " + inputs[i] + ": attributes param_names, replicas_total or model differ from " +
                              inputs[0] + "'s, though the configs agree (a tampered file?)");

@@ -67,19 +67,69 @@ DataTable read_prediction_points(const std::string& path, const std::vector<std:
     return d;
 }
 
-FitProblem prediction_problem(const std::string& source, const std::string& canonical_config,
-                              const std::string& points_path) {
-    const TempConfig ini(canonical_config);
-    FitConfig cfg;
+namespace {
+
+/// The stored config read back with the points as its data and `more` overrides.
+FitConfig stored_config(const std::string& source, const TempConfig& ini, const std::string& points_path,
+                        const std::vector<std::string>& more) {
+    // The stored config names no data or output file: the points stand for the data.
+    std::vector<std::string> overrides = {"--data.file=" + points_path, "--output.file=" + source};
+    overrides.insert(overrides.end(), more.begin(), more.end());
     try {
-        // The stored config names no data or output file: the points stand for the data.
-        cfg = load_fit_config(ini.path(), {"--data.file=" + points_path, "--output.file=" + source});
+        return load_fit_config(ini.path(), overrides);
     } catch (const Error& e) {
         throw usage_error(source + ": its stored config (attribute canonical_config) cannot be read back: " +
                           e.what());
     }
+}
+
+/// The library a stored plugin config may load: the one the user names, or with --trust-plugin
+/// the absolute path the file records; otherwise a usage error saying which and how to allow it.
+std::string allowed_plugin(const std::string& source, const FitConfig& cfg, const RunIdentity& id,
+                           const PredictModelChoice& choice) {
+    if (!choice.plugin.empty()) return choice.plugin;
+    const std::string named = cfg.model_options.count("plugin") ? cfg.model_options.at("plugin") : std::string();
+    const std::string what = "'" + named + "'" +
+                             (id.plugin_sha256.empty() ? std::string()
+                                                       : " (" + id.plugin_name + ", SHA-256 " + id.plugin_sha256 + ")");
+    if (choice.trust && !id.plugin_path.empty()) return id.plugin_path;
+    if (choice.trust)
+        throw usage_error(source + ": --trust-plugin: the file records no path for its model plugin " + what +
+                          " (written before plugins were part of a run's identity); name it with --model.plugin PATH");
+    throw usage_error(source + ": the fit's model is the plugin " + what +
+                      "; a result file never loads code by itself: name the library with --model.plugin PATH" +
+                      (id.plugin_path.empty() ? std::string() : ", or pass --trust-plugin to load " + id.plugin_path));
+}
+
+}  // namespace
+
+FitProblem prediction_problem(const std::string& source, const RunIdentity& id, const std::string& points_path,
+                              const PredictModelChoice& choice) {
+    const TempConfig ini(id.canonical_config);
+    const std::string compile = "--model.compile=" + (choice.compile.empty() ? std::string("interpret") : choice.compile);
+    FitConfig cfg = stored_config(source, ini, points_path, {compile});
+    if (cfg.model_name != "plugin" && !choice.plugin.empty())
+        throw usage_error(source + ": --model.plugin: the fit's model is '" + cfg.model_name + "', not a plugin");
+    if (cfg.model_name == "plugin")  // the library the user allows, never the stored (relative) name
+        cfg = stored_config(source, ini, points_path, {compile, "--model.plugin=" + allowed_plugin(source, cfg, id, choice)});
     DataTable points = read_prediction_points(points_path, cfg.x_columns);
-    return make_fit_problem(std::move(cfg), std::move(points));
+    FitProblem pb = make_fit_problem(std::move(cfg), std::move(points));
+    RunIdentity here;
+    here.plugin_name = pb.model->plugin.name;
+    here.plugin_sha256 = pb.model->plugin.sha256;
+    here.plugin_abi = pb.model->plugin.abi;
+    if (!id.plugin_sha256.empty())
+        if (const std::string d = plugin_difference(here, "here (" + pb.model->plugin.path + ")", id, "in the file");
+            !d.empty())
+            throw usage_error(source + ": " + d + "; predict needs the library the fit ran");
+    return pb;
+}
+
+FitProblem prediction_problem(const std::string& source, const std::string& canonical_config,
+                              const std::string& points_path) {
+    RunIdentity id;
+    id.canonical_config = canonical_config;
+    return prediction_problem(source, id, points_path, PredictModelChoice{});
 }
 
 void evaluate_model(const FitProblem& pb, const double* params, std::size_t count, int threads, double* out) {

@@ -9,6 +9,8 @@
 #include <ensemblefit/fit/fit_problem.hpp>
 #include <ensemblefit/io/data_table.hpp>
 
+#include "src/io/results_file.hpp"
+
 namespace ef {
 
 /**
@@ -27,9 +29,27 @@ namespace ef {
 /// missing column, a non-numeric cell, NaN or infinity, or no rows.
 DataTable read_prediction_points(const std::string& path, const std::vector<std::string>& names);
 
-/// The run's model, from the canonical config text of its result file `source`, at the points
-/// of the file `points_path` (read_prediction_points with the config's x columns). Errors name
-/// the result file or the points file; the model's own checks as make_fit_problem() has them.
+/**
+ * What the user allows a rebuilt model to load (docs/security.md): a result file never loads
+ * code by itself. A plugin model is rebuilt only with `plugin` (a library the user names again,
+ * `--model.plugin PATH`, a path as typed) or `trust` (`--trust-plugin`: the library at the
+ * absolute path the file records); either must have the SHA-256 the file records. A formula is
+ * interpreted unless `compile` says otherwise (the same bits; no compiled code from the cache).
+ */
+struct PredictModelChoice {
+    std::string plugin;
+    bool trust = false;
+    std::string compile;  ///< [model] compile for the rebuilt formula; empty: interpret
+};
+
+/// The run's model, from the identity (canonical config, plugin) of its result file `source`,
+/// at the points of the file `points_path` (read_prediction_points with the config's x
+/// columns). Errors name the result file or the points file; the model's own checks as
+/// make_fit_problem() has them; a plugin not allowed by `choice` is a usage error naming it.
+FitProblem prediction_problem(const std::string& source, const RunIdentity& id, const std::string& points_path,
+                              const PredictModelChoice& choice);
+
+/// The same from the canonical config text alone, with no plugin allowed.
 FitProblem prediction_problem(const std::string& source, const std::string& canonical_config,
                               const std::string& points_path);
 

@@ -46,6 +46,13 @@ void write_identity(h5::File& f, const RunIdentity& id) {
     f.set_attr("/", "range_begin", id.span.begin);
     f.set_attr("/", "range_end", id.span.end);
     f.set_attr("/", "has_central", static_cast<std::int64_t>(id.span.central ? 1 : 0));
+    // Written only for plugins, so that the other models' files are as they were.
+    if (!id.plugin_sha256.empty()) {
+        f.set_attr("/", "plugin_name", id.plugin_name);
+        f.set_attr("/", "plugin_abi", id.plugin_abi);
+        f.set_attr("/", "plugin_sha256", id.plugin_sha256);
+        f.set_attr("/", "plugin_path", id.plugin_path);
+    }
 }
 
 RunIdentity read_identity(const h5::File& f) {
@@ -64,6 +71,12 @@ RunIdentity read_identity(const h5::File& f) {
     id.span.end = f.attr_int64("/", "range_end");
     id.span.central = f.attr_int64("/", "has_central") != 0;
     id.errors = read_central_errors(f);
+    if (f.has_attr("/", "plugin_sha256")) {
+        id.plugin_name = f.attr_string("/", "plugin_name");
+        id.plugin_abi = f.attr_int64("/", "plugin_abi");
+        id.plugin_sha256 = f.attr_string("/", "plugin_sha256");
+        id.plugin_path = f.attr_string("/", "plugin_path");
+    }
     return id;
 }
 
@@ -143,6 +156,17 @@ ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) 
     return ResultsFile(std::move(f), id);
 }
 
+std::string plugin_difference(const RunIdentity& a, const std::string& a_is, const RunIdentity& b,
+                              const std::string& b_is) {
+    if (a.plugin_sha256 == b.plugin_sha256 && a.plugin_name == b.plugin_name && a.plugin_abi == b.plugin_abi)
+        return "";
+    auto one = [](const RunIdentity& id) {
+        if (id.plugin_sha256.empty()) return std::string("none recorded");
+        return id.plugin_sha256 + " (" + id.plugin_name + ", ABI " + std::to_string(id.plugin_abi) + ")";
+    };
+    return "the model plugin differs: SHA-256 " + one(a) + " " + a_is + ", " + one(b) + " " + b_is;
+}
+
 namespace {
 
 /// A canonical config as "section.key" -> value (sections "[param.a]" give "param.a.start").
@@ -192,6 +216,8 @@ bool check_resumable(const std::string& path, const RunIdentity& old, const RunI
     }
     if (old.data_checksum != id.data_checksum)
         throw usage_error(path + ": --resume: the data changed since the file was written");
+    if (const std::string d = plugin_difference(id, "here (" + id.plugin_path + ")", old, "in the file"); !d.empty())
+        throw usage_error(path + ": --resume: " + d + "; the ensemble would mix two models");
     if (!grows && (old.span.begin != id.span.begin || old.span.end != id.span.end ||
                    old.span.central != id.span.central))
         throw usage_error(path + ": --resume: the file holds shard " + std::to_string(old.shard.index) +

@@ -44,7 +44,17 @@ struct RunIdentity {
     ShardSpec shard;
     ReplicaSpan span;
     CentralErrors errors;  ///< how /central/covariance is stored ([fit] error_scale)
+    /// A model plugin's identity (all empty/0 for the other models; root attributes
+    /// plugin_name, plugin_abi, plugin_sha256, plugin_path): the library's code is part of
+    /// the run, so --resume and merge refuse another library (docs/security.md).
+    std::string plugin_name, plugin_sha256, plugin_path;
+    std::int64_t plugin_abi = 0;
 };
+
+/// "" when `a` and `b` name the same plugin (or none), else a sentence naming both: "SHA-256 X
+/// (name N, ABI 2) in `a_is`, Y (...) in `b_is`".
+std::string plugin_difference(const RunIdentity& a, const std::string& a_is, const RunIdentity& b,
+                              const std::string& b_is);
 
 /// Rows per chunk of the /replicas datasets of a file of `replicas` rows of `P` parameters.
 std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P);

@@ -24,6 +24,13 @@ class CompiledModel {
     /// pass. 0 when not counted.
     double flops_dual_pass[3] = {0.0, 0.0, 0.0};
     std::shared_ptr<const void> storage;
+    /// A model plugin's identity (empty for the other models): its table's name and ABI
+    /// version, the SHA-256 of the library's bytes and its absolute path. Result files store
+    /// them; --resume, merge and predict compare them (docs/security.md).
+    struct Plugin {
+        std::string name, sha256, path;
+        int abi = 0;
+    } plugin;
 };
 
 }  // namespace ef

@@ -229,9 +229,14 @@ class Parser {
    public:
     Parser(std::string_view text, const std::vector<std::string>* params,
            const std::vector<std::string>* vars)
-        : lex_(text), params_(params), vars_(vars) {}
+        : lex_(text.substr(0, std::min(text.size(), kFormulaMaxLength + 1))), length_(text.size()),
+          params_(params), vars_(vars) {}
 
     FormulaProgram parse() {
+        if (length_ > kFormulaMaxLength)
+            throw FormulaError(static_cast<int>(kFormulaMaxLength) + 1,
+                               "formula too long (" + std::to_string(length_) + " characters; the limit is " +
+                               std::to_string(kFormulaMaxLength) + ")");
         if (lex_.peek().kind == Tok::end) throw FormulaError(1, "empty formula");
         parse_expr();
         const Token& t = lex_.peek();
@@ -445,6 +450,7 @@ class Parser {
     }
 
     Lexer lex_;
+    std::size_t length_;  // the whole text's, which the lexer sees only up to the limit
     const std::vector<std::string>* params_;
     const std::vector<std::string>* vars_;
     FormulaProgram prog_;

@@ -6,11 +6,13 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,11 +23,14 @@
 #include <mutex>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/core/sha256.hpp"
 #include "src/model/formula_jit_headers.hpp"
 #include "src/model/formula_nvrtc.hpp"
+#include "src/model/private_cache.hpp"
 #include "src/run/environment.hpp"
 
 extern char** environ;
@@ -113,10 +118,34 @@ std::string compiler_identity(const std::string& compiler) {
     return p.string() + ":" + std::to_string(size) + ":" + std::to_string(time);
 }
 
-/// Runs the compiler with its output in `log`; true when it exits 0.
-bool run_compiler(const std::string& compiler, const std::string& source, const std::string& out,
-                  const std::string& log) {
-    std::vector<std::string> args = {compiler};
+/// What became of a compiler run.
+enum class CompileOutcome { ok, failed, timed_out, not_started };
+
+/// Waits for `pid`; past `timeout_s` seconds kills its process group (the driver and the
+/// cc1plus, as and ld it started) and reports timed_out.
+CompileOutcome wait_compiler(pid_t pid, double timeout_s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int status = 0;
+    for (;;) {
+        const pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) return CompileOutcome::failed;
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return CompileOutcome::timed_out;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? CompileOutcome::ok : CompileOutcome::failed;
+}
+
+/// Runs the compiler (no shell: argv as built here) in a process group of its own, with its
+/// output in `log` (a new file: O_EXCL, no link followed).
+CompileOutcome run_compiler(const FormulaJitOptions& options, const std::string& source, const std::string& out,
+                            const std::string& log) {
+    std::vector<std::string> args = {options.compiler};
     for (const auto& f : jit_flags()) args.push_back(f);
     for (const char* a : {"-o", out.c_str(), source.c_str()}) args.emplace_back(a);
     std::vector<char*> argv;
@@ -124,31 +153,22 @@ bool run_compiler(const std::string& compiler, const std::string& source, const 
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid = 0;
-    const int rc = posix_spawn(&pid, compiler.c_str(), &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid, options.compiler.c_str(), &actions, &attr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return false;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return false;
-    }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) return CompileOutcome::not_started;
+    return wait_compiler(pid, options.timeout_s);
 }
 
-/// Writes `text` to `path` through a private temporary file and a rename.
-bool write_atomically(const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        f << text;
-        if (!f.flush()) return false;
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    return !ec;
-}
+/// Writes `text` to `path` through a private temporary file and a rename (private_cache.hpp).
+bool write_atomically(const fs::path& path, const std::string& text) { return write_private_file(path.string(), text); }
 
 std::string entry_name(std::size_t formula, int slot) {
     return "ef_formula_" + std::to_string(formula) + "_" + std::to_string(slot);
@@ -188,10 +208,10 @@ FormulaCompile parse_formula_compile(const std::string& value, const std::string
 FormulaJitOptions default_formula_jit_options() {
     FormulaJitOptions o;
     o.compiler = EF_JIT_CXX;
+    // Never a shared temporary folder (another user could create it first): without a home
+    // the cache is empty and compiling is refused (compile = auto interprets).
     const std::string home = user_cache_home();
-    std::error_code ec;
-    o.cache_dir = home.empty() ? (fs::temp_directory_path(ec) / "ensemblefit-formula").string()
-                               : home + "/ensemblefit/formula";
+    o.cache_dir = home.empty() ? std::string() : home + "/ensemblefit/formula";
     return o;
 }
 
@@ -367,11 +387,10 @@ std::string first_error_line(const std::string& log) {
     return log.substr(0, log.find('\n'));
 }
 
+/// A cache file's text: empty unless it is a regular file of this user (no link followed).
 std::string read_file(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return f ? s.str() : std::string();
+    std::string text;
+    return read_private_file(p.string(), text) ? text : std::string();
 }
 
 }  // namespace
@@ -403,10 +422,12 @@ FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program,
         k.seconds = 0.0;
         return k;
     }
-    const fs::path stem = fs::path(cache_dir) / ("formula-cuda-" + hex(hash));
+    // A folder that is not private is not used: the kernels are compiled and kept in memory only.
+    const bool disk = !cache_dir.empty() && prepare_private_dir(cache_dir).empty();
+    const fs::path stem = fs::path(disk ? cache_dir : std::string("/nonexistent")) / ("formula-cuda-" + hex(hash));
     FormulaDeviceKernel k;
-    k.ptx = read_file(stem.string() + ".ptx");
-    k.entry = read_file(stem.string() + ".entry");
+    k.ptx = disk ? read_file(stem.string() + ".ptx") : std::string();
+    k.entry = disk ? read_file(stem.string() + ".entry") : std::string();
     if (!k.ptx.empty() && !k.entry.empty()) {
         k.ok = k.from_cache = true;
         memory[hash] = k;
@@ -418,10 +439,8 @@ FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program,
     k = FormulaDeviceKernel{};
     k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     add_compile_time(t0);
-    std::error_code ec;
-    fs::create_directories(cache_dir, ec);
     if (!r.ok) {
-        const bool logged = !ec && write_atomically(stem.string() + ".log", r.log);
+        const bool logged = disk && write_atomically(stem.string() + ".log", r.log);
         k.why = "NVRTC could not compile " + kernel + ": " + first_error_line(r.log) +
                 (logged ? " (its log: " + stem.string() + ".log)" : "");
         return k;  // not remembered: a later worker retries (and warns again)
@@ -430,7 +449,7 @@ FormulaDeviceKernel compile_formula_device_kernel(const FormulaProgram& program,
     k.ptx = r.ptx;
     k.entry = r.lowered.front();
     // The entry first: a reader needs both, and the .ptx appears last.
-    if (!ec && write_atomically(stem.string() + ".entry", k.entry)) write_atomically(stem.string() + ".ptx", k.ptx);
+    if (disk && write_atomically(stem.string() + ".entry", k.entry)) write_atomically(stem.string() + ".ptx", k.ptx);
     memory[hash] = k;
     return k;
 }
@@ -447,6 +466,75 @@ std::shared_ptr<const FormulaDeviceJit> formula_device_jit_for_run(std::shared_p
     return jit;
 }
 
+namespace {
+
+std::string seconds_text(double s) {
+    std::ostringstream os;
+    os << s;
+    return os.str();
+}
+
+constexpr const char* kEntryHeader = "ensemblefit formula cache entry 1\n";
+
+/// An entry's record (STEM.id): the SHA-256 of its key (source, compiler identity, CPU, flags)
+/// and of its library's bytes.
+std::string entry_record(const std::string& key_hash, const std::string& so_hash) {
+    return std::string(kEntryHeader) + "key " + key_hash + "\nso " + so_hash + "\n";
+}
+
+/**
+ * Opens STEM.so only when STEM.id is the record of this key and of the library's bytes as read
+ * now (both regular files of this user, no link followed), and the name still holds the file
+ * that was hashed: a planted library, another formula's, or a half-written one is never loaded.
+ */
+void* open_verified(const std::string& stem, const std::string& key_hash, std::size_t count,
+                    std::vector<FormulaJitTable>& tables) {
+    std::string record, bytes;
+    if (!read_private_file(stem + ".id", record)) return nullptr;
+    const int fd = open_private_file(stem + ".so");
+    if (fd < 0) return nullptr;
+    struct stat held {}, named {};
+    const bool read = read_fd(fd, bytes) && fstat(fd, &held) == 0;
+    close(fd);
+    if (!read || record != entry_record(key_hash, sha256_hex(bytes))) return nullptr;
+    if (lstat((stem + ".so").c_str(), &named) != 0 || named.st_dev != held.st_dev || named.st_ino != held.st_ino)
+        return nullptr;
+    return open_library(stem + ".so", count, tables);
+}
+
+/// The compile in a scratch folder; on success STEM.so and STEM.id are in place (renamed), on
+/// failure STEM.cpp and STEM.log are, for the user to read. Empty, or why it failed.
+std::string compile_entry(const std::string& dir, const std::string& stem, const std::string& source,
+                          const std::string& key_hash, const FormulaJitOptions& options) {
+    const ScratchDir scratch(dir);
+    if (!scratch.ok()) return "cannot create a temporary folder in " + dir + ": " + std::strerror(errno);
+    const std::string cpp = scratch.file("formula.cpp"), so = scratch.file("formula.so"), log = scratch.file("formula.log");
+    if (!write_private_file(cpp, source)) return "cannot write " + cpp;
+    const auto t0 = std::chrono::steady_clock::now();
+    const CompileOutcome outcome = run_compiler(options, cpp, so, log);
+    add_compile_time(t0);
+    if (outcome != CompileOutcome::ok) {
+        const bool kept = rename(cpp.c_str(), (stem + ".cpp").c_str()) == 0 && rename(log.c_str(), (stem + ".log").c_str()) == 0;
+        const std::string files = kept ? stem + ".cpp (its output: " + stem + ".log)" : "the formula";
+        if (outcome == CompileOutcome::timed_out)
+            return options.compiler + " did not finish " + files + " within " + seconds_text(options.timeout_s) +
+                   " s and was stopped ([model] compile_timeout)";
+        if (outcome == CompileOutcome::not_started) return "cannot start " + options.compiler;
+        return options.compiler + " failed on " + files;
+    }
+    std::string bytes;
+    const int fd = open_private_file(so);
+    const bool read = fd >= 0 && read_fd(fd, bytes);
+    if (fd >= 0) close(fd);
+    if (!read) return "cannot read the compiled formula " + so;
+    if (!write_private_file(scratch.file("formula.id"), entry_record(key_hash, sha256_hex(bytes))) ||
+        rename(so.c_str(), (stem + ".so").c_str()) != 0 || rename(scratch.file("formula.id").c_str(), (stem + ".id").c_str()) != 0)
+        return "cannot write the compiled formula into " + dir;
+    return "";
+}
+
+}  // namespace
+
 std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
     const std::vector<const FormulaProgram*>& programs, const FormulaJitOptions& options,
     std::string* why) {
@@ -457,29 +545,22 @@ std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
     const std::string source = formula_cpp_source(programs);
     std::string key = source + "\n" + compiler_identity(options.compiler) + "\n" + cpu_identity();
     for (const auto& f : jit_flags()) key += " " + f;
-    const fs::path dir = options.cache_dir;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return fail("cannot create the formula cache " + dir.string() + ": " + ec.message());
-    const std::string stem = (dir / ("formula-" + hex(fnv1a(key)))).string();
+    if (options.cache_dir.empty())
+        return fail("no private folder for compiled formulas: HOME and XDG_CACHE_HOME are unset "
+                    "(a shared temporary folder is never used)");
+    const std::string dir = options.cache_dir;
+    if (const std::string bad = prepare_private_dir(dir); !bad.empty()) return fail(bad);
+    const std::string key_hash = sha256_hex(key);
+    const std::string stem = dir + "/formula-" + key_hash.substr(0, 32);
     std::shared_ptr<FormulaJitLibrary> lib(new FormulaJitLibrary());
     lib->path_ = stem + ".so";
-    lib->handle_ = open_library(lib->path_, programs.size(), lib->tables_);
+    lib->handle_ = open_verified(stem, key_hash, programs.size(), lib->tables_);
     lib->from_cache_ = lib->handle_ != nullptr;
     if (lib->handle_ != nullptr) return lib;
     if (access(options.compiler.c_str(), X_OK) != 0) return fail("no C++ compiler at " + options.compiler);
-    const std::string tmp_so = stem + ".so.tmp." + std::to_string(getpid());
-    if (!write_atomically(stem + ".cpp", source)) return fail("cannot write " + stem + ".cpp");
-    const auto t0 = std::chrono::steady_clock::now();
-    const bool compiled = run_compiler(options.compiler, stem + ".cpp", tmp_so, stem + ".log");
-    add_compile_time(t0);
-    if (!compiled) {
-        fs::remove(tmp_so, ec);
-        return fail(options.compiler + " failed on " + stem + ".cpp (its output: " + stem + ".log)");
-    }
-    fs::rename(tmp_so, lib->path_, ec);
-    if (ec) return fail("cannot rename " + tmp_so + ": " + ec.message());
-    lib->handle_ = open_library(lib->path_, programs.size(), lib->tables_);
+    if (const std::string failed = compile_entry(dir, stem, source, key_hash, options); !failed.empty())
+        return fail(failed);
+    lib->handle_ = open_verified(stem, key_hash, programs.size(), lib->tables_);
     if (lib->handle_ == nullptr) {
         const char* e = dlerror();
         return fail("cannot load " + lib->path_ + ": " + (e != nullptr ? e : "not a formula library"));
@@ -489,10 +570,13 @@ std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
 
 std::shared_ptr<const FormulaJitLibrary> formula_jit_for_run(const FormulaProgram& program,
                                                              FormulaCompile mode,
-                                                             const std::string& where) {
+                                                             const std::string& where,
+                                                             double timeout_s) {
     if (mode == FormulaCompile::interpret) return nullptr;
     std::string why;
-    auto lib = compile_formulas_jit({&program}, default_formula_jit_options(), &why);
+    FormulaJitOptions options = default_formula_jit_options();
+    options.timeout_s = timeout_s;
+    auto lib = compile_formulas_jit({&program}, options, &why);
     if (lib == nullptr && mode == FormulaCompile::jit)
         throw usage_error(where + ": compile = jit, but the formula could not be compiled: " + why);
     return lib;

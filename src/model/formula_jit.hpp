@@ -19,23 +19,31 @@ enum class FormulaCompile { auto_, jit, interpret };
 /// Parses `[model] compile`; throws usage_error naming `where` for anything else.
 FormulaCompile parse_formula_compile(const std::string& value, const std::string& where);
 
+/// Seconds a formula's compile may take before the compiler is stopped (compile = auto then
+/// interprets, jit refuses): a formula the compiler would chew on for hours never hangs a run.
+/// `[model] compile_timeout` sets it for a run.
+inline constexpr double kFormulaJitTimeout = 600.0;
+
 /// Where and with what formulas are compiled at run time.
 struct FormulaJitOptions {
     std::string compiler;   ///< the C++ compiler (the one that built ensemblefit by default)
-    std::string cache_dir;  ///< created when missing; one .cpp, .so and .log per source hash
+    std::string cache_dir;  ///< private (0700, created when missing); empty: none, compiling is refused
+    double timeout_s = kFormulaJitTimeout;  ///< the compiler's process group is killed after this
 };
 
-/// The defaults: the build's compiler; $XDG_CACHE_HOME/ensemblefit/formula (else
-/// ~/.cache/ensemblefit/formula, else the temporary folder).
+/// The defaults: the build's compiler; $XDG_CACHE_HOME/ensemblefit/formula, else
+/// ~/.cache/ensemblefit/formula, else none (never a shared temporary folder; docs/security.md).
 FormulaJitOptions default_formula_jit_options();
 
 /**
  * Formulas compiled by the system C++ compiler into a shared object and loaded: one
  * FormulaJitTable per formula. The generated source is the formulas' postfix programs as
  * straight-line code over the embedded kernels/core headers (hd, ef_math, dual), so values and
- * derivatives are the interpreter's bits. The object is cached by a hash of the source, the
- * compiler (path, size, time) and the flags; concurrent ranks compile to private files and
- * rename, so they never see a half-written object.
+ * derivatives are the interpreter's bits. The object is cached in a private folder under the
+ * SHA-256 of the source, the compiler (path, size, time), the CPU and the flags, with a record
+ * (STEM.id) of that key and of the library's own SHA-256: an entry is loaded only when both
+ * match (a planted or another formula's library never is). Ranks compile in scratch folders and
+ * rename into place, so they never see a half-written object (docs/security.md).
  */
 class FormulaJitLibrary {
    public:
@@ -137,6 +145,7 @@ std::shared_ptr<const FormulaJitLibrary> compile_formulas_jit(
  */
 std::shared_ptr<const FormulaJitLibrary> formula_jit_for_run(const FormulaProgram& program,
                                                              FormulaCompile mode,
-                                                             const std::string& where);
+                                                             const std::string& where,
+                                                             double timeout_s = kFormulaJitTimeout);
 
 }  // namespace ef

@@ -83,6 +83,7 @@ void compile_plugin_model(FitConfig& cfg, CompiledModel& cm) {
     cm.param_names = lp->param_names;
     cm.description = std::string("plugin ") + lp->table->name + " (" + lp->path + ")";
     cm.storage = lp;
+    cm.plugin = {lp->table->name, lp->sha256, lp->real_path, static_cast<int>(lp->table->abi_version)};
 }
 
 /// A formula model: the formula compiled against the parameter and x column names; every
@@ -110,7 +111,7 @@ void compile_formula_model(const FitConfig& cfg, const DataTable& data, Compiled
     fm.constants_size = static_cast<int>(prog->constants.size());
     fm.params = static_cast<int>(cfg.params.size());
     const FormulaCompile mode = parse_formula_compile(cfg.model_compile, cfg.where("model.compile"));
-    auto jit = formula_jit_for_run(*prog, mode, cfg.where("model.compile"));
+    auto jit = formula_jit_for_run(*prog, mode, cfg.where("model.compile"), cfg.model_compile_timeout);
     if (jit) fm.jit = &jit->table(0);
     auto device_jit = formula_device_jit_for_run(prog, mode);  // compiles only when a GPU worker asks
     fm.device_jit = device_jit.get();

@@ -14,7 +14,7 @@
 
 #include <ensemblefit/core/error.hpp>
 
-#include "src/recon/sha256.hpp"
+#include "src/core/sha256.hpp"
 
 namespace ef::recon {
 

@@ -71,3 +71,56 @@ expect_error 2 "unknown value 'fast' \(allowed: auto, jit, interpret\)" -- "$EF"
 sed 's/^name = formula/name = formula\ncompile = JIT/' spot.ini > bad.ini
 expect_error 2 "bad.ini:9: model.compile: unknown value 'JIT'" -- run_np 2 fit bad.ini --output.file bad.h5
 [ ! -e bad.h5 ] || fail "a refused run wrote its output"
+
+# Without HOME and XDG_CACHE_HOME there is no private cache: auto interprets (same bits), jit
+# refuses saying why, and nothing is created under the temporary folder (a shared one).
+mkdir -p tmp
+env -u HOME -u XDG_CACHE_HOME TMPDIR="$WORK/tmp" "$EF" fit spot.ini --output.file nohome.h5 > /dev/null
+$H5CHECK equal interp.h5 nohome.h5 $SETS || fail "auto without HOME differs"
+(
+    unset HOME XDG_CACHE_HOME
+    export TMPDIR="$WORK/tmp"
+    expect_error 2 "model.compile: compile = jit, but the formula could not be compiled: no private folder for compiled formulas: HOME and XDG_CACHE_HOME are unset" \
+        -- "$EF" fit spot.ini --model.compile jit --output.file jit.h5
+) || exit 1
+[ -z "$(ls -A tmp)" ] || fail "the temporary folder was used: $(ls -A tmp)"
+ok "without HOME: auto interprets, jit refuses, the temporary folder is untouched"
+
+# A cache folder others can write is never used.
+mkdir -p shared/ensemblefit/formula && chmod 777 shared/ensemblefit/formula
+XDG_CACHE_HOME="$WORK/shared" expect_error 2 "is writable by others \(mode 0777\)" \
+    -- "$EF" fit spot.ini --model.compile jit --output.file jit.h5
+[ -z "$(ls -A shared/ensemblefit/formula)" ] || fail "a shared cache folder was written"
+
+# Formulas of 10,000 and 200,000 characters are refused before any compile, naming the limit and
+# the key, under jit and auto alike.
+for n in 10000 200000; do
+    /usr/bin/python3 - "$n" > long.ini <<'PY'
+import sys
+n = int(sys.argv[1])
+f = "c + a * exp(-((px - u)^2 + (py - v)^2) / (2 * s^2))"
+while len(f) < n:
+    f += " + 0*px"
+for line in open("spot.ini"):
+    print("formula = " + f if line.startswith("formula = ") else line, end="")
+PY
+    for mode in jit auto; do
+        expect_error 2 "long.ini:9: model.formula: column 4097: formula too long \([0-9]+ characters; the limit is 4096\)" \
+            -- run_np 2 fit long.ini --model.compile $mode --output.file long.h5
+    done
+    [ ! -e long.h5 ] || fail "a refused run wrote its output"
+done
+ok "formulas of 10,000 and 200,000 characters refused at once (jit and auto)"
+
+# A compile that outlives [model] compile_timeout is stopped: auto interprets (same bits), jit
+# refuses naming the key; the cache keeps no temporary file. (A new formula: never cached.)
+sed 's/^formula = .*/&  + 0 * px/' spot.ini > slow.ini
+"$EF" fit slow.ini --model.compile interpret --output.file slow-interp.h5 > /dev/null
+"$EF" fit slow.ini --model.compile_timeout 0.001 --output.file slow-auto.h5 > /dev/null
+$H5CHECK equal slow-interp.h5 slow-auto.h5 $SETS || fail "auto after a stopped compile differs"
+expect_error 2 "compile = jit, but the formula could not be compiled: .* did not finish .* within 0.001 s and was stopped \(\[model\] compile_timeout\)" \
+    -- "$EF" fit slow.ini --model.compile jit --model.compile_timeout 0.001 --output.file slow-jit.h5
+expect_error 2 "model.compile_timeout: must be a positive number of seconds, got '-1'" \
+    -- "$EF" fit slow.ini --model.compile_timeout -1 --output.file slow-jit.h5
+[ -z "$(find cache -name '*.tmp*' -o -name '.tmp-*')" ] || fail "temporary files left in the cache: $(find cache -name '*tmp*')"
+ok "a compile past compile_timeout is stopped: auto interprets, jit refuses, nothing left behind"

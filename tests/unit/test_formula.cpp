@@ -399,3 +399,28 @@ TEST_CASE("formula errors name the column", "[formula]") {
     require_error("2*q", 3, "unknown name 'q' (parameters: none; variables: none)", {}, {});
     require_error("a\x01", 2, "unexpected character byte 0x01");
 }
+
+TEST_CASE("formula length limit: a long formula is refused before it is parsed", "[formula]") {
+    // a + x + x + ... (no deep nesting, a shallow stack: only the length is wrong).
+    auto sum = [](std::size_t chars) {
+        std::string s = "a";
+        while (s.size() + 4 <= chars) s += " + x";
+        return s;
+    };
+    const std::string fits = sum(ef::kFormulaMaxLength);
+    REQUIRE(fits.size() <= ef::kFormulaMaxLength);
+    CHECK(ef::compile_formula(fits, {"a"}, {"x"}).max_stack == 2);
+    for (const std::size_t n : {std::size_t{10000}, std::size_t{200000}}) {
+        const std::string text = sum(n);
+        try {
+            (void)ef::compile_formula(text, {"a"}, {"x"});
+            FAIL("no FormulaError thrown");
+        } catch (const ef::FormulaError& e) {
+            CHECK(e.column() == static_cast<int>(ef::kFormulaMaxLength) + 1);
+            CHECK(std::string(e.what()) == "formula too long (" + std::to_string(text.size()) +
+                                               " characters; the limit is " +
+                                               std::to_string(ef::kFormulaMaxLength) + ")");
+        }
+        CHECK_THROWS_AS(ef::formula_names(text), ef::FormulaError);
+    }
+}

@@ -289,3 +289,147 @@ TEST_CASE("formula nvrtc source compiles under NVRTC, and a broken one reports i
     CHECK(bad.ptx.empty());
     CHECK_THAT(bad.log, Catch::Matchers::Contains("error"));
 }
+
+// The formula cache's rules (docs/security.md): a private folder, entries verified against
+// their key and bytes, no link followed, nothing left behind by a failed or stopped compile.
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The cache's files other than the private folder's entries proper: temporaries of any kind.
+std::vector<std::string> leftovers(const fs::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.find(".tmp") != std::string::npos) out.push_back(name);
+    }
+    return out;
+}
+
+std::string only_so(const fs::path& dir) {
+    std::string so;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".so") so = e.path().string();
+    return so;
+}
+
+}  // namespace
+
+TEST_CASE("formula cache is a private folder, and a shared or missing one refuses compiling", "[formula][jit][security]") {
+    const ef_test::TempDir dir;
+    const auto prog = ef::compile_formula("a * x", {"a"}, {"x"});
+    const std::string cxx = ef::default_formula_jit_options().compiler;
+    std::string why;
+
+    SECTION("created 0700") {
+        const std::string cache = dir.file("cache/ensemblefit/formula");
+        REQUIRE(ef::compile_formulas_jit({&prog}, {cxx, cache}, &why) != nullptr);
+        CHECK((fs::status(cache).permissions() & fs::perms::all) == fs::perms::owner_all);
+    }
+    SECTION("a folder others can write is refused") {
+        const std::string cache = dir.file("shared");
+        fs::create_directories(cache);
+        fs::permissions(cache, fs::perms::all);
+        CHECK(ef::compile_formulas_jit({&prog}, {cxx, cache}, &why) == nullptr);
+        CHECK_THAT(why, Catch::Matchers::Contains("is writable by others (mode 0777)"));
+        CHECK(fs::is_empty(cache));
+    }
+    SECTION("a link as the folder is refused") {
+        fs::create_directories(dir.file("elsewhere"));
+        fs::create_directory_symlink(dir.file("elsewhere"), dir.file("link"));
+        CHECK(ef::compile_formulas_jit({&prog}, {cxx, dir.file("link")}, &why) == nullptr);
+        CHECK_THAT(why, Catch::Matchers::Contains("is a symbolic link"));
+    }
+    SECTION("no folder (HOME and XDG_CACHE_HOME unset): refused, never the temporary folder") {
+        CHECK(ef::compile_formulas_jit({&prog}, {cxx, ""}, &why) == nullptr);
+        CHECK_THAT(why, Catch::Matchers::Contains("HOME and XDG_CACHE_HOME are unset"));
+    }
+}
+
+TEST_CASE("formula cache never loads a planted library or another formula's", "[formula][jit][security]") {
+    const ef_test::TempDir dir;
+    const std::string cxx = ef::default_formula_jit_options().compiler;
+    const std::string cache = dir.file("cache");
+    const auto mine = ef::compile_formula("a * x", {"a"}, {"x"});
+    const auto other = ef::compile_formula("a + x", {"a"}, {"x"});
+    const ef::FormulaJitOptions options{cxx, cache};
+    const double p = 3.0, x = 2.0;
+
+    // Another formula's library (with its own record) copied under this formula's name.
+    const auto b = ef::compile_formulas_jit({&other}, options, nullptr);
+    REQUIRE(b != nullptr);
+    const std::string other_so = b->path();
+    const auto a = ef::compile_formulas_jit({&mine}, options, nullptr);
+    REQUIRE(a != nullptr);
+    const std::string mine_so = a->path();
+    const std::string stem = mine_so.substr(0, mine_so.size() - 3);
+    const std::string other_stem = other_so.substr(0, other_so.size() - 3);
+    fs::remove(mine_so);
+    fs::copy_file(other_so, mine_so);
+    SECTION("bytes of another formula under this name") {}
+    SECTION("and its record too") {
+        fs::remove(stem + ".id");
+        fs::copy_file(other_stem + ".id", stem + ".id");
+    }
+    SECTION("a library without a record") { fs::remove(stem + ".id"); }
+
+    const auto again = ef::compile_formulas_jit({&mine}, options, nullptr);
+
+    REQUIRE(again != nullptr);
+    CHECK_FALSE(again->from_cache());  // compiled afresh: the planted file was not loaded
+    CHECK(model_of(mine, &again->table(0)).value<double>(&p, nullptr, &x, 0) == 6.0);
+    CHECK(leftovers(cache).empty());
+}
+
+TEST_CASE("formula cache replaces a link named like an entry, never writing through it", "[formula][jit][security]") {
+    const ef_test::TempDir dir;
+    const std::string cxx = ef::default_formula_jit_options().compiler;
+    const std::string cache = dir.file("cache");
+    const auto prog = ef::compile_formula("a * x * x", {"a"}, {"x"});
+    const auto first = ef::compile_formulas_jit({&prog}, {cxx, cache}, nullptr);
+    REQUIRE(first != nullptr);
+    const std::string so = first->path();
+    const std::string stem = so.substr(0, so.size() - 3);
+    const std::string victim = dir.file("victim.txt");
+    std::ofstream(victim) << "precious\n";
+    for (const char* ext : {".so", ".id", ".cpp"}) {
+        fs::remove(stem + ext);
+        fs::create_symlink(victim, stem + ext);
+    }
+
+    const auto again = ef::compile_formulas_jit({&prog}, {cxx, cache}, nullptr);
+
+    REQUIRE(again != nullptr);
+    CHECK_FALSE(again->from_cache());
+    std::ifstream in(victim);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "precious\n");
+    CHECK_FALSE(fs::is_symlink(stem + ".so"));
+    CHECK_FALSE(fs::is_symlink(stem + ".id"));
+}
+
+TEST_CASE("formula compile that fails or outlives its limit leaves no temporary file", "[formula][jit][security]") {
+    const ef_test::TempDir dir;
+    const std::string cache = dir.file("cache");
+    const auto prog = ef::compile_formula("a - x", {"a"}, {"x"});
+    std::string why;
+
+    SECTION("a compiler that fails") {
+        CHECK(ef::compile_formulas_jit({&prog}, {"/bin/false", cache}, &why) == nullptr);
+        CHECK_THAT(why, Catch::Matchers::Contains("/bin/false failed on"));
+    }
+    SECTION("a compiler that never finishes is stopped") {
+        // A "compiler" that hangs, with a child of its own (as g++ has cc1plus): both are killed.
+        const std::string slow = dir.file("slow-cxx");
+        std::ofstream(slow) << "#!/bin/sh\nsleep 600 &\nwait\n";
+        fs::permissions(slow, fs::perms::owner_all);
+        ef::FormulaJitOptions options{slow, cache};
+        options.timeout_s = 1.0;
+        CHECK(ef::compile_formulas_jit({&prog}, options, &why) == nullptr);
+        CHECK_THAT(why, Catch::Matchers::Contains("did not finish"));
+        CHECK_THAT(why, Catch::Matchers::Contains("within 1 s and was stopped"));
+    }
+    CHECK(only_so(cache).empty());
+    CHECK(leftovers(cache).empty());
+    for (const auto& e : fs::directory_iterator(cache)) CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);
+}

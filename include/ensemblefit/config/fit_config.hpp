@@ -76,6 +76,9 @@ struct FitConfig {
     /// auto | jit | interpret: how a formula runs (never changes results, so not in the
     /// canonical text).
     std::string model_compile = "auto";
+    /// Seconds a formula's compile may take (then auto interprets, jit refuses); like
+    /// model_compile never in the canonical text.
+    double model_compile_timeout = 600.0;
     /// Model-specific keys not listed above (`[model] key = value`), for models with options.
     std::map<std::string, std::string> model_options;
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -64,12 +65,17 @@ class FormulaError : public std::runtime_error {
 /// local memory, so the bound is fixed at compile time).
 inline constexpr int kFormulaMaxStack = 32;
 
+/// Longest formula text accepted, in characters: a longer one is refused before it is parsed or
+/// compiled (the run-time compiler's time grows faster than the formula; issue 39).
+inline constexpr std::size_t kFormulaMaxLength = 4096;
+
 /**
  * Parses `text`: numbers, the names in `param_names` and `var_names`, the constant `pi`,
  * `+ - * / ^` (also `**` for power), unary minus, parentheses, and the functions
  * `exp log sqrt sin cos tan atan abs` (one argument) and `pow` (two). Power is right
  * associative and binds tighter than unary minus (-x^2 == -(x^2)).
- * Throws FormulaError naming the 1-based column of the first problem.
+ * Throws FormulaError naming the 1-based column of the first problem; a text longer than
+ * kFormulaMaxLength characters is refused at column kFormulaMaxLength + 1.
  */
 FormulaProgram compile_formula(const std::string& text,
                                const std::vector<std::string>& param_names,

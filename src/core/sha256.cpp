@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// SHA-256 for the provenance checksums: portable rounds, and the x86 SHA extensions.
-#include "src/recon/sha256.hpp"
+// SHA-256 for the provenance checksums and the model plugins' identity: portable rounds, and the x86 SHA extensions.
+#include "src/core/sha256.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #define EF_SHA_X86 1
 #endif
 
-namespace ef::recon {
+namespace ef {
 
 namespace {
 
@@ -168,4 +168,10 @@ std::string Sha256::hex() {
     return std::string(out, 64);
 }
 
-}  // namespace ef::recon
+std::string sha256_hex(const std::string& bytes) {
+    Sha256 s;
+    s.update(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+    return s.hex();
+}
+
+}  // namespace ef

@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <string>
 
-namespace ef::recon {
+namespace ef {
 
 /**
- * Streaming SHA-256 (FIPS 180-4) for the provenance checksums (provenance.hpp): update() with
+ * Streaming SHA-256 (FIPS 180-4) for the provenance checksums (src/recon/provenance.hpp), the
+ * model plugins' identity and the formula cache's entries (src/model): update() with
  * any pieces, then hex(). Whole blocks are compressed straight from the caller's buffer, with
  * the x86 SHA extensions where the processor has them (about 4x the portable code: a 1 GB data
  * file in well under a second instead of several), else the portable rounds. Both give the same
@@ -37,4 +38,7 @@ class Sha256 {
     bool fast_ = false;
 };
 
-}  // namespace ef::recon
+/// The SHA-256 of `bytes` as 64 lowercase hex digits.
+std::string sha256_hex(const std::string& bytes);
+
+}  // namespace ef
