@@ -163,7 +163,7 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (a.output != "-") {
         RunArgs run;
         run.overwrite = a.overwrite;
-        check_output(ctx, a.output, "pdf: -o", run, false);
+        check_output(ctx, a.output, "pdf: -o", run, false, {a.source});
     }
     if (!ctx.is_root()) return 0;
     if (!file_exists(a.source)) throw usage_error(a.source + ": no such file");

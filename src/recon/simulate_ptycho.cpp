@@ -393,7 +393,7 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     worker->set_object(amp, phase);
     worker->set_probe(probe);
 
-    lock_output(o.out, "simulate ptycho: --out");  // one writer; created under a temporary name
+    check_serial_output(o.out, "simulate ptycho: --out", o.overwrite, {});  // the guard; created under a temporary name
     PendingOutput pending(o.out);
     h5::File f = h5::File::create(pending.temp_path());
     const double photons =
