@@ -170,7 +170,7 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
     const ResultsContent c = read_results(source);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("export lhapdf: " + source + " is not a dis-mellin fit");
-    const DisMellinSettings s = parse_dis_mellin_settings(dis_mellin_options_of(c.id.canonical_config));
+    const DisMellinSettings s = dis_mellin_settings_of(source, c.id.canonical_config, c.id.param_names);
     if (!(qmax > s.q0)) throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV");
     const std::string name = target.substr(target.find_last_of('/') + 1);
     const std::string dir = target;

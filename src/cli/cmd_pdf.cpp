@@ -169,10 +169,9 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (!file_exists(a.source)) throw usage_error(a.source + ": no such file");
     if (is_config_path(a.source)) return pdf_of_config(a);
     const ResultsContent c = read_results(a.source);
-    const auto options = dis_mellin_options_of(c.id.canonical_config);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("pdf: " + a.source + " is not a dis-mellin fit");
-    const DisMellinSettings settings = parse_dis_mellin_settings(options);
+    const DisMellinSettings settings = dis_mellin_settings_of(a.source, c.id.canonical_config, c.id.param_names);
     const std::vector<double> x = x_values(a), q2 = parse_list("--q2", a.q2_list);
     const DisPdfEvaluator pdf(settings, x, q2);
     const std::size_t P = static_cast<std::size_t>(c.replicas.P);
