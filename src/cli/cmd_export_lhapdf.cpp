@@ -30,7 +30,7 @@ const char* kLhapdfUsage =
     "Writes the converged replicas of a dis-mellin fit as an LHAPDF 6 set: DIR/NAME/NAME.info and\n"
     "NAME_0000.dat (member 0: the replica mean, as Monte Carlo sets have it) .. NAME_nnnn.dat (the\n"
     "replicas), format lhagrid1. x: 60 knots log-spaced in [1e-6, 0.1] and 40 linear to 1; Q:\n"
-    "log-spaced from Q0 to --qmax (GeV, default 100), one subgrid per flavour segment with knots\n"
+    "log-spaced from Q0 to --qmax (GeV, default 100, at most 1e6), one subgrid per flavour segment with knots\n"
     "at the thresholds. Flavours -5..5 (no top) and 21.\n\noptions";
 
 constexpr int kPids[] = {-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21};
@@ -171,7 +171,8 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("export lhapdf: " + source + " is not a dis-mellin fit");
     const DisMellinSettings s = dis_mellin_settings_of(source, c.id.canonical_config, c.id.param_names);
-    if (!(qmax > s.q0)) throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV");
+    if (!(qmax > s.q0) || !(qmax <= 1e6))  // 1e6 GeV: about 170 Q knots; an infinite one never ends
+        throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV and be at most 1e6 GeV");
     const std::string name = target.substr(target.find_last_of('/') + 1);
     const std::string dir = target;
     const bool overwrite = vm.count("overwrite") > 0;

@@ -579,6 +579,8 @@ MergePlan plan_merge(const std::vector<ResultsContent>& shards, const std::vecto
 
 }  // namespace
 
+constexpr double kMaxSlowdown = 1000.0;
+
 double slowdown_factor(const std::string& spec, int rank) {
     double factor = 1.0;
     std::stringstream ss(spec);
@@ -591,9 +593,10 @@ double slowdown_factor(const std::string& spec, int rank) {
         const std::string b = colon == std::string::npos ? "" : item.substr(colon + 1);
         const long r = std::strtol(a.c_str(), &e1, 10);
         const double f = std::strtod(b.c_str(), &e2);
+        // A factor beyond 1000 would only hang the run (a unit of 1 ms would take minutes).
         if (colon == std::string::npos || a.empty() || b.empty() || *e1 || *e2 || r < 0 || !(f >= 1.0) ||
-            !std::isfinite(f))
-            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with a finite FACTOR >= 1, got '" +
+            !(f <= kMaxSlowdown))
+            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with a FACTOR in 1..1000, got '" +
                               spec.substr(0, 80) + "'");
         if (r == rank) factor = f;
     }
