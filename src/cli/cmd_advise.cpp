@@ -18,6 +18,7 @@
 
 #include "src/cli/advise_calibration.hpp"
 #include "src/cli/commands.hpp"
+#include "src/io/output_file.hpp"
 #include "src/core/text.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/predicted_timing.hpp"
@@ -65,7 +66,7 @@ bool measure_launch(int cores, advise::ProblemModel& m, std::string& how) {
 void advise_help() {
     std::printf(
         "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS]\n"
-        "                          [-o PREDICTION.tsv] [--section.key VALUE ...]\n\n"
+        "                          [-o PREDICTION.tsv [--overwrite]] [--section.key VALUE ...]\n\n"
         "Runs short calibration units of the configured fit or reconstruction in this process\n"
         "(a few replica fits or mini-batches on each worker kind, within --budget seconds, 15 by\n"
         "default), fits each worker's time per unit against the unit's size, and predicts the\n"
@@ -79,6 +80,7 @@ void advise_help() {
         "  --budget SECONDS      time for all calibration runs (default 15)\n"
         "  -o FILE               write the predictions (TSV) for `fit/reconstruct --predicted FILE`,\n"
         "                        which stores the prediction beside the run's measured /timing\n"
+        "  --overwrite           replace an existing -o FILE\n"
         "  -h, --help            this text\n");
 }
 
@@ -138,8 +140,11 @@ bool parse_advise_args(const std::vector<std::string>& args, AdviseArgs& a) {
         {"--output", true, [&](const std::string& v) { a.output = v; }},
     };
     if (!parse_run_args("advise", args, false, options, run)) return false;
-    if (run.overwrite || run.dry_run || !run.predicted.empty())
-        throw usage_error("advise: --overwrite, --dry-run and --predicted belong to fit and reconstruct");
+    if (run.dry_run || !run.predicted.empty())
+        throw usage_error("advise: --dry-run and --predicted belong to fit and reconstruct");
+    // The output guard's rules, before the calibration: never the config, an existing file only
+    // with --overwrite.
+    if (!a.output.empty()) check_output_file(a.output, "advise: -o", run.overwrite, {run.config_path});
     a.req.config = run.config_path;
     a.req.overrides = run.overrides;
     return true;

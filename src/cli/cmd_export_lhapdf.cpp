@@ -2,6 +2,7 @@
 // `ensemblefit export lhapdf`: a dis-mellin fit as an LHAPDF 6 set (lhagrid1), Monte Carlo style.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -29,7 +30,7 @@ const char* kLhapdfUsage =
     "Writes the converged replicas of a dis-mellin fit as an LHAPDF 6 set: DIR/NAME/NAME.info and\n"
     "NAME_0000.dat (member 0: the replica mean, as Monte Carlo sets have it) .. NAME_nnnn.dat (the\n"
     "replicas), format lhagrid1. x: 60 knots log-spaced in [1e-6, 0.1] and 40 linear to 1; Q:\n"
-    "log-spaced from Q0 to --qmax (GeV, default 100), one subgrid per flavour segment with knots\n"
+    "log-spaced from Q0 to --qmax (GeV, default 100, at most 1e6), one subgrid per flavour segment with knots\n"
     "at the thresholds. Flavours -5..5 (no top) and 21.\n\noptions";
 
 constexpr int kPids[] = {-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21};
@@ -68,10 +69,9 @@ std::string fmt_list(const std::vector<double>& v) {
 }
 
 /// One member's file: per block x line, Q line, pids line, then for each x, each Q the values.
-void write_member(const std::string& path, const std::string& type, const std::vector<double>& x,
-                  const std::vector<std::vector<double>>& blocks, const std::vector<std::vector<double>>& values) {
-    std::ofstream out(path);
-    if (!out) throw data_error("export lhapdf: cannot write " + path);
+std::string member_text(const std::string& type, const std::vector<double>& x,
+                        const std::vector<std::vector<double>>& blocks, const std::vector<std::vector<double>>& values) {
+    std::ostringstream out;
     out << "PdfType: " << type << "\nFormat: lhagrid1\n---\n";
     const std::size_t names = dis_pdf_names().size(), nx = x.size() - 1;  // x = 1 is written as 0
     out << std::scientific << std::setprecision(8);
@@ -89,12 +89,12 @@ void write_member(const std::string& path, const std::string& type, const std::v
             }
         out << "---\n";
     }
+    return out.str();
 }
 
-void write_info(const std::string& path, const DisMellinSettings& s, std::size_t members,
-                const std::vector<std::vector<double>>& blocks, const std::string& source) {
-    std::ofstream out(path);
-    if (!out) throw data_error("export lhapdf: cannot write " + path);
+std::string info_text(const DisMellinSettings& s, std::size_t members, const std::vector<std::vector<double>>& blocks,
+                      const std::string& source) {
+    std::ostringstream out;
     const qcd::QcdSettings qs = s.qcd();
     std::vector<double> qs_knots, as_vals;
     for (const auto& b : blocks)
@@ -118,6 +118,39 @@ void write_info(const std::string& path, const DisMellinSettings& s, std::size_t
         << "\nMTop: " << (s.mt > 0 ? s.mt : 173.0) << "\nAlphaS_MZ: " << 16.0 * std::atan(1.0) * qcd::coupling_a(s.mz * s.mz, qs)
         << "\nAlphaS_OrderQCD: " << s.order - 1 << "\nAlphaS_Type: ipol\nAlphaS_Qs: " << yaml(qs_knots)
         << "\nAlphaS_Vals: " << yaml(as_vals) << "\n";
+    return out.str();
+}
+
+std::string member_path(const std::string& dir, const std::string& name, std::size_t m) {
+    char file[32];
+    std::snprintf(file, sizeof file, "_%04zu.dat", m);
+    return dir + "/" + name + file;
+}
+
+/// The set's files through the output guard: each checked (never the result file, an existing
+/// one only with --overwrite) before anything is computed.
+void check_set(const std::string& dir, const std::string& name, std::size_t members, bool overwrite,
+               const std::string& source) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw data_error("export lhapdf: cannot create " + dir + ": " + ec.message());
+    check_output_file(dir + "/" + name + ".info", "export lhapdf: -o", overwrite, {source});
+    for (std::size_t m = 0; m < members; ++m) check_output_file(member_path(dir, name, m), "export lhapdf: -o", overwrite, {source});
+}
+
+/// Every member, then the .info, written under temporary names; renamed into place only once
+/// all are complete (a full disk leaves the previous set as it was). With --overwrite, members
+/// of a previous, larger set are removed after.
+void write_set(const std::string& dir, const std::string& name, const std::vector<double>& x,
+               const std::vector<std::vector<double>>& blocks,
+               const std::vector<std::vector<std::vector<double>>>& members, const std::string& info, bool overwrite) {
+    OutputFiles set("export lhapdf: -o");
+    for (std::size_t m = 0; m < members.size(); ++m)
+        set.add(member_path(dir, name, m), member_text(m == 0 ? "central" : "replica", x, blocks, members[m]));
+    set.add(dir + "/" + name + ".info", info);
+    set.commit();
+    for (std::size_t m = members.size(); overwrite && file_exists(member_path(dir, name, m)); ++m)
+        std::remove(member_path(dir, name, m).c_str());
 }
 
 int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ctx) {
@@ -137,16 +170,15 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
     const ResultsContent c = read_results(source);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("export lhapdf: " + source + " is not a dis-mellin fit");
-    const DisMellinSettings s = parse_dis_mellin_settings(dis_mellin_options_of(c.id.canonical_config));
-    if (!(qmax > s.q0)) throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV");
+    const DisMellinSettings s = dis_mellin_settings_of(source, c.id.canonical_config, c.id.param_names);
+    if (!(qmax > s.q0) || !(qmax <= 1e6))  // 1e6 GeV: about 170 Q knots; an infinite one never ends
+        throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV and be at most 1e6 GeV");
     const std::string name = target.substr(target.find_last_of('/') + 1);
     const std::string dir = target;
-    struct stat st {};
-    if (stat((dir + "/" + name + ".info").c_str(), &st) == 0 && !vm.count("overwrite"))
-        throw usage_error("export lhapdf: '" + dir + "/" + name + ".info' exists; pass --overwrite to replace it");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw data_error("export lhapdf: cannot create " + dir + ": " + ec.message());
+    const bool overwrite = vm.count("overwrite") > 0;
+    const std::size_t converged = static_cast<std::size_t>(std::count(c.replicas.status.begin(), c.replicas.status.end(), 0));
+    if (converged == 0) throw data_error("export lhapdf: " + source + " has no converged replica");
+    check_set(dir, name, converged + 1, overwrite, source);
     const std::vector<double> x = x_knots();
     const std::vector<double> xe(x.begin(), x.end() - 1);
     const auto blocks = q_blocks(s, qmax);
@@ -172,12 +204,7 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
             for (std::size_t m = 1; m < members.size(); ++m) sum += members[m][b][k];
             members[0][b][k] = sum / static_cast<double>(members.size() - 1);
         }
-    for (std::size_t m = 0; m < members.size(); ++m) {
-        char file[32];
-        std::snprintf(file, sizeof file, "_%04zu.dat", m);
-        write_member(dir + "/" + name + file, m == 0 ? "central" : "replica", x, blocks, members[m]);
-    }
-    write_info(dir + "/" + name + ".info", s, members.size(), blocks, source);
+    write_set(dir, name, x, blocks, members, info_text(s, members.size(), blocks, source), overwrite);
     std::fprintf(stderr, "export lhapdf: %s/%s: %zu members (0 = mean of %zu replicas), %zu subgrids\n", dir.c_str(),
                  name.c_str(), members.size(), members.size() - 1, blocks.size());
     return 0;

@@ -12,6 +12,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/config/capacity.hpp"
 #include "src/io/results_file.hpp"
 #include "src/model/dis_pdf.hpp"
 #include "src/report/prediction_bands.hpp"
@@ -32,10 +33,16 @@ const char* kPdfUsage =
     "`predict` writes, one point per (Q2, distribution, x): the columns x, Q2 and pdf (the index\n"
     "of the distribution in the attribute/column order above), central, mean, std and the 2.5,\n"
     "16, 50, 84, 97.5 % quantiles (each replica's value with --replicas). Every Q2 must be at or\n"
-    "above Q0^2. --x-grid N: N points log-spaced in [1e-5, 0.1) and N linear in [0.1, 0.9].\n"
+    "above Q0^2. --x-grid N: N points log-spaced in [1e-5, 0.1) and N linear in [0.1, 0.9]\n"
+    "(N at most 100000). At most 1e7 points (x values x Q2 values x 11) in one run.\n"
     "CONFIG.ini (a dis-mellin fit config, no fit needed): the PDFs at its [param.*] start values,\n"
     "as the central column (no replicas); e.g. inputs/lh-toy.ini, the Les Houches toy input.\n\n"
     "options";
+
+/// The documented limits of one pdf run (docs/operations.md): --x-grid N gives 2N x values; the
+/// points (x values x Q2 values x distributions) are at most kMaxPdfPoints.
+constexpr int kMaxXGrid = 100000;
+constexpr double kMaxPdfPoints = 1e7;
 
 struct PdfArgs {
     std::string source, output = "-", q2_list, x_list;
@@ -87,9 +94,29 @@ bool parse_pdf_args(const std::vector<std::string>& args, const MpiContext& ctx,
     if (a.source.empty()) throw usage_error("pdf: no result file given (ensemblefit pdf FILE.h5 --q2 LIST)");
     if (a.q2_list.empty()) throw usage_error("pdf: --q2 LIST is required");
     if (!a.x_list.empty() && a.x_grid != 0) throw usage_error("pdf: give --x or --x-grid, not both");
-    if (vm.count("x-grid") && a.x_grid < 2) throw usage_error("pdf: --x-grid must be >= 2");
+    if (vm.count("x-grid") && (a.x_grid < 2 || a.x_grid > kMaxXGrid))
+        throw usage_error("pdf: --x-grid must be in 2.." + std::to_string(kMaxXGrid) + ", got " + std::to_string(a.x_grid));
     if (a.output == a.source) throw usage_error("pdf: -o '" + a.output + "' would replace the result file");
     return true;
+}
+
+std::string number_text(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return b;
+}
+
+/// Refuses a grid beyond kMaxPdfPoints points, or whose values (`replicas` and the central) do
+/// not fit in memory, naming the options, before anything is evaluated.
+void check_grid(std::size_t nx, std::size_t nq2, std::size_t replicas) {
+    const double points = static_cast<double>(nx) * static_cast<double>(nq2) * static_cast<double>(dis_pdf_names().size());
+    if (points > kMaxPdfPoints)
+        throw usage_error("pdf: --x/--x-grid and --q2 ask for " + std::to_string(nx) + " x values x " +
+                          std::to_string(nq2) + " Q2 values x " + std::to_string(dis_pdf_names().size()) +
+                          " distributions = " + number_text(points) + " points; at most 1e7 in one run (split the grid)");
+    const double bytes = points * 8.0 * (static_cast<double>(replicas) + 12.0);
+    if (exceeds_memory(bytes))
+        throw usage_error("pdf: --x/--x-grid and --q2: " + memory_refusal(bytes, "the values", "fewer points or replicas"));
 }
 
 /// The points table write_prediction prints: (x, Q2, pdf index) in [q2][name][x] order.
@@ -146,6 +173,7 @@ int pdf_of_config(const PdfArgs& a) {
     std::vector<double> start;
     const DisMellinSettings settings = config_start(a.source, start);
     const std::vector<double> x = x_values(a), q2 = parse_list("--q2", a.q2_list);
+    check_grid(x.size(), q2.size(), 0);
     const DisPdfEvaluator pdf(settings, x, q2);
     const std::vector<double> central = pdf.values(start.data());
     const DataTable points = pdf_points(x, q2);
@@ -163,17 +191,17 @@ int cmd_pdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (a.output != "-") {
         RunArgs run;
         run.overwrite = a.overwrite;
-        check_output(ctx, a.output, "pdf: -o", run, false);
+        check_output(ctx, a.output, "pdf: -o", run, false, {a.source});
     }
     if (!ctx.is_root()) return 0;
     if (!file_exists(a.source)) throw usage_error(a.source + ": no such file");
     if (is_config_path(a.source)) return pdf_of_config(a);
     const ResultsContent c = read_results(a.source);
-    const auto options = dis_mellin_options_of(c.id.canonical_config);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("pdf: " + a.source + " is not a dis-mellin fit");
-    const DisMellinSettings settings = parse_dis_mellin_settings(options);
+    const DisMellinSettings settings = dis_mellin_settings_of(a.source, c.id.canonical_config, c.id.param_names);
     const std::vector<double> x = x_values(a), q2 = parse_list("--q2", a.q2_list);
+    check_grid(x.size(), q2.size(), static_cast<std::size_t>(std::count(c.replicas.status.begin(), c.replicas.status.end(), 0)));
     const DisPdfEvaluator pdf(settings, x, q2);
     const std::size_t P = static_cast<std::size_t>(c.replicas.P);
     std::vector<double> central;

@@ -87,6 +87,13 @@ PredictInputs read_inputs(const PredictArgs& a) {
     PredictInputs in;
     in.pb = std::make_unique<FitProblem>(prediction_problem(a.source, c.id, a.at, a.model));
     const size_t P = static_cast<size_t>(c.replicas.P);
+    // The model evaluates num_params() values per replica: the stored config must have the
+    // parameters (and order) the datasets hold, read_results checked them against param_names.
+    if (in.pb->config.param_names() != c.id.param_names)
+        throw data_error(a.source + ": its stored config (attribute canonical_config) has " +
+                         std::to_string(in.pb->num_params()) + " parameters, its datasets (/replicas/params, "
+                         "attribute param_names) " + std::to_string(P) +
+                         (static_cast<size_t>(in.pb->num_params()) == P ? ", named differently" : "") + "; the file is not one ensemblefit wrote");
     if (c.id.span.central && c.central.status[0] >= 0) in.central = c.central.params;
     for (size_t r = 0; r < c.replicas.size(); ++r) {
         if (c.replicas.status[r] != 0) continue;

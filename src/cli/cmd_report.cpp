@@ -4,6 +4,7 @@
 // perf/plot_scaling.py.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/io/output_file.hpp"
 #include "src/report/kernel_roofline.hpp"
 #include "src/report/scaling_study.hpp"
 #include "src/report/timing_file.hpp"
@@ -150,10 +152,11 @@ void print_row(const std::string& label, const RunTiming& r, const Study& s, Sca
     std::fprintf(csv, "\n");
 }
 
-std::FILE* open_csv(const std::string& path) {
+/// The CSV's table, built in memory (`buf`, `len`) and written through the output guard at the end.
+std::FILE* open_csv(const std::string& path, char** buf, size_t* len) {
     if (path.empty()) return nullptr;
-    std::FILE* out = std::fopen(path.c_str(), "w");
-    if (!out) throw usage_error("report: cannot write --csv " + path);
+    std::FILE* out = open_memstream(buf, len);
+    if (!out) throw runtime_error("report: --csv " + path + ": no memory for the table");
     std::fprintf(out, "file,ranks,workers,policy,wall_s,speedup,scaling_efficiency,parallel_efficiency,load_balance,"
                       "communication_efficiency,computation_scalability,global_efficiency");
     for (const char* p : kPhases) std::fprintf(out, ",%s", p);
@@ -266,7 +269,7 @@ ScalingMode forced_mode(const po::variables_map& vm) {
 int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(
         "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--weak|--strong]\n"
-        "                          [--runs] [--roofline]\n\n"
+        "                          [--runs] [--roofline] [--overwrite]\n\n"
         "One row per file, grouped by workers (GPU ranks, CPU ranks, both). Each group is a scaling\n"
         "study against its baseline (the given one, else its run with the fewest ranks): strong when\n"
         "every run did the same total work (speedup T1/TN, efficiency speedup/N), weak when the work\n"
@@ -284,6 +287,7 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
         "weak", "weak scaling: the work grew with the ranks (default: detected)")(
         "strong", "strong scaling: the same work on every run (default: detected)")(
         "runs", "also one row per run record of each file, with its date and command line")(
+        "overwrite", "replace an existing --csv file")(
         "roofline", "also each file's model work (/timing/kernels): FLOPs, bytes, time, rates, fraction of ceiling")(
         "files", po::value<std::vector<std::string>>(&files), "result files");
     po::positional_options_description pos;
@@ -293,12 +297,22 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (files.empty()) throw usage_error("report: no result files given");
     const ScalingMode forced = forced_mode(vm);
     if (!ctx.is_root()) return 0;
+    std::vector<std::string> inputs = files;
+    inputs.push_back(baseline);
+    if (!csv.empty()) check_output_file(csv, "report: --csv", vm.count("overwrite") > 0, inputs);
     std::vector<RunTiming> runs;
     for (const auto& f : files) runs.push_back(read_run_timing(f));
     const Study study = make_study(std::move(runs), baseline, forced);
-    std::FILE* out = open_csv(csv);
+    char* table = nullptr;
+    size_t table_size = 0;
+    std::FILE* out = open_csv(csv, &table, &table_size);
     print_report(study, forced, vm.count("runs") > 0, out);
-    if (out) std::fclose(out);
+    if (out) {
+        std::fclose(out);
+        const std::string text(table, table_size);
+        std::free(table);
+        write_output_file(csv, "report: --csv", text);
+    }
     if (out) std::printf("plot: /usr/bin/python3 perf/plot_scaling.py %s -o scaling.png\n", csv.c_str());
     if (vm.count("roofline") == 0) return 0;
     for (const RunTiming& r : study.runs) {

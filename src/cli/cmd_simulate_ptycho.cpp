@@ -32,7 +32,7 @@ const char* kHelp =
     "                         ambiguity no reconstruction removes); raster: the regular grid\n"
     "  --dp N                 pattern size N x N (128)\n"
     "  --modes K              probe modes (12)\n"
-    "  --dose D               mean counts per pattern; 0 = noiseless intensities (1e6)\n"
+    "  --dose D               mean counts per pattern, at most 1e15; 0 = noiseless intensities (1e6)\n"
     "  --seed S               seed of the noise and jitter (1)\n"
     "  --step S               mean nearest-neighbour step (the raster's step) (2.87); overlap =\n"
     "                         1 - step / probe diameter (2 x --probe-radius)\n"

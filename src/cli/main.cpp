@@ -62,7 +62,7 @@ void fit_help() {
         "                  scalability and global efficiency to the timing report\n"
         "  --predicted F   a prediction of `ensemblefit advise -o F`: stored beside /timing\n"
         "  --trace F.json  every rank's phases as a Chrome trace (Perfetto, chrome://tracing)\n"
-        "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR times slower\n"
+        "  --debug.slowdown RANK:FACTOR[,...]  make those ranks' workers FACTOR (1..1000) times slower\n"
         "                  (they wait in proportion to their real compute time)\n"
         "  --debug.slow-writes S  rank 0's results writer waits S seconds inside each write,\n"
         "                  and writes blocks of 32 rows with a backlog of 64 (a slow disk)\n"

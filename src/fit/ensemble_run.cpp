@@ -74,6 +74,20 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
     return id;
 }
 
+/// What a fit reads, which no output may replace: the config, the data, the baseline and the
+/// model plugin (as named and beside the config: both places it may be looked up).
+std::vector<std::string> fit_inputs(const std::string& config_path, const FitConfig& cfg, const std::string& baseline) {
+    std::vector<std::string> in{config_path, cfg.data_file, baseline};
+    const auto plugin = cfg.model_options.find("plugin");
+    if (plugin != cfg.model_options.end()) {
+        in.push_back(plugin->second);
+        const auto slash = config_path.rfind('/');
+        if (slash != std::string::npos && !plugin->second.empty() && plugin->second[0] != '/')
+            in.push_back(config_path.substr(0, slash + 1) + plugin->second);
+    }
+    return in;
+}
+
 /// Room the summary and the timing records take in a result file, with a wide margin
 /// (h5::File::reserve): 5 datasets of at most P x P doubles, per-rank timing rows and placement.
 std::uint64_t tail_bytes(std::size_t P, int ranks) {
@@ -137,8 +151,9 @@ class FitRun final : public RunProblem {
     void make_worker() override;
     std::string worker_description() const override { return worker_->describe(); }
     OutputTarget output_target() const override {
-        return {pb_->config.output_file, pb_->config.where("output.file"),
-                {opt_.config_path, pb_->config.data_file, opt_.baseline}};
+        const std::string& out = pb_->config.output_file;
+        return {out, pb_->config.where("output.file"), fit_inputs(opt_.config_path, pb_->config, opt_.baseline),
+                {{out + ".timing.json", "the timing sidecar of " + pb_->config.where("output.file")}}};
     }
     bool open_output(OutputAction action) override;
     void print_plan(PlanCase what) const override;
@@ -574,6 +589,8 @@ MergePlan plan_merge(const std::vector<ResultsContent>& shards, const std::vecto
 
 }  // namespace
 
+constexpr double kMaxSlowdown = 1000.0;
+
 double slowdown_factor(const std::string& spec, int rank) {
     double factor = 1.0;
     std::stringstream ss(spec);
@@ -586,9 +603,10 @@ double slowdown_factor(const std::string& spec, int rank) {
         const std::string b = colon == std::string::npos ? "" : item.substr(colon + 1);
         const long r = std::strtol(a.c_str(), &e1, 10);
         const double f = std::strtod(b.c_str(), &e2);
+        // A factor beyond 1000 would only hang the run (a unit of 1 ms would take minutes).
         if (colon == std::string::npos || a.empty() || b.empty() || *e1 || *e2 || r < 0 || !(f >= 1.0) ||
-            !std::isfinite(f))
-            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with a finite FACTOR >= 1, got '" +
+            !(f <= kMaxSlowdown))
+            throw usage_error("--debug.slowdown: expected RANK:FACTOR[,RANK:FACTOR] with a FACTOR in 1..1000, got '" +
                               spec.substr(0, 80) + "'");
         if (r == rank) factor = f;
     }

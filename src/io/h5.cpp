@@ -152,6 +152,29 @@ H5Handle open_attr(const File& f, const std::string& obj, const std::string& nam
     return H5Handle(a, H5Aclose);
 }
 
+/// What an attribute read expects of its type: text (`variable`: variable-length strings, as
+/// this program writes lists of names) or a number. Another type is a file this program did not
+/// write: data_error naming it (exit 3), never a failed conversion reported as a bug.
+enum class AttrKind { text, text_list, number, numbers };
+
+H5Handle open_attr(const File& f, const std::string& obj, const std::string& name, AttrKind kind) {
+    H5Handle a = open_attr(f, obj, name);
+    H5Handle type(EF_H5_CHECK(H5Aget_type(a.get()), f.path()), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), f.path()), H5Sclose);
+    const bool one = H5Sget_simple_extent_npoints(space.get()) == 1;  // a scalar is read into one value
+    const bool numeric = kind == AttrKind::number || kind == AttrKind::numbers;
+    const bool ok = numeric ? (cls == H5T_INTEGER || cls == H5T_FLOAT) && (kind == AttrKind::numbers || one)
+                            : cls == H5T_STRING && (kind == AttrKind::text ? one : H5Tis_variable_str(type.get()) > 0);
+    if (!ok)
+        throw data_error(f.path() + ": attribute '" + name + "' on '" + obj + "' is not " +
+                         (kind == AttrKind::number    ? "one number"
+                          : kind == AttrKind::numbers ? "a list of numbers"
+                          : kind == AttrKind::text    ? "one text"
+                                                      : "a list of variable-length strings"));
+    return a;
+}
+
 }  // namespace
 
 File File::create(const std::string& path) {
@@ -345,7 +368,7 @@ bool File::has_attr(const std::string& obj, const std::string& name) const {
     return o && H5Aexists(o.get(), name.c_str()) > 0;
 }
 std::string File::attr_string(const std::string& obj, const std::string& name) const {
-    H5Handle a = open_attr(*this, obj, name);
+    H5Handle a = open_attr(*this, obj, name, AttrKind::text);
     H5Handle type(EF_H5_CHECK(H5Aget_type(a.get()), path_), H5Tclose);
     if (H5Tis_variable_str(type.get()) > 0) {
         char* s = nullptr;
@@ -365,19 +388,19 @@ std::string File::attr_string(const std::string& obj, const std::string& name) c
     return s;
 }
 double File::attr_double(const std::string& obj, const std::string& name) const {
-    H5Handle a = open_attr(*this, obj, name);
+    H5Handle a = open_attr(*this, obj, name, AttrKind::number);
     double v = 0;
     EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v), path_);
     return v;
 }
 std::int64_t File::attr_int64(const std::string& obj, const std::string& name) const {
-    H5Handle a = open_attr(*this, obj, name);
+    H5Handle a = open_attr(*this, obj, name, AttrKind::number);
     std::int64_t v = 0;
     EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_INT64, &v), path_);
     return v;
 }
 std::vector<std::string> File::attr_strings(const std::string& obj, const std::string& name) const {
-    H5Handle a = open_attr(*this, obj, name);
+    H5Handle a = open_attr(*this, obj, name, AttrKind::text_list);
     H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), path_), H5Sclose);
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
     std::vector<char*> ptrs(static_cast<size_t>(n), nullptr);
@@ -394,7 +417,7 @@ std::vector<std::string> File::attr_strings(const std::string& obj, const std::s
     return out;
 }
 std::vector<double> File::attr_doubles(const std::string& obj, const std::string& name) const {
-    H5Handle a = open_attr(*this, obj, name);
+    H5Handle a = open_attr(*this, obj, name, AttrKind::numbers);
     H5Handle space(EF_H5_CHECK(H5Aget_space(a.get()), path_), H5Sclose);
     std::vector<double> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space.get())));
     if (!v.empty()) EF_H5_CHECK(H5Aread(a.get(), H5T_NATIVE_DOUBLE, v.data()), path_);

@@ -488,6 +488,22 @@ void ResultsFile::write_summary(const EnsembleSummary& s) {
 
 RunIdentity read_run_identity(const h5::File& f) { return read_identity(f); }
 
+void check_results_layout(const h5::File& f, const RunIdentity& id) {
+    check_layout(f, id);
+    const std::uint64_t P = id.param_names.size();
+    if (id.span.central && f.exists("/central/correlation"))
+        check_dataset(f, "/central/correlation", H5T_FLOAT, {P, P});
+}
+
+void check_results_values(const h5::File& f, const RunIdentity& id, const ReplicaBlock& replicas) {
+    ResultsContent c;
+    c.id = id;
+    c.replicas.index = replicas.index;
+    c.replicas.status = replicas.status;
+    if (id.span.central) c.central.status = f.read_int64("/central/status");
+    check_values(f.path(), c);
+}
+
 ResultsContent read_results(const std::string& path) {
     const h5::File f = h5::File::open_read(path);
     ResultsContent c;

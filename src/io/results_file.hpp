@@ -122,7 +122,15 @@ struct ResultsContent {
     ReplicaBlock replicas;
 };
 
+/// Reads and validates (layout and values, as merge needs them): data_error (exit 3) naming the
+/// file and the dataset when a shape, a type, a replica number or a status code is not what the
+/// file's identity says.
 ResultsContent read_results(const std::string& path);
+/// The checks of read_results() on an open file, before its datasets are read: every dataset's
+/// type and shape from the identity (/central/correlation's too, where there is one).
+void check_results_layout(const h5::File& f, const RunIdentity& id);
+/// And after /replicas is read: replica numbers in order, status codes -1..2 (central's too).
+void check_results_values(const h5::File& f, const RunIdentity& id, const ReplicaBlock& replicas);
 /// The identity attributes of an open result file (usage_error when it is not one).
 RunIdentity read_run_identity(const h5::File& f);
 

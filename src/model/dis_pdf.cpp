@@ -51,6 +51,19 @@ std::map<std::string, std::string> dis_mellin_options_of(const std::string& cano
     return out;
 }
 
+DisMellinSettings dis_mellin_settings_of(const std::string& source, const std::string& canonical,
+                                         const std::vector<std::string>& param_names) {
+    const DisMellinSettings s = parse_dis_mellin_settings(dis_mellin_options_of(canonical));
+    const std::vector<std::string> layout = dis_mellin_param_names(s);
+    if (layout != param_names)
+        throw data_error(source + ": its stored config (attribute canonical_config) has " +
+                         std::to_string(layout.size()) + " dis-mellin parameters, its datasets (/replicas/params, "
+                         "attribute param_names) " + std::to_string(param_names.size()) +
+                         (layout.size() == param_names.size() ? ", named differently" : "") +
+                         "; the file is not one ensemblefit wrote");
+    return s;
+}
+
 const std::vector<std::string>& dis_pdf_names() {
     static const std::vector<std::string> names = {"g", "u", "ubar", "d", "dbar", "s",
                                                    "c", "b", "u_v", "d_v", "sea"};

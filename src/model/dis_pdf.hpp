@@ -14,6 +14,13 @@ namespace ef {
 /// parse_dis_mellin_settings() takes to rebuild the fit's evolution.
 std::map<std::string, std::string> dis_mellin_options_of(const std::string& canonical);
 
+/// The [model] settings of a dis-mellin result file's stored config (`canonical`), checked
+/// against the file's parameters (`param_names`, which its datasets follow, read_results): a
+/// stored config whose parameter layout differs is a data_error (exit 3) naming `source`, before
+/// any replica's values are read by that layout.
+DisMellinSettings dis_mellin_settings_of(const std::string& source, const std::string& canonical,
+                                         const std::vector<std::string>& param_names);
+
 /// The distributions DisPdfEvaluator returns, in order: g, u, ubar, d, dbar, s (= sbar), c
 /// (= cbar), b (= bbar), u_v, d_v and the light sea 2 (ubar + dbar + s).
 const std::vector<std::string>& dis_pdf_names();

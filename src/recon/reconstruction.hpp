@@ -83,9 +83,7 @@ class Reconstruction final : public RunProblem {
     void make_worker() override;
     std::string worker_description() const override { return worker_->describe(); }
     void worker_ready() override;
-    OutputTarget output_target() const override {
-        return {cfg_.output_file, cfg_.where("output.file"), {opt_.config_path, cfg_.data_file}};
-    }
+    OutputTarget output_target() const override;
     bool open_output(OutputAction action) override;
     void print_plan(PlanCase) const override { print_plan(); }
     void before_compute() override { load_share(); }

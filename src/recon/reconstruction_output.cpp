@@ -96,6 +96,15 @@ void write_provenance(h5::File& f, const ReconConfig& cfg, const PtychoDataset& 
 
 }  // namespace
 
+/// The output, what it is made from, and the previews written beside it (the output guard's rules).
+OutputTarget Reconstruction::output_target() const {
+    OutputTarget t{cfg_.output_file, cfg_.where("output.file"), {opt_.config_path, cfg_.data_file}, {}};
+    if (cfg_.previews)
+        for (const char* suffix : {"_phase.png", "_amplitude.png", "_probe.png", "_loss.png"})
+            t.companions.push_back({output_stem(cfg_.output_file) + suffix, "a preview of " + t.where});
+    return t;
+}
+
 /// The end: the truth comparison, the result file with previews (the timing report follows).
 void Reconstruction::write_results() {
     timer_.enter(Phase::io);

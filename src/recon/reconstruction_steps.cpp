@@ -9,6 +9,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/recon/reconstruction.hpp"
+#include "src/run/run_failure.hpp"
 
 namespace ef::recon {
 
@@ -18,9 +19,12 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Error diverged(double loss, int it) {
-    return runtime_error("reconstruction diverged: the loss is " + std::to_string(loss) + " at iteration " +
-                         std::to_string(it) + " (lower the learning rates)");
+/// The loss is a sum over every rank (both protocols), so every rank finds it non-finite at the
+/// same batch: an agreed failure, one line from rank 0 and exit 3 (the data and the rates do not
+/// go together; not a bug), no abort.
+AgreedFailure diverged(double loss, int it) {
+    return AgreedFailure(data_error("reconstruction diverged: the loss is " + std::to_string(loss) +
+                                    " at iteration " + std::to_string(it) + " (lower the learning rates)"));
 }
 
 }  // namespace

@@ -122,6 +122,9 @@ void check_options(const PtychoSimulationOptions& o) {
         o.mode_power * (o.modes - 1) >= 1 || o.lattice <= 0 || o.atom_sigma <= 0)
         throw usage_error("simulate ptycho: --step, --lattice, --atom-sigma must be > 0; --dose, --jitter, "
                           "--position-error >= 0; (modes - 1) x --mode-power below 1");
+    // Poisson counts are 64-bit: a dose far beyond any detector's (1e30) never finishes sampling.
+    if (o.dose > 1e15)
+        throw usage_error("simulate ptycho: --dose must be at most 1e15 counts per pattern, got " + std::to_string(o.dose));
     if (o.format != "native" && o.format != "cxi")
         throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
     if (o.scan_pattern != "fermat" && o.scan_pattern != "raster")
@@ -393,7 +396,7 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     worker->set_object(amp, phase);
     worker->set_probe(probe);
 
-    lock_output(o.out, "simulate ptycho: --out");  // one writer; created under a temporary name
+    check_serial_output(o.out, "simulate ptycho: --out", o.overwrite, {});  // the guard; created under a temporary name
     PendingOutput pending(o.out);
     h5::File f = h5::File::create(pending.temp_path());
     const double photons =

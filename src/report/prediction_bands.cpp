@@ -119,13 +119,14 @@ void write_prediction(const std::string& path, const PredictionOutput& o, const 
         write_csv(std::cout, o);
         std::cout.flush();
     } else if (ends_with(named.empty() ? path : named, ".csv")) {
+        const std::string& shown = named.empty() ? path : named;
         std::ofstream os(path);
-        if (!os) throw usage_error("predict: cannot write '" + path + "'");
+        if (!os) throw data_error("cannot write '" + shown + "' (" + std::strerror(errno) + ")");
         write_csv(os, o);
         os.close();  // the last buffer is written here: a full disk shows now, not never
         if (os.fail())
-            throw data_error("predict: writing '" + path + "' failed (" + std::strerror(errno) +
-                             "); nothing was replaced");
+            throw data_error("writing '" + shown + "' failed (" + std::strerror(errno) +
+                             "); the previous file is unchanged");
     } else {
         write_h5(path, o);
     }

@@ -66,11 +66,14 @@ ResultsSummary read_results_summary(const std::string& path) {
     if (!std::ifstream(path)) throw usage_error(path + ": no such file (or it cannot be read)");
     if (!h5::is_hdf5(path)) throw usage_error(path + ": not an HDF5 file (summary reads ensemblefit fit results)");
     const h5::File f = h5::File::open_read(path);
+    const RunIdentity id = read_run_identity(f);
+    check_results_layout(f, id);  // shapes and types before anything is read by them
     ReplicaBlock reps;
-    reps.P = static_cast<int>(read_run_identity(f).param_names.size());
+    reps.P = static_cast<int>(id.param_names.size());
     reps.params = f.read_double("/replicas/params");
     reps.status = f.read_int64("/replicas/status");
     reps.index = f.read_int64("/replicas/index");
+    check_results_values(f, id, reps);
     return summary_of(f, reps, summarize(reps.params, reps.status, reps.P));
 }
 

@@ -11,6 +11,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/core/text.hpp"
+#include "src/io/output_file.hpp"
 
 namespace ef {
 
@@ -48,19 +49,20 @@ bool parse_row(const std::vector<std::string>& c, PredictedRow& r) {
 
 void write_prediction_file(const std::string& path, const std::string& comment,
                            const std::vector<advise::Prediction>& rows, size_t recommended) {
-    std::FILE* out = std::fopen(path.c_str(), "w");
-    if (!out) throw usage_error("advise: -o " + path + ": cannot write the prediction file");
+    std::string text;
     std::stringstream lines(comment);
     std::string line;
-    while (std::getline(lines, line)) std::fprintf(out, "# %s\n", line.c_str());
-    std::fprintf(out, "%s\n", kHeader);
+    while (std::getline(lines, line)) text += "# " + line + "\n";
+    text += std::string(kHeader) + "\n";
     for (size_t i = 0; i < rows.size(); ++i) {
         const advise::Placement& p = rows[i].placement;
-        std::fprintf(out, "%s\t%d\t%d\t%d\t%d\t%d\t%.6g\t%.6g\t%.4f\t%d\n", p.label().c_str(), p.ranks(), p.cpu_ranks,
-                     p.threads, p.gpus, p.ranks_per_gpu, rows[i].wall, rows[i].runtime, rows[i].efficiency,
-                     i == recommended ? 1 : 0);
+        char row[512];
+        std::snprintf(row, sizeof row, "%s\t%d\t%d\t%d\t%d\t%d\t%.6g\t%.6g\t%.4f\t%d\n", p.label().c_str(), p.ranks(),
+                      p.cpu_ranks, p.threads, p.gpus, p.ranks_per_gpu, rows[i].wall, rows[i].runtime, rows[i].efficiency,
+                      i == recommended ? 1 : 0);
+        text += row;
     }
-    if (std::fclose(out) != 0) throw data_error("advise: -o " + path + ": writing failed");
+    write_output_file(path, "advise: -o", text);  // checked by cmd_advise before the calibration
 }
 
 std::vector<PredictedRow> read_prediction_file(const std::string& path) {

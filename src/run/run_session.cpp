@@ -48,7 +48,8 @@ void RunSession::run(RunProblem& problem) {
     const StopSignals signals;  // SIGUSR1, SIGTERM, SIGINT: stop at the next unit (src/run/stop_request.hpp)
     set_up(problem);
     const OutputTarget out = problem.output_target();
-    const OutputAction action = check_output(state_.ctx, out.path, out.where, state_.args, true, out.inputs);
+    const OutputAction action = check_output(state_.ctx, out.path, out.where, state_.args, true, out.inputs,
+                                              out.companions);
     const bool work_left = problem.open_output(action);
     problem.print_plan(state_.args.dry_run ? PlanCase::dry_run : work_left ? PlanCase::run : PlanCase::nothing_to_do);
     if (state_.args.dry_run || !work_left) return;

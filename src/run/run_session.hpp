@@ -22,6 +22,7 @@ struct OutputTarget {
     std::string path;
     std::string where;
     std::vector<std::string> inputs;
+    std::vector<CompanionOutput> companions;  ///< written beside the output (sidecar, previews)
 };
 
 /// What a run prints before it computes: the plan of a run, of a dry run, or of a run that

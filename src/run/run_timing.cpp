@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "src/io/output_file.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
 #include "src/run/predicted_timing.hpp"
@@ -129,11 +130,9 @@ std::string write_timing(h5::File& f, const GatheredTiming& t, const std::vector
 
 void write_timing_json(const std::string& path, const GatheredTiming& t, const std::vector<std::string>& placement,
                        const std::string& extra_json_fields) {
-    std::FILE* j = std::fopen(path.c_str(), "w");
-    if (!j) return;  // the sidecar is a convenience; /timing in the output holds the same
-    const std::string text = timing_json(t.ranks, t.metrics, placement, extra_json_fields, t.columns);
-    std::fwrite(text.data(), 1, text.size(), j);
-    std::fclose(j);
+    // Checked with the output (a companion: RunProblem::output_target); written beside it and
+    // renamed over it when complete.
+    write_output_file(path, "timing sidecar", timing_json(t.ranks, t.metrics, placement, extra_json_fields, t.columns));
 }
 
 }  // namespace ef

@@ -7,6 +7,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/io/output_file.hpp"
+
 #include "kernels/core/kernel_tally.hpp"
 
 namespace ef {
@@ -152,13 +154,13 @@ std::string rank_events(const PhaseTrace& trace, const std::vector<PhaseTrace::E
 }  // namespace
 
 void check_trace_path(const std::string& path) {
-    std::FILE* probe = std::fopen(path.c_str(), "r");
-    const bool existed = probe != nullptr;
-    if (probe) std::fclose(probe);
-    std::FILE* f = std::fopen(path.c_str(), "a");  // appends nothing: an existing file is unchanged
-    if (!f) throw usage_error("--trace " + path + ": cannot write the trace file");
-    std::fclose(f);
-    if (!existed) std::remove(path.c_str());
+    // Early, on rank 0, before the input is read: the folder. The output guard (check_output's
+    // companions) applies every rule (not an input, not the output, exists / --overwrite).
+    try {
+        check_output_file(path, "--trace", true, {});
+    } catch (const Error& e) {
+        throw usage_error("--trace " + path + ": cannot write the trace file (" + e.what() + ")");
+    }
 }
 
 void write_trace(const MpiContext& ctx, PhaseTrace& trace, const std::string& path,
@@ -179,11 +181,7 @@ void write_trace(const MpiContext& ctx, PhaseTrace& trace, const std::string& pa
     }
     for (const std::string& s : all) os << s;
     os << "\n]}\n";
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) throw usage_error("--trace " + path + ": cannot write the trace file");
-    const std::string text = os.str();
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) throw data_error("--trace " + path + ": writing failed");
+    write_output_file(path, "--trace", os.str());  // beside it, renamed over it when complete
 }
 
 }  // namespace ef
