@@ -337,7 +337,7 @@ run() {  # name config order
     local name=$1 cfg=$2 order=$3
     "$BIN" fit "$WORK/$cfg" --model.order "$order" --output.file "$WORK/$name.h5" "${common[@]}" \
         > "$WORK/$name.log" 2>&1 || { tail -20 "$WORK/$name.log" >&2; echo "FAILED: $name" >&2; exit 1; }
-    "$BIN" report "$WORK/$name.h5" --csv "$WORK/$name.csv" > /dev/null
+    "$BIN" report "$WORK/$name.h5" --csv "$WORK/$name.csv" --overwrite > /dev/null
 }
 run lo sym.ini LO
 run nlo sym.ini NLO

@@ -201,7 +201,7 @@ for R in $SIZES; do
                 timed "$name" "$how" fit "${args0[@]}" --fit.replicas "$R" --fit.precision "$p" "${extra[@]}" \
                     --output.file "$name.h5"
                 phases "$name" $((R + 1)) >> phases.tsv
-                "$BIN" report "$name.h5" --csv "$name.report.csv" > "$name.report.txt" 2>&1 || true
+                "$BIN" report "$name.h5" --csv "$name.report.csv" --overwrite > "$name.report.txt" 2>&1 || true
                 echo "  $name: $(cut -d' ' -f1 "$name.time") s wall"
                 [ "$rep" -lt "$N" ] && rm -f "$name.h5"  # 1e7 replicas: 0.7 GB each; the last one stays
             done

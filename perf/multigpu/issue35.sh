@@ -178,7 +178,7 @@ report() {  # report SERIES FILES...: ensemblefit report over the runs' /timing 
     shift
     for f in "$@"; do [ -f "$OUT/timing/$f.h5" ] && files+=("$OUT/timing/$f.h5"); done
     [ ${#files[@]} -gt 0 ] || return 0
-    ensemblefit report "${files[@]}" --csv "$OUT/reports/$s.csv" > "$OUT/reports/$s.txt" 2>&1 \
+    ensemblefit report "${files[@]}" --csv "$OUT/reports/$s.csv" --overwrite > "$OUT/reports/$s.txt" 2>&1 \
         && say "report $s: $(grep -E '^(gpu|cpu) ranks:' "$OUT/reports/$s.txt" | head -1 | sed 's/; baseline.*//')"
 }
 
