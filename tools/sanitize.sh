@@ -111,12 +111,14 @@ mpi_out="mpi.install|mpi.plugin|mpi.recon_defaults"
 # writer's thread with slow writes and a kill (writer), kill -9 then --resume, and shards
 # merged (decomposition), collective failure and abort paths (failure: a file missing on one
 # rank, a rank stopped by SIGSTOP, the heartbeat), and a graceful stop with reconstruction
-# checkpoints and their resume (stop). The others stay in the uninstrumented suite of every CI
+# checkpoints and their resume (stop), and the hostile cases of issue 39 that read what others
+# wrote or refuse what would destroy a file (result_checks: tampered result files; output_guard:
+# every command's outputs, full disks; refusals: sizes that hung). The others stay in the uninstrumented suite of every CI
 # run (and in a plain `tools/sanitize.sh`): numerical end-to-end runs (dis_*, recon, multislice,
 # recon_stream, correlated, formula_jit, sched, advise, trace) whose kernels and set-up the unit
 # tests run under the sanitizers, and runs whose paths the chosen ones share (runs: --resume;
 # output_safety: output creation and locks, mostly sleeping; placement, provenance).
-ci_mpi="errors|results|writer|decomposition|failure|stop"
+ci_mpi="errors|results|writer|decomposition|failure|stop|result_checks|output_guard|refusals"
 if [ ${#ctest_args[@]} -eq 0 ]; then
     t=$SECONDS
     run_ctest "" "" -L unit
