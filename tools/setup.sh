@@ -9,7 +9,15 @@
 # without ptxas, as .ci/run does; the default compiles for sm_80 and sm_90). Where ccache is
 # installed it caches every compile, CUDA's too (EF_CCACHE=0: not used; CCACHE_DIR: where), so a
 # build folder deleted or a second clone rebuilds from the cache.
+#
+#   tools/setup.sh               everything: the program, the tests, the examples (.ci/run, and
+#                                the README's second command, which then runs ctest)
+#   tools/setup.sh ensemblefit   only these CMake targets: the README's first command builds the
+#                                program alone (ef_core and ensemblefit), not the ~280 test targets
 set -euo pipefail
+for a in "$@"; do
+    case "$a" in -*) echo "usage: tools/setup.sh [CMAKE-TARGET...]   (none: build everything)" >&2; exit 2 ;; esac
+done
 cd "$(dirname "$0")/.."
 t0=$SECONDS
 step() { echo "setup: $*"; }
@@ -50,9 +58,19 @@ grep -E "^-- CUDA worker|^ \* CUDA" build/configure.log | sed 's/^/setup:   /' |
 took $t
 
 t=$SECONDS
-targets=$(cmake --build build --target help 2>/dev/null | grep -c '^\.\.\. ' || true)
-step "building ($targets targets, $(nproc) jobs; log: build/build.log)"
-cmake --build build -j"$(nproc)" > build/build.log 2>&1 || { grep -E -A5 "error" build/build.log | head -80; exit 1; }
+if [ $# -gt 0 ]; then
+    step "building $* and what it needs ($(nproc) jobs; log: build/build.log; the tests: tools/setup.sh)"
+    target_args=(--target "$@")
+else
+    targets=$(cmake --build build --target help 2>/dev/null | grep -c '^\.\.\. ' || true)
+    step "building ($targets targets, $(nproc) jobs; log: build/build.log)"
+    target_args=()
+fi
+cmake --build build -j"$(nproc)" "${target_args[@]}" > build/build.log 2>&1 || { grep -E -A5 "error" build/build.log | head -80; exit 1; }
 took $t
 mkdir -p runs  # the README's commands write their outputs here (git-ignored)
-step "built build/ensemblefit ($(build/ensemblefit --version | head -1)) in $((SECONDS - t0)) s in all"
+if [ -x build/ensemblefit ]; then
+    step "built build/ensemblefit ($(build/ensemblefit --version | head -1)) in $((SECONDS - t0)) s in all"
+else
+    step "built $* in $((SECONDS - t0)) s in all"
+fi

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "src/core/thread_name.hpp"
+
 namespace ef {
 
 namespace {
@@ -55,7 +57,10 @@ ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options) : file_(
         opt_.backlog_rows = (std::size_t{256} << 20) / (8 * (P + 4));  // index, params, chi2, status, iterations
     }
     opt_.backlog_rows = std::max(opt_.backlog_rows, 2 * opt_.buffer_rows);
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+        name_this_thread("ef-writer");
+        loop();
+    });
 }
 
 ReplicaWriter::~ReplicaWriter() { finish_quietly(); }

@@ -15,6 +15,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/core/sha256.hpp"
+#include "src/core/thread_name.hpp"
 
 namespace ef::recon {
 
@@ -167,7 +168,10 @@ void prefetch_input_record(const std::string& path) {
     // At normal priority: a GPU rank's host mostly waits on the device, so the thread has a core
     // to itself; beside a CPU rank's threads it costs about what the checksum at the end cost.
     // (Measured: at nice 19 on a loaded machine it starved, and the wait at the end grew 7x.)
-    mm.pending.emplace(key, std::async(std::launch::async, [path] { return checksum_file(path); }));
+    mm.pending.emplace(key, std::async(std::launch::async, [path] {
+                           name_this_thread("ef-checksum");
+                           return checksum_file(path);
+                       }));
 }
 
 void write_input_record(h5::File& f, const std::string& obj, const std::string& prefix, const InputRecord& r) {

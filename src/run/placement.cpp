@@ -14,6 +14,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/core/text.hpp"
+#include "src/core/thread_name.hpp"
 #include "src/run/environment.hpp"
 
 namespace ef {
@@ -126,6 +127,14 @@ void pin_openmp_team(const CpuList& cpus, int threads) {
 #pragma omp parallel num_threads(threads) reduction(+ : failed)
     failed += sched_setaffinity(0, sizeof set, &set) != 0 ? 1 : 0;
     if (failed > 0) throw runtime_error("run.bind: sched_setaffinity of OpenMP threads to cores " + format_cpus(cpus) + " failed");
+}
+
+/// Names the OpenMP pool threads of a team of `threads` ef-omp-1, ef-omp-2, ... (top -H, perf).
+/// Thread 0 is the main thread: it keeps the process's name (ps, pgrep). The team is the one
+/// team_cpus() makes next, of the same size, so no thread is made or placed otherwise than before.
+void name_openmp_team(int threads) {
+#pragma omp parallel num_threads(std::max(1, threads))
+    if (omp_get_thread_num() > 0) name_this_thread("ef-omp-" + std::to_string(omp_get_thread_num()));
 }
 
 /// Every CPU some thread of a team of `threads` may run on (each thread's own mask, as
@@ -271,6 +280,7 @@ DevicePlan choose_device(const std::string& want, const MpiContext& ctx, bool gp
 
 std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,
                                           const std::string& binding, int device) {
+    name_openmp_team(threads);
     const CpuList cpus = team_cpus(threads);  // where its threads run, not only its main thread
     std::ostringstream me;
     me << ctx.rank() << "\t" << ctx.host() << "\t" << worker << "\t" << threads << "\t" << format_cpus(cpus) << "\t"

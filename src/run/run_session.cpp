@@ -7,6 +7,7 @@
 
 #include <ensemblefit/core/config.hpp>
 
+#include "src/core/thread_name.hpp"
 #include "src/run/run_failure.hpp"
 #include "src/run/stop_request.hpp"
 
@@ -22,6 +23,7 @@ void RunSession::set_up(RunProblem& problem) {
     std::jthread context;  // the GPU's context (cuda_create_context), made while the input is read
     if (EF_HAVE_CUDA && want != "cpu" && problem.prewarm_device())
         context = std::jthread([&s, want] {
+            name_this_thread("ef-gpu-context");
             const DevicePlan d = choose_device(want, s.ctx);
             if (d.kind == WorkerKind::gpu) cuda_create_context(d.device);
         });

@@ -20,6 +20,7 @@
 #include <ensemblefit/sched/work_queue.hpp>
 
 #include "src/run/run_failure.hpp"
+#include "src/core/thread_name.hpp"
 
 namespace ef {
 
@@ -175,7 +176,10 @@ class UnitDispatch {
         std::mutex queue_mutex;
         DispatchChannel channel(ctx_, queue, queue_mutex);
         channel.watch(h_.heartbeat_timeout);
-        std::thread dispatcher([&] { serve(channel, total); });
+        std::thread dispatcher([&] {
+            name_this_thread("ef-dispatch");
+            serve(channel, total);
+        });
         try {
             compute_root(channel);
         } catch (...) {

@@ -11,6 +11,9 @@
 #   - an array task that fails (a corrupt leftover shard file) blocks the merge: Slurm cancels
 #     it or leaves it pending (DependencyNeverSatisfied), it never runs; re-submitting the
 #     failed task (EF_RETRY) with a new merge completes the result, again bitwise equal;
+#   - EF_ARGS=--overwrite starts over; a run stopped with SIGUSR1 names its resubmission, which
+#     finishes it; EF_REQUEUE=1 requeues the stopped job, its log appended; more shards than
+#     MaxArraySize become several arrays with one merge; each bitwise equal to mpirun's result;
 #   - scaling-study.sbatch runs every rank count, each on distinct cores, and `ensemblefit
 #     report` has one row each;
 #   - with GPUs in the cluster (the local one has pretend GPUs): rank-per-gpu.sbatch gives each
@@ -294,6 +297,91 @@ check "re-submitted task completed" completed "$A_RETRY" || show_log failed/logs
 check "its merge completed" completed "$M_RETRY" || show_log failed/logs/ef-merge_"$M_RETRY".out
 check "re-submitted shard 2 is shard 2/4" grep -q "shard 2/4 holds replicas 251..375" "failed/logs/ef-shard_${A_RETRY}_2.out"
 check "merged after the retry == mpirun result (bitwise)" same ref.h5 failed/example.h5
+
+# ---------------------------------------------------------------- overwrite, stop, requeue, split arrays
+# EF_ARGS=--overwrite starts over (the scripts leave --resume out); a run stopped with SIGUSR1
+# (exit 75) names its resubmission, without --overwrite, and that line finishes it; with
+# EF_REQUEUE=1 the job requeues itself (the same job id, its log appended) and finishes; more
+# shards than MaxArraySize (EF_MAX_ARRAY_SIZE=3 here) become several arrays and one merge.
+# All bitwise equal to the plain mpirun run.
+SLOW="--debug.slowdown 0:500,1:500"   # about 15 s of fitting: time to stop it part-way
+J_OVER=$(EF_OUTDIR=core EF_ARGS=--overwrite submit overwrite --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+J_REQ=$(EF_OUTDIR=requeue EF_REQUEUE=1 EF_ARGS="$SLOW" submit requeue --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+J_STOP=$(EF_OUTDIR=stop EF_ARGS="--overwrite $SLOW" submit stop --ntasks-per-node=2 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+read -r _ A_SPLIT M_SPLIT < <(EF_MAX_ARRAY_SIZE=3 EF_SHARDS=4 EF_CONCURRENT=2 EF_OUTDIR=split \
+    EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" "$JOBS/submit-array.sh" "$CONFIG" 2> split.err \
+    | tail -n 1 | sed 's/array=\([0-9,]*\) merge=\([0-9]*\)/x \1 \2/')
+IFS=, read -r -a SPLIT_IDS <<< "$A_SPLIT"
+# Array tasks: task 0 of one array requeues itself (its merge must wait for it), task 1 of
+# another stops and names its resubmission (EF_RETRY=1 ... submit-array.sh).
+read -r _ A_RQ M_RQ < <(EF_REQUEUE=1 EF_SHARDS=2 EF_OUTDIR=arq EF_ARGS="$SLOW" EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" \
+    "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+read -r _ A_ST M_ST < <(EF_SHARDS=2 EF_OUTDIR=ast EF_ARGS="$SLOW" EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" \
+    "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+printf '%s\n' "$J_OVER" "$J_REQ" "$J_STOP" "${SPLIT_IDS[@]}" "$M_SPLIT" "$A_RQ" "$M_RQ" "$A_ST" "$M_ST" >> "$JOBLIST"
+log "submitted: overwrite $J_OVER, requeue $J_REQ, stop $J_STOP, split arrays $A_SPLIT + merge $M_SPLIT," \
+    "array with a requeued task $A_RQ + merge $M_RQ, array with a stopped task $A_ST + merge $M_ST"
+# stop_when_fitting ID FILE: SIGUSR1 to the job's steps once its fit has created FILE
+stop_when_fitting() {
+    local t=$SECONDS
+    until [ -s "$2" ]; do [ $((SECONDS - t)) -lt "$TIMEOUT" ] || return 1; sleep 0.2; done
+    sleep 1
+    scancel --signal=USR1 "$1"
+}
+stop_when_fitting "$J_REQ" requeue/example.h5 || bad "requeue job never started fitting"
+stop_when_fitting "$J_STOP" stop/example.h5 || bad "stop job never started fitting"
+stop_when_fitting "${A_RQ}_0" arq/shards/example-0.h5 || bad "array task ${A_RQ}_0 never started fitting"
+stop_when_fitting "${A_ST}_1" ast/shards/example-1.h5 || bad "array task ${A_ST}_1 never started fitting"
+# The requeued job waits out Slurm's requeue delay (about 2 min). Not cut short: a requeued job
+# started at once (scontrol update StartTime=now) was marked COMPLETED by its first run's
+# late exit, with its second run's step aborted (Slurm 22.05).
+wait_for "$J_OVER" "$J_REQ" "$J_STOP" "${SPLIT_IDS[@]}" "$M_SPLIT" "$A_RQ" "$M_RQ" "$A_ST" "$M_ST" || true
+check "EF_ARGS=--overwrite job completed" completed "$J_OVER" || show_log "logs/overwrite-$J_OVER.out"
+check "EF_ARGS=--overwrite: no '--resume and --overwrite' refusal" \
+    bash -c "! grep -q 'exclude each other' logs/overwrite-$J_OVER.out"
+check "EF_ARGS=--overwrite result == mpirun result (bitwise)" same ref.h5 core/example.h5
+rlog=logs/requeue-$J_REQ.out
+check "EF_REQUEUE=1: the stopped job requeued itself once and completed" \
+    test "$(states "$J_REQ") $(records "$J_REQ" | field Restarts)" = "COMPLETED 1" || show_log "$rlog"
+check "EF_REQUEUE=1: the log says so and keeps the first run's lines (appended)" \
+    grep -q "stopped (exit 75): requeueing it (requeue 1 of at most 5)" "$rlog"
+check "EF_REQUEUE=1: the log holds both runs" test "$(grep -c '^output: ' "$rlog")" = 2 || show_log "$rlog"
+check "requeued result == mpirun result (bitwise)" same ref.h5 requeue/example.h5
+slog2=logs/stop-$J_STOP.out
+check "the stopped job exited 75" test "$(records "$J_STOP" | field ExitCode)" = 75:0 || show_log "$slog2"
+again=$(grep -A1 'to finish, submit it again' "$slog2" | tail -n 1 | sed 's/^ *//')
+log "stop hint: $again"
+check "the stop hint names the resubmission of rank-per-core.sbatch without --overwrite" \
+    bash -c "[[ '$again' == *'sbatch $JOBS/rank-per-core.sbatch $CONFIG'* && '$again' != *overwrite* ]]"
+J_AGAIN=$(eval "${again/ sbatch / sbatch --parsable -o logs/stop-again-%j.out --ntasks-per-node=2 ${SITE_ARGS[*]} }")
+J_AGAIN=${J_AGAIN%%;*}
+echo "$J_AGAIN" >> "$JOBLIST"
+wait_for "$J_AGAIN" || true
+check "the stop hint's resubmission completed" completed "$J_AGAIN" || show_log "logs/stop-again-$J_AGAIN.out"
+check "stopped + resubmitted result == mpirun result (bitwise)" same ref.h5 stop/example.h5
+check "EF_REQUEUE=1: array task 0 requeued itself once, the array completed" \
+    test "$(records "$A_RQ" | grep 'ArrayTaskId=0 ' | field Restarts) $(states "$A_RQ")" = "1 COMPLETED COMPLETED" \
+    || show_log arq/logs/*_"$A_RQ"_0.out
+check "the merge waited for the requeued task and completed" completed "$M_RQ" || show_log arq/logs/ef-merge_"$M_RQ".out
+check "array with a requeued task, merged == mpirun result (bitwise)" same ref.h5 arq/example.h5
+check "the stopped array task exited 75, its merge never ran" \
+    test "$(task_state "$A_ST" 1) $(states "$M_ST")" = "FAILED CANCELLED" || show_log ast/logs/*_"$A_ST"_1.out
+again=$(grep -h -A1 'to finish, submit it again' ast/logs/*_"$A_ST"_1.out | tail -n 1 | sed 's/^ *//')
+log "array stop hint: $again"
+check "the array task's hint is EF_RETRY=1 with submit-array.sh" \
+    bash -c "[[ '$again' == 'EF_RETRY=1 EF_SHARDS=2 EF_OUTDIR=ast '*'submit-array.sh $CONFIG' ]]"
+read -r _ A_ST2 M_ST2 < <(export EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS"; eval "$again" | tail -n 1 \
+    | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
+printf '%s\n' "$A_ST2" "$M_ST2" >> "$JOBLIST"
+wait_for "$A_ST2" "$M_ST2" || true
+check "the array task's resubmission completed" completed "$A_ST2" || show_log ast/logs/*_"$A_ST2"_1.out
+check "its merge completed" completed "$M_ST2" || show_log ast/logs/ef-merge_"$M_ST2".out
+check "stopped array task resubmitted, merged == mpirun result (bitwise)" same ref.h5 ast/example.h5
+check "4 shards, MaxArraySize 3: two arrays and the limit named" \
+    bash -c "[[ '$A_SPLIT' == *,* ]] && grep -q 'MaxArraySize=3' split.err"
+for a in "${SPLIT_IDS[@]}"; do check "split array $a completed" completed "$a"; done
+check "the merge after both arrays completed" completed "$M_SPLIT" || show_log split/logs/ef-merge_"$M_SPLIT".out
+check "split arrays merged == mpirun result (bitwise)" same ref.h5 split/example.h5
 
 # ---------------------------------------------------------------- GPU binding (pretend GPUs)
 if [ -n "${J_GPU:-}" ]; then
