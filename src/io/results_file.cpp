@@ -120,13 +120,11 @@ void reserve_room(const std::string& path, std::uint64_t bytes) {
 
 ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) {
     h5::File f = h5::File::create(path);
+    const std::uint64_t P = id.param_names.size();
+    const std::uint64_t M = static_cast<std::uint64_t>(std::max<std::int64_t>(id.span.size(), 0));
     // /replicas: params (P), chi2, status, iterations and index, 8 bytes each, and their chunk
     // index; /central and the summary are small.
-    const std::uint64_t P_all = id.param_names.size();
-    reserve_room(path, static_cast<std::uint64_t>(std::max<std::int64_t>(id.span.size(), 0)) * (P_all + 4) * 8 +
-                           (std::uint64_t{1} << 20));
-    const std::uint64_t P = id.param_names.size();
-    const std::uint64_t M = static_cast<std::uint64_t>(id.span.size());
+    reserve_room(path, M * (P + 4) * 8 + (std::uint64_t{1} << 20));
     write_identity(f, id);
     if (id.span.central) {
         f.create_double("/central/params", P, 0, kNaN);
