@@ -25,6 +25,7 @@
 
 #include "src/io/replica_writer.hpp"
 #include "src/comm/table_share.hpp"
+#include "src/config/ini_scan.hpp"
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
@@ -76,14 +77,14 @@ RunIdentity identity_of(const FitProblem& pb, const ShardSpec& shard) {
 
 /// What a fit reads, which no output may replace: the config, the data, the baseline and the
 /// model plugin (as named and beside the config: both places it may be looked up).
-std::vector<std::string> fit_inputs(const std::string& config_path, const FitConfig& cfg, const std::string& baseline) {
+std::vector<std::string> fit_input_paths(const std::string& config_path, const FitConfig& cfg,
+                                         const std::string& baseline) {
     std::vector<std::string> in{config_path, cfg.data_file, baseline};
     const auto plugin = cfg.model_options.find("plugin");
     if (plugin != cfg.model_options.end()) {
         in.push_back(plugin->second);
-        const auto slash = config_path.rfind('/');
-        if (slash != std::string::npos && !plugin->second.empty() && plugin->second[0] != '/')
-            in.push_back(config_path.substr(0, slash + 1) + plugin->second);
+        if (!plugin->second.empty() && plugin->second[0] != '/')
+            in.push_back(ini::folder_of(config_path) + plugin->second);
     }
     return in;
 }
@@ -152,7 +153,7 @@ class FitRun final : public RunProblem {
     std::string worker_description() const override { return worker_->describe(); }
     OutputTarget output_target() const override {
         const std::string& out = pb_->config.output_file;
-        return {out, pb_->config.where("output.file"), fit_inputs(opt_.config_path, pb_->config, opt_.baseline),
+        return {out, pb_->config.where("output.file"), fit_input_paths(opt_.config_path, pb_->config, opt_.baseline),
                 {{out + ".timing.json", "the timing sidecar of " + pb_->config.where("output.file")}}};
     }
     bool open_output(OutputAction action) override;
