@@ -2,9 +2,11 @@
 #include <ensemblefit/config/fit_config.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -36,6 +38,15 @@ const KeyInfo kKeys[] = {
     {"data.dataset", "", "column of dataset numbers, for [normalisation.NAME] sections"},
     {"data.covariance", "", "FILE.h5:/path: the full n x n covariance of y (replaces sigma^2; "
                             "systematics and normalisations are added to it)"},
+    {"data.commondata", "", "folder of NNPDF \"new commondata\" sets (YAML), read instead of data.file "
+                            "(relative to the config file's folder; docs/models.md, \"Real DIS data\")"},
+    {"data.sets", "", "the commondata sets to fit, comma-separated folder names (target from the name: "
+                      "_P proton, _D deuteron)"},
+    {"data.q2_min", "3.49", "commondata cut: keep points with Q^2 > q2_min [GeV^2]"},
+    {"data.w2_min", "12.5", "commondata cut: keep points with W^2 = Q^2 (1 - x) / x > w2_min [GeV^2] "
+                            "(NNPDF's W^2, without the proton mass term)"},
+    {"data.x_min", "0", "commondata cut: keep points with x >= x_min"},
+    {"data.x_max", "1", "commondata cut: keep points with x <= x_max"},
     {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin "
                        "(or `plugin = lib.so`: a model plugin built with ensemblefit_add_model)"},
     {"model.formula", "", "the model for name = formula, over parameter and x column names"},
@@ -180,15 +191,25 @@ std::string join(const std::vector<std::string>& v) {
 
 std::string FitConfig::canonical_text() const {
     std::ostringstream os;
-    os << "[data]\nx = " << join(x_columns) << "\ny = " << y_column << "\nsigma = " << sigma << "\n";
+    os << "[data]\n";
+    // commondata: the sets and cuts as a comment (part of the identity; the data checksum covers
+    // every value and treatment), then the fixed columns, so that predict and pdf read the text
+    // back as any stored config (--data.file = their points) and resolved_text() runs again.
+    if (!commondata.empty()) {
+        std::string c = "# " + commondata_text();
+        for (size_t at = c.find('\n'); at != std::string::npos; at = c.find('\n', at + 1)) c.insert(at + 1, "# ");
+        os << c << "\n";
+    }
+    os << "x = " << join(x_columns) << "\ny = " << y_column << "\nsigma = " << sigma << "\n";
     // Written only when set, so that files from before these keys still match.
-    if (!systematics.empty()) {
+    if (!systematics.empty() && commondata.empty()) {
         std::vector<std::string> cols;
         for (size_t k = 0; k < systematics.size(); ++k)
             cols.push_back(systematics[k] + (systematic_mult[k] ? ":mult" : ""));
         os << "systematics = " << join(cols) << "\n";
     }
-    if (!dataset_column.empty()) os << "dataset = " << dataset_column << "\n";
+    if (!dataset_column.empty() && (commondata.empty() || !normalisations.empty()))
+        os << "dataset = " << dataset_column << "\n";
     if (!covariance.empty()) os << "covariance = " << covariance << "\n";
     os << "[model]\nname = " << model_name << "\n";
     if (model_name == "formula") os << "formula = " << formula << "\n";
@@ -214,9 +235,15 @@ std::string FitConfig::canonical_text() const {
     return os.str();
 }
 
+std::string FitConfig::commondata_text() const {
+    return "sets = " + join(commondata_sets) + "\nq2_min = " + format_double(q2_min) + "\nw2_min = " +
+           format_double(w2_min) + "\nx_min = " + format_double(x_min) + "\nx_max = " + format_double(x_max);
+}
+
 std::string FitConfig::resolved_text() const {
     std::ostringstream os;
-    os << "# config file: " << config_file << "\n[data]\nfile = " << data_file << "\n"
+    os << "# config file: " << config_file << "\n[data]\n"
+       << (commondata.empty() ? "file = " + data_file : commondata_text() + "\ncommondata = " + data_file) << "\n"
        << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
        << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
@@ -330,7 +357,51 @@ class Values {
     const FitConfig& c_;
 };
 
+/// [data] commondata, sets and the cuts: the data's columns are then fixed (x, Q2, target; F2).
+void read_commondata(FitConfig& cfg, const Values& v) {
+    // The columns are fixed; a stored config (canonical_text) names them, with these values.
+    const std::map<std::string, std::string> fixed = {
+        {"data.x", "x,Q2,target"}, {"data.y", "F2"}, {"data.sigma", "uncorrelated"}, {"data.dataset", "dataset"}};
+    for (const char* key : {"data.file", "data.x", "data.y", "data.sigma", "data.systematics", "data.dataset",
+                            "data.covariance"}) {
+        if (!cfg.origins.count(key)) continue;
+        std::string value = v.get(key);
+        value.erase(std::remove_if(value.begin(), value.end(), [](unsigned char c) { return std::isspace(c); }),
+                    value.end());
+        if (!fixed.count(key) || fixed.at(key) != value)
+            throw usage_error(cfg.where(key) + ": not used with data.commondata (the commondata files give "
+                              "the columns and uncertainties)");
+    }
+    cfg.commondata = trim(v.get("data.commondata"));
+    if (cfg.commondata[0] != '/' && cfg.origins[("data.commondata")].line > 0)
+        cfg.commondata = ini::folder_of(cfg.config_file) + cfg.commondata;
+    cfg.commondata_sets = split_list(v.get("data.sets"));
+    if (cfg.commondata_sets.empty())
+        throw usage_error(cfg.where("data.sets") + ": no commondata set named (data.commondata is set)");
+    for (size_t i = 0; i < cfg.commondata_sets.size(); ++i)
+        if (std::find(cfg.commondata_sets.begin(), cfg.commondata_sets.begin() + static_cast<long>(i),
+                      cfg.commondata_sets[i]) != cfg.commondata_sets.begin() + static_cast<long>(i))
+            throw usage_error(cfg.where("data.sets") + ": set '" + excerpt(cfg.commondata_sets[i]) + "' named twice");
+    cfg.q2_min = v.real("data.q2_min", v.get("data.q2_min"));
+    cfg.w2_min = v.real("data.w2_min", v.get("data.w2_min"));
+    cfg.x_min = v.real("data.x_min", v.get("data.x_min"));
+    cfg.x_max = v.real("data.x_max", v.get("data.x_max"));
+    for (const char* key : {"data.q2_min", "data.w2_min", "data.x_min", "data.x_max"})
+        if (!std::isfinite(v.real(key, v.get(key))))
+            throw usage_error(cfg.where(key) + ": must be a finite number");
+    if (!(cfg.x_min < cfg.x_max))
+        throw usage_error(cfg.where("data.x_max") + ": x_max must be above x_min (" + ini::format_double(cfg.x_min) + ")");
+    cfg.data_file = cfg.commondata;
+    cfg.x_columns = {"x", "Q2", "target"};
+    cfg.y_column = "F2";
+    cfg.sigma = "uncorrelated";
+    cfg.dataset_column = "dataset";  // the set's number, 0-based in data.sets order: [normalisation.N]
+}
+
 void read_data(FitConfig& cfg, const Values& v) {
+    if (!trim(v.get("data.commondata")).empty()) return read_commondata(cfg, v);
+    for (const char* key : {"data.sets", "data.q2_min", "data.w2_min", "data.x_min", "data.x_max"})
+        if (cfg.origins.count(key)) throw usage_error(cfg.where(key) + ": only with data.commondata");
     cfg.data_file = v.required("data.file");
     if (cfg.data_file[0] != '/' && cfg.origins[("data.file")].line > 0)
         cfg.data_file = ini::folder_of(cfg.config_file) + cfg.data_file;
@@ -363,7 +434,7 @@ void read_correlated(FitConfig& cfg, const Values& v, const std::vector<std::str
         cfg.systematics.push_back(name);
         cfg.systematic_mult.push_back(kind == "mult" ? 1 : 0);
     }
-    cfg.dataset_column = trim(v.get("data.dataset"));
+    if (cfg.commondata.empty()) cfg.dataset_column = trim(v.get("data.dataset"));
     cfg.covariance = trim(v.get("data.covariance"));
     if (!cfg.covariance.empty()) {
         const auto colon = cfg.covariance.rfind(':');

@@ -223,8 +223,7 @@ void FitRun::read_input() {
     CorrelatedInputs correlated;
     // Agreed on before the model: its tables are built by the node's ranks together.
     collective(ctx_, [&] {
-        data = load_data(cfg);
-        correlated = load_correlated(cfg, data);
+        load_fit_data(cfg, data, correlated);
     });
     trace_.mark("config and data");
     // The model's tables (dis-mellin) are built in OpenMP loops of the default size: the rank's

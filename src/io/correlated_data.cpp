@@ -8,6 +8,7 @@
 #include <ensemblefit/core/error.hpp>
 
 #include "src/core/text.hpp"
+#include "src/io/commondata.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/h5_numeric.hpp"
 
@@ -110,6 +111,21 @@ CorrelatedInputs load_correlated(const FitConfig& cfg, DataTable& data) {
     mix_into(data.checksum, in.dataset);
     mix_into(data.checksum, in.covariance);
     return in;
+}
+
+void load_fit_data(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
+    if (cfg.commondata.empty()) {
+        data = load_data(cfg);
+        in = load_correlated(cfg, data);
+        return;
+    }
+    load_commondata(cfg, data, in);
+    in.norm_rows = normalisation_rows(cfg, in.dataset);
+    mix_into(data.checksum, in.syst);
+    mix_into(data.checksum, in.dataset);
+    // The treatments are not in the values: an ADD column and a MULT one of the same numbers differ.
+    std::vector<double> mult(cfg.systematic_mult.begin(), cfg.systematic_mult.end());
+    mix_into(data.checksum, mult);
 }
 
 }  // namespace ef

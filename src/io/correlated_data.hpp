@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <ensemblefit/config/fit_config.hpp>
@@ -21,6 +22,9 @@ struct CorrelatedInputs {
     std::vector<double> dataset;     ///< n; empty without [data] dataset
     std::vector<int> norm_rows;      ///< rows of each [normalisation.NAME] dataset (counts)
     std::vector<double> covariance;  ///< n x n, row-major; empty without [data] covariance
+    /// Name of each dataset, index = its value in `dataset` (commondata: the set's folder name);
+    /// empty when the data name none.
+    std::vector<std::string> dataset_names;
 };
 
 /**
@@ -31,5 +35,13 @@ struct CorrelatedInputs {
  * a NAME that is not a number.
  */
 CorrelatedInputs load_correlated(const FitConfig& cfg, DataTable& data);
+
+/**
+ * A fit's data and correlated inputs, whichever way the config names them: load_data and
+ * load_correlated, or the sets of [data] commondata (src/io/commondata.hpp: it also fills
+ * cfg.systematics and systematic_mult from the files). Either way the correlated values are in
+ * data.checksum and [normalisation.NAME] is checked against the dataset column.
+ */
+void load_fit_data(FitConfig& cfg, DataTable& data, CorrelatedInputs& in);
 
 }  // namespace ef

@@ -15,6 +15,7 @@
 
 #include "src/config/capacity.hpp"
 #include "src/core/text.hpp"
+#include "src/io/commondata.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/h5_numeric.hpp"
 
@@ -178,6 +179,13 @@ std::uint64_t checksum_of(const DataTable& d) {
 }
 
 DataTable load_data(const FitConfig& cfg) {
+    if (!cfg.commondata.empty()) {  // the rows of the commondata sets; their systematics: load_fit_data
+        FitConfig c = cfg;
+        DataTable d;
+        CorrelatedInputs unused;
+        load_commondata(c, d, unused);
+        return d;
+    }
     struct stat st {};
     if (stat(cfg.data_file.c_str(), &st) != 0)
         throw usage_error(cfg.where("data.file") + ": cannot open data file '" + cfg.data_file +

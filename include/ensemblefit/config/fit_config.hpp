@@ -65,8 +65,20 @@ struct FitConfig {
     std::string covariance;      ///< FILE.h5:/path of a full n x n covariance, or empty
     /// [normalisation.NAME] sigma: relative normalisation uncertainty of dataset NAME (file order).
     std::vector<std::pair<std::string, double>> normalisations;
+    /// [data] commondata: a folder of NNPDF "new commondata" sets (src/io/commondata.hpp) read
+    /// instead of data.file; then x = x, Q2, target, y = F2, sigma = the uncorrelated sources in
+    /// quadrature, and `systematics` is filled from the files when the data are read.
+    std::string commondata;
+    std::vector<std::string> commondata_sets;  ///< [data] sets, in the order given
+    /// Kinematic cuts on commondata points: kept when Q^2 > q2_min, W^2 = Q^2 (1 - x) / x > w2_min
+    /// and x_min <= x <= x_max.
+    double q2_min = 3.49, w2_min = 12.5, x_min = 0.0, x_max = 1.0;
+    /// The commondata sets and cuts as INI lines (canonical and resolved texts).
+    std::string commondata_text() const;
     /// True when the data have any correlated uncertainty (chi^2 = r^T C^-1 r).
-    bool correlated() const { return !systematics.empty() || !covariance.empty() || !normalisations.empty(); }
+    bool correlated() const {
+        return !systematics.empty() || !covariance.empty() || !normalisations.empty() || !commondata.empty();
+    }
 
     // [model]
     std::string model_name;  ///< formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin
