@@ -251,7 +251,7 @@ void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
     std::map<std::string, std::string> first_seen;  // shared type -> "FILE: source" that set its treatment
     auto column_of = [&](const CommondataSet& s, size_t k) -> long {
         if (s.type[k] == "UNCORR") return -1;
-        const std::string col = s.type[k] == "CORR" ? s.name + ":" + s.source[k] : s.type[k];
+        const std::string col = s.type[k] == "CORR" ? s.name + "/" + s.source[k] : s.type[k];
         const auto it = std::find(cols.begin(), cols.end(), col);
         return it == cols.end() ? -2 : it - cols.begin();
     };
@@ -259,7 +259,7 @@ void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
         std::vector<std::string> mine;
         for (size_t k = 0; k < s.source.size(); ++k) {
             if (s.type[k] == "UNCORR") continue;
-            const std::string col = s.type[k] == "CORR" ? s.name + ":" + s.source[k] : s.type[k];
+            const std::string col = s.type[k] == "CORR" ? s.name + "/" + s.source[k] : s.type[k];
             const unsigned char m = s.treatment[k] == CommondataTreatment::mult ? 1 : 0;
             if (std::find(mine.begin(), mine.end(), col) != mine.end())
                 throw data_error(s.folder + ": sources of type " + col + " twice in one set (source " + s.source[k] +
