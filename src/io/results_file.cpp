@@ -173,6 +173,7 @@ std::map<std::string, std::string> config_keys(const std::string& text) {
     std::istringstream in(text);
     std::string line, section;
     while (std::getline(in, line)) {
+        if (line.rfind("# ", 0) == 0) line.erase(0, 2);  // [data] commondata's sets and cuts
         if (line.size() > 1 && line.front() == '[' && line.back() == ']') {
             section = line.substr(1, line.size() - 2);
             continue;

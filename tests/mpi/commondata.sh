@@ -70,3 +70,6 @@ run_np 2 fit real.ini "${common[@]}" --output.file r2.h5 > r2.log
 [ "$($H5CHECK status r2.h5)" = "4 0" ] || fail "r2.h5 incomplete"
 $H5CHECK equal r1.h5 r2.h5 /central /replicas /summary || fail "real BCDMS subset: 1 and 2 ranks differ"
 ok "real BCDMS p + d subset at NLO: 1 and 2 ranks bitwise equal"
+# --resume names a changed cut (the sets and cuts are part of the run's identity).
+expect_error 2 "r1.h5: --resume: the file was written with a different config: data.x_min = 0.4" -- \
+    "$EF" fit real.ini "${common[@]}" --data.x_min 0.4 --output.file r1.h5 --resume
