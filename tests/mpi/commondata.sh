@@ -64,7 +64,7 @@ done < cases.txt
 # and 2 ranks: the same bits; t0 from the example's starts.
 sed -e 's/^sets = .*/sets = BCDMS_NC_NOTFIXED_P, BCDMS_NC_NOTFIXED_D/' -e "s|^commondata = dis-real|commondata = $SRC/inputs/dis-real|" \
     "$SRC/inputs/dis-real-nlo.ini" > real.ini
-common=(--data.x_min 0.35 --fit.replicas 3 --fit.max_iterations 60)
+common=(--data.x_min 0.35 --model.contour_nodes 4 --fit.replicas 3 --fit.max_iterations 60)
 run_np 1 fit real.ini "${common[@]}" --output.file r1.h5 > r1.log
 run_np 2 fit real.ini "${common[@]}" --output.file r2.h5 > r2.log
 [ "$($H5CHECK status r2.h5)" = "4 0" ] || fail "r2.h5 incomplete"
