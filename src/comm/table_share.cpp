@@ -11,6 +11,8 @@
 
 #include <ensemblefit/comm/mpi_context.hpp>
 
+#include "src/run/setup_trace.hpp"
+
 namespace ef {
 
 namespace {
@@ -49,7 +51,7 @@ void sleeping_barrier(MPI_Comm comm) {
 
 class NodeTableShare final : public TableShare {
    public:
-    explicit NodeTableShare(MPI_Comm node) {
+    NodeTableShare(MPI_Comm node, int world_rank, std::string host) : world_rank_(world_rank), host_(std::move(host)) {
         EF_MPI_CHECK(MPI_Comm_dup(node, &comm_));
         // A window that cannot be made is answered with a per-rank table, not the end of the run.
         EF_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -87,6 +89,7 @@ class NodeTableShare final : public TableShare {
         double* table = nullptr;
         EF_MPI_CHECK(MPI_Win_shared_query(win, 0, &size, &unit, &table));
         EF_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+        trace_window();
         shared_ = true;
         win_ = win;
         // Pages of a fresh window are zero; each rank's slice is first touched (and so placed on
@@ -117,6 +120,17 @@ class NodeTableShare final : public TableShare {
     }
 
    private:
+    /// EF_SETUP_TRACE: which node this rank shares with and whether its memory is the window's, so
+    /// a multi-node run shows one window per node (tests/mpi/multinode.sh).
+    void trace_window() const {
+        SetupTrace trace(world_rank_);
+        trace.stage("share");
+        const std::string step = "node window " + megabytes(count_) + " on " + host_ + ": local rank " +
+                                 std::to_string(rank_) + " of " + std::to_string(size_) +
+                                 (rank_ == 0 ? ", holds the memory" : ", maps local rank 0's");
+        trace.mark(step.c_str());
+    }
+
     std::shared_ptr<double> own(std::size_t count, const std::string& note) {
         note_ = note;
         auto v = std::make_shared<std::vector<double>>(count, 0.0);
@@ -125,7 +139,8 @@ class NodeTableShare final : public TableShare {
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Win win_ = MPI_WIN_NULL;
-    int rank_ = 0, size_ = 1;
+    int world_rank_ = 0, rank_ = 0, size_ = 1;
+    std::string host_;
     bool shared_ = false, allocated_ = false;
     std::size_t count_ = 0;
     std::vector<std::shared_ptr<double>> made_;  ///< the windows made, released with the share
@@ -135,7 +150,7 @@ class NodeTableShare final : public TableShare {
 }  // namespace
 
 std::unique_ptr<TableShare> make_node_table_share(const MpiContext& ctx) {
-    return std::make_unique<NodeTableShare>(ctx.node());
+    return std::make_unique<NodeTableShare>(ctx.node(), ctx.rank(), ctx.host());
 }
 
 }  // namespace ef
