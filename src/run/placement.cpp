@@ -301,7 +301,8 @@ std::string ranks_per_node(const std::vector<std::string>& rows) {
     for (auto& [node, entry] : nodes) {
         std::sort(entry.second.begin(), entry.second.end());
         ordered.push_back({entry.second.front(), entry.first + " " + std::to_string(entry.second.size()) +
-                                                     " (ranks " + format_cpus(entry.second) + ")"});
+                                                     (entry.second.size() == 1 ? " (rank " : " (ranks ") +
+                                                     format_cpus(entry.second) + ")"});
     }
     std::sort(ordered.begin(), ordered.end());
     std::string out = "ranks per node (" + std::to_string(nodes.size()) + " nodes):";

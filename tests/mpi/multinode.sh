@@ -3,7 +3,8 @@
 # Two nodes on one machine (issue 36): network + UTS + mount namespaces joined by a veth pair,
 # Open MPI over TCP between them, its rsh agent entering the other node (tests/tools/netns_cluster.sh).
 # On 2 nodes x 2 ranks against 1 node x 4 ranks:
-#  - a dis-mellin fit (node-shared tables and Gram set-up) and a reconstruction, bitwise equal;
+#  - a dis-mellin fit (node-shared tables and Gram set-up) and a reconstruction, bitwise equal
+#    (the fit also on 3 + 1 ranks: node b's lone rank builds its own tables);
 #  - the placement table names each rank's host and counts the ranks of each node;
 #  - the node-shared set-up is made once per node (EF_SETUP_TRACE: one window per node, held by
 #    its first rank, mapped by the other);
@@ -28,6 +29,18 @@ EF_SETUP_TRACE=1 cluster_run two.hosts 4 "$EF" fit small.ini --fit.replicas 4 --
     { cat two.log; fail "fit on 2 nodes x 2 ranks"; }
 $H5CHECK equal one.h5 two.h5 /central /replicas /summary || fail "fit: 2 nodes x 2 ranks differ from 1 node x 4"
 ok "fit: 2 nodes x 2 ranks bitwise equal to 1 node x 4 ranks"
+# Uneven nodes: 3 ranks share node a's windows, node b's lone rank builds its own.
+hostfile three-one.hosts 3 1
+EF_SETUP_TRACE=1 cluster_run three-one.hosts 4 "$EF" fit small.ini --fit.replicas 4 --output.file uneven.h5 > uneven.log 2>&1 ||
+    { cat uneven.log; fail "fit on 3 + 1 ranks"; }
+$H5CHECK equal one.h5 uneven.h5 /central /replicas /summary || fail "fit: 3 + 1 ranks on 2 nodes differ from 1 node x 4"
+grep -q "^  ranks per node (2 nodes): $NODE_HOST_a 3 (ranks 0-2), $NODE_HOST_b 1 (rank 3)$" uneven.log ||
+    { cat uneven.log; fail "3 + 1: the ranks per node"; }
+grep -q "^\[share rank 3\]" uneven.log && { grep '^\[share' uneven.log; fail "node b's lone rank claims a node window"; }
+w3=$(grep -c "^\[share rank 0\] node window [0-9.]* MB on $NODE_HOST_a: local rank 0 of 3, holds the memory" uneven.log || true)
+[ "$w3" -ge 2 ] && [ "$(grep -c "^\[share rank [12]\] node window [0-9.]* MB on $NODE_HOST_a: local rank [12] of 3, maps" uneven.log)" = \
+    "$((2 * w3))" ] || { grep '^\[share' uneven.log; fail "3 + 1: node a's windows"; }
+ok "fit: 3 + 1 ranks on 2 nodes (node b's lone rank without a window) bitwise equal to 1 node x 4"
 
 # 2. Placement: each rank's host, and the ranks of each node counted.
 for r in 0 1; do grep -Eq "^  $r +$NODE_HOST_a " two.log || { cat two.log; fail "rank $r is not shown on $NODE_HOST_a"; }; done
@@ -81,7 +94,7 @@ cluster_run one.hosts 4 "$EF" fit peaks.ini > full.log 2>&1 || { cat full.log; f
 cluster_run two.hosts 4 "$EF" fit peaks.ini --output.file killed.h5 --debug.slowdown 0:100,1:100,2:100,3:100 \
     > killed.log 2>&1 &
 run=$!
-for _ in $(seq 1 300); do
+for _ in $(seq 1 1200); do  # until 10 replicas are on disk (bounded: 2 min and more under load)
     sleep 0.1
     [ -e killed.h5 ] || continue
     read -r finished _ < <($H5CHECK status killed.h5 2> /dev/null || echo "0 0")

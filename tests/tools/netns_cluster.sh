@@ -8,8 +8,9 @@
 #
 #   cluster_start            exits 77 (ctest: skipped) with one line saying why where it cannot
 #   hostfile FILE A B [b-first]  a hostfile: node a with A slots, b with B (0: left out)
-#   cluster_run HOSTFILE N ARGS...   mpirun of N ranks over the hosts of HOSTFILE, started in its
-#                            first node (rank 0's), with the test network's MCA settings
+#   cluster_run HOSTFILE N ARGS...   mpirun of N ranks over the hosts of HOSTFILE, started in
+#                            its first node (rank 0's), with the test network's MCA settings; at
+#                            most 300 s (a hang ends inside ctest's limit; a loaded machine finishes)
 #   cluster_pids NODE        the processes inside NODE (a or b), one pid a line
 #   cluster_exec NODE CMD... a command inside NODE's namespaces
 #   cluster_stop             (trap on EXIT) ends every process in the nodes, then removes $WORK
@@ -82,7 +83,7 @@ cluster_run() {
     shift 2
     # mpirun starts in the file's first node: Open MPI puts its own node first whatever the order.
     [ "$(head -c ${#NODE_ADDR_b} "$hosts")" = "$NODE_ADDR_b" ] && head=$NODE_PID_b
-    timeout 120 nsenter -t "$head" -n -u -m --wd="$WORK" -- "$MPIEXEC" --hostfile "$hosts" -np "$np" \
+    timeout 300 nsenter -t "$head" -n -u -m --wd="$WORK" -- "$MPIEXEC" --hostfile "$hosts" -np "$np" \
         --mca plm_rsh_agent "$WORK/enter-node.sh" --mca btl self,vader,tcp \
         --mca btl_tcp_if_include $NODE_NET.0/24 --mca oob_tcp_if_include $NODE_NET.0/24 --bind-to none --mca mpi_yield_when_idle 1 "$@"
     # (slots are declared, so Open MPI does not see the 2-core machine as oversubscribed and would
