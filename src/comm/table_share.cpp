@@ -51,12 +51,17 @@ void sleeping_barrier(MPI_Comm comm) {
 
 class NodeTableShare final : public TableShare {
    public:
-    NodeTableShare(MPI_Comm node, int world_rank, std::string host) : world_rank_(world_rank), host_(std::move(host)) {
-        EF_MPI_CHECK(MPI_Comm_dup(node, &comm_));
+    explicit NodeTableShare(const MpiContext& ctx) : world_rank_(ctx.rank()), host_(ctx.host()) {
+        EF_MPI_CHECK(MPI_Comm_dup(ctx.node(), &comm_));
         // A window that cannot be made is answered with a per-rank table, not the end of the run.
         EF_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
         EF_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
         EF_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+        // The fewest and most ranks of a node, so rank 0's line does not speak for nodes unlike its own.
+        int sizes[2] = {-size_, size_};
+        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, ctx.world()));
+        fewest_ = -sizes[0];
+        most_ = sizes[1];
     }
     ~NodeTableShare() override {
         int finalized = 0;
@@ -116,7 +121,10 @@ class NodeTableShare final : public TableShare {
         if (size_ == 1 || !allocated_) return "";  // a lone rank, or nothing made: nothing to say
         if (!shared_) return what + " " + megabytes(count_) + " per rank" + note_;
         return what + " " + megabytes(count_) + ", one copy per node shared by its " + std::to_string(size_) +
-               " ranks, each built 1/" + std::to_string(size_) + " of the rows";
+               " ranks, each built 1/" + std::to_string(size_) + " of the rows" +
+               (fewest_ == most_ ? ""
+                                 : " (rank 0's node; the nodes have " + std::to_string(fewest_) + " to " +
+                                       std::to_string(most_) + " ranks, a node of one builds its own)");
     }
 
    private:
@@ -139,7 +147,7 @@ class NodeTableShare final : public TableShare {
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Win win_ = MPI_WIN_NULL;
-    int world_rank_ = 0, rank_ = 0, size_ = 1;
+    int world_rank_ = 0, rank_ = 0, size_ = 1, fewest_ = 1, most_ = 1;
     std::string host_;
     bool shared_ = false, allocated_ = false;
     std::size_t count_ = 0;
@@ -150,7 +158,7 @@ class NodeTableShare final : public TableShare {
 }  // namespace
 
 std::unique_ptr<TableShare> make_node_table_share(const MpiContext& ctx) {
-    return std::make_unique<NodeTableShare>(ctx.node(), ctx.rank(), ctx.host());
+    return std::make_unique<NodeTableShare>(ctx);
 }
 
 }  // namespace ef

@@ -36,6 +36,8 @@ EF_SETUP_TRACE=1 cluster_run three-one.hosts 4 "$EF" fit small.ini --fit.replica
 $H5CHECK equal one.h5 uneven.h5 /central /replicas /summary || fail "fit: 3 + 1 ranks on 2 nodes differ from 1 node x 4"
 grep -q "^  ranks per node (2 nodes): $NODE_HOST_a 3 (ranks 0-2), $NODE_HOST_b 1 (rank 3)$" uneven.log ||
     { cat uneven.log; fail "3 + 1: the ranks per node"; }
+grep -q "tables [0-9.]* MB, one copy per node shared by its 3 ranks, each built 1/3 of the rows (rank 0's node; the nodes have 1 to 3 ranks, a node of one builds its own)" uneven.log ||
+    { cat uneven.log; fail "3 + 1: the model line speaks for node b too"; }
 grep -q "^\[share rank 3\]" uneven.log && { grep '^\[share' uneven.log; fail "node b's lone rank claims a node window"; }
 w3=$(grep -c "^\[share rank 0\] node window [0-9.]* MB on $NODE_HOST_a: local rank 0 of 3, holds the memory" uneven.log || true)
 [ "$w3" -ge 2 ] && [ "$(grep -c "^\[share rank [12]\] node window [0-9.]* MB on $NODE_HOST_a: local rank [12] of 3, maps" uneven.log)" = \
