@@ -19,6 +19,14 @@ MpiContext::MpiContext(MPI_Comm world) : world_(world) {
     EF_MPI_CHECK(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_));
     EF_MPI_CHECK(MPI_Comm_rank(node_, &local_rank_));
     EF_MPI_CHECK(MPI_Comm_size(node_, &local_size_));
+    // Nodes numbered by their first ranks: each node's local rank 0 counts the first ranks before
+    // it (MPI_Exscan) and tells its node.
+    const int first = local_rank_ == 0 ? 1 : 0;
+    int before = 0;
+    EF_MPI_CHECK(MPI_Exscan(&first, &before, 1, MPI_INT, MPI_SUM, world_));
+    node_index_ = rank_ == 0 ? 0 : before;  // MPI_Exscan leaves rank 0's undefined
+    EF_MPI_CHECK(MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_));
+    EF_MPI_CHECK(MPI_Allreduce(&first, &nodes_, 1, MPI_INT, MPI_SUM, world_));
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int len = 0;
     EF_MPI_CHECK(MPI_Get_processor_name(name, &len));
@@ -96,8 +104,11 @@ void collective(const MpiContext& ctx, const std::function<void()>& fn,
     const int first = agreed[0];
     if (first == ctx.size()) return;
     // An error only some ranks met (a file missing on one node) says where; one every rank met
-    // (a bad config), or rank 0 met (its output), reads as in a single-rank run.
-    if (ctx.rank() == first && first > 0 && !agreed[1]) message = ctx.describe(first) + ": " + message;
+    // (a bad config), or rank 0 met (its output), reads as in a single-rank run, unless the run
+    // spans several nodes: then rank 0's node is named too (its output folder is not writable
+    // there, whatever it is on the node the job was submitted from).
+    if (ctx.rank() == first && (first > 0 || ctx.nodes() > 1) && !agreed[1])
+        message = ctx.describe(first) + ": " + message;
     EF_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, first, ctx.world()));
     long long len = static_cast<long long>(message.size());
     EF_MPI_CHECK(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, ctx.world()));

@@ -11,6 +11,8 @@
 
 #include <ensemblefit/comm/mpi_context.hpp>
 
+#include "src/run/setup_trace.hpp"
+
 namespace ef {
 
 namespace {
@@ -49,12 +51,17 @@ void sleeping_barrier(MPI_Comm comm) {
 
 class NodeTableShare final : public TableShare {
    public:
-    explicit NodeTableShare(MPI_Comm node) {
-        EF_MPI_CHECK(MPI_Comm_dup(node, &comm_));
+    explicit NodeTableShare(const MpiContext& ctx) : world_rank_(ctx.rank()), host_(ctx.host()) {
+        EF_MPI_CHECK(MPI_Comm_dup(ctx.node(), &comm_));
         // A window that cannot be made is answered with a per-rank table, not the end of the run.
         EF_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
         EF_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
         EF_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+        // The fewest and most ranks of a node, so rank 0's line does not speak for nodes unlike its own.
+        int sizes[2] = {-size_, size_};
+        EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, ctx.world()));
+        fewest_ = -sizes[0];
+        most_ = sizes[1];
     }
     ~NodeTableShare() override {
         int finalized = 0;
@@ -87,6 +94,7 @@ class NodeTableShare final : public TableShare {
         double* table = nullptr;
         EF_MPI_CHECK(MPI_Win_shared_query(win, 0, &size, &unit, &table));
         EF_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+        trace_window();
         shared_ = true;
         win_ = win;
         // Pages of a fresh window are zero; each rank's slice is first touched (and so placed on
@@ -113,10 +121,24 @@ class NodeTableShare final : public TableShare {
         if (size_ == 1 || !allocated_) return "";  // a lone rank, or nothing made: nothing to say
         if (!shared_) return what + " " + megabytes(count_) + " per rank" + note_;
         return what + " " + megabytes(count_) + ", one copy per node shared by its " + std::to_string(size_) +
-               " ranks, each built 1/" + std::to_string(size_) + " of the rows";
+               " ranks, each built 1/" + std::to_string(size_) + " of the rows" +
+               (fewest_ == most_ ? ""
+                                 : " (rank 0's node; the nodes have " + std::to_string(fewest_) + " to " +
+                                       std::to_string(most_) + " ranks, a node of one builds its own)");
     }
 
    private:
+    /// EF_SETUP_TRACE: which node this rank shares with and whether its memory is the window's, so
+    /// a multi-node run shows one window per node (tests/mpi/multinode.sh).
+    void trace_window() const {
+        SetupTrace trace(world_rank_);
+        trace.stage("share");
+        const std::string step = "node window " + megabytes(count_) + " on " + host_ + ": local rank " +
+                                 std::to_string(rank_) + " of " + std::to_string(size_) +
+                                 (rank_ == 0 ? ", holds the memory" : ", maps local rank 0's");
+        trace.mark(step.c_str());
+    }
+
     std::shared_ptr<double> own(std::size_t count, const std::string& note) {
         note_ = note;
         auto v = std::make_shared<std::vector<double>>(count, 0.0);
@@ -125,7 +147,8 @@ class NodeTableShare final : public TableShare {
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Win win_ = MPI_WIN_NULL;
-    int rank_ = 0, size_ = 1;
+    int world_rank_ = 0, rank_ = 0, size_ = 1, fewest_ = 1, most_ = 1;
+    std::string host_;
     bool shared_ = false, allocated_ = false;
     std::size_t count_ = 0;
     std::vector<std::shared_ptr<double>> made_;  ///< the windows made, released with the share
@@ -135,7 +158,7 @@ class NodeTableShare final : public TableShare {
 }  // namespace
 
 std::unique_ptr<TableShare> make_node_table_share(const MpiContext& ctx) {
-    return std::make_unique<NodeTableShare>(ctx.node());
+    return std::make_unique<NodeTableShare>(ctx);
 }
 
 }  // namespace ef

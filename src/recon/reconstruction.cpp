@@ -157,12 +157,7 @@ DeviceSumCheck Reconstruction::check_device_sum() {
     id.resize(static_cast<size_t>(len));
     if (len > 0) EF_MPI_CHECK(MPI_Bcast(id.data(), len, MPI_CHAR, 0, ctx_.world()));
     // Peer sums need every rank on one host (one shared-memory node).
-    MPI_Comm node = MPI_COMM_NULL;
-    EF_MPI_CHECK(MPI_Comm_split_type(ctx_.world(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    int node_size = 0;
-    EF_MPI_CHECK(MPI_Comm_size(node, &node_size));
-    EF_MPI_CHECK(MPI_Comm_free(&node));
-    c.peer = (cfg_.allreduce == "auto" || cfg_.allreduce == "peer") && node_size == ctx_.size();
+    c.peer = (cfg_.allreduce == "auto" || cfg_.allreduce == "peer") && ctx_.nodes() == 1;
     if (cfg_.allreduce == "peer" && !c.peer)
         throw usage_error(cfg_.where("run.allreduce") + ": peer sums need every rank on one host");
     int mine = len > 0 && worker_->device_sum_init(id, ctx_.size(), ctx_.rank(), c.why) ? 1 : 0, ok = 0;

@@ -200,7 +200,7 @@ std::vector<std::string> split_tabs(const std::string& row) {
     std::stringstream ss(row);
     std::string c;
     while (std::getline(ss, c, '\t')) cols.push_back(c);
-    cols.resize(7, "");
+    cols.resize(8, "");
     return cols;
 }
 
@@ -284,8 +284,30 @@ std::vector<std::string> gather_placement(const MpiContext& ctx, const std::stri
     const CpuList cpus = team_cpus(threads);  // where its threads run, not only its main thread
     std::ostringstream me;
     me << ctx.rank() << "\t" << ctx.host() << "\t" << worker << "\t" << threads << "\t" << format_cpus(cpus) << "\t"
-       << binding << ", " << omp_binding() << "\t" << gpu_column(device, cpus);
+       << binding << ", " << omp_binding() << "\t" << gpu_column(device, cpus) << "\t" << ctx.node_index();
     return ctx.gather(me.str());
+}
+
+std::string ranks_per_node(const std::vector<std::string>& rows) {
+    std::map<std::string, std::pair<std::string, CpuList>> nodes;  // node -> host, world ranks
+    for (const auto& r : rows) {
+        const std::vector<std::string> c = split_tabs(r);
+        auto& [host, ranks] = nodes[c[7].empty() ? c[1] : c[7]];  // a row of a file before the column: its host
+        host = c[1];
+        ranks.push_back(std::atoi(c[0].c_str()));
+    }
+    if (nodes.size() < 2) return "";
+    std::vector<std::pair<int, std::string>> ordered;  // by first rank
+    for (auto& [node, entry] : nodes) {
+        std::sort(entry.second.begin(), entry.second.end());
+        ordered.push_back({entry.second.front(), entry.first + " " + std::to_string(entry.second.size()) +
+                                                     (entry.second.size() == 1 ? " (rank " : " (ranks ") +
+                                                     format_cpus(entry.second) + ")"});
+    }
+    std::sort(ordered.begin(), ordered.end());
+    std::string out = "ranks per node (" + std::to_string(nodes.size()) + " nodes):";
+    for (size_t i = 0; i < ordered.size(); ++i) out += (i ? ", " : " ") + ordered[i].second;
+    return out;
 }
 
 void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
@@ -296,18 +318,25 @@ void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
         os << "  " << pad(c[0], 6) << pad(c[1], 16) << pad(c[2], 24) << pad(c[3], 8) << pad(c[4], 10)
            << pad(c[5], 20) << c[6] << "\n";
     }
+    const std::string nodes = ranks_per_node(rows);
+    if (!nodes.empty()) os << "  " << nodes << "\n";
     os.flush();
 }
 
 std::vector<std::string> placement_warnings(const std::vector<std::string>& rows) {
     std::vector<std::string> out;
-    std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_host;
+    std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_node;
+    std::map<std::string, std::string> host_of;
     std::string crowded, far;
     bool omp_bound = false;  // OpenMP binds threads to places: OMP_PLACES / OMP_PROC_BIND
     for (const auto& r : rows) {
         const std::vector<std::string> c = split_tabs(r);
         const CpuList cpus = parse_cpus(c[4]);
-        by_host[c[1]].push_back({c[0], cpus});
+        // Grouped by the node MPI found (MPI_COMM_TYPE_SHARED), named by its host: two nodes with
+        // one host name (containers) must not look like ranks of one node sharing cores.
+        const std::string node = c[7].empty() ? c[1] : c[7];
+        by_node[node].push_back({c[0], cpus});
+        host_of[node] = c[1];
         omp_bound = omp_bound || c[5].find("omp-") != std::string::npos;
         if (!cpus.empty() && c[2].rfind("cpu", 0) == 0 && std::atoi(c[3].c_str()) > static_cast<int>(cpus.size()))
             crowded += (crowded.empty() ? "" : ", ") + c[0] + " (" + c[3] + " on " + c[4] + ")";
@@ -319,7 +348,8 @@ std::vector<std::string> placement_warnings(const std::vector<std::string>& rows
     }
     if (!crowded.empty()) out.push_back("more threads than cores on rank(s) " + crowded);
     if (!far.empty()) out.push_back("rank(s) " + far + ": cores on another NUMA node than their GPU");
-    for (const auto& [host, ranks] : by_host) {
+    for (const auto& [node, ranks] : by_node) {
+        const std::string& host = host_of[node];
         std::set<std::string> names;
         std::set<int> shared;
         for (size_t i = 0; i < ranks.size(); ++i)

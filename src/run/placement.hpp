@@ -56,15 +56,20 @@ std::string apply_binding(const MpiContext& ctx, const std::string& mode);
 std::string affinity_list();
 
 /**
- * The placement table: one row per rank, "rank\thost\tworker\tthreads\tcores\tbinding\tgpu",
+ * The placement table: one row per rank, "rank\thost\tworker\tthreads\tcores\tbinding\tgpu\tnode",
  * the form stored under /timing and read back by `report` (cores: those of every thread of a
  * team of `threads`, so a thread OpenMP placed elsewhere shows; binding: how the cores were decided
- * and OpenMP's proc_bind; gpu: "-" or "device (NUMA n)" with the cores' NUMA nodes). Collective;
+ * and OpenMP's proc_bind; gpu: "-" or "device (NUMA n)" with the cores' NUMA nodes; node:
+ * MpiContext::node_index, so ranks are grouped by the node MPI found, not by host name). Collective;
  * the rows are on rank 0 only. `device` < 0 for a CPU worker.
  */
 std::vector<std::string> gather_placement(const MpiContext& ctx, const std::string& worker, int threads,
                                           const std::string& binding = "launcher", int device = -1);
+/// The table, then, where the rows span several nodes, one line counting the ranks of each:
+/// "ranks per node (2 nodes): n1 2 (ranks 0-1), n2 2 (ranks 2-3)" (ranks_per_node).
 void print_placement(const std::vector<std::string>& rows, std::ostream& os);
+/// That line, or "" for rows of one node.
+std::string ranks_per_node(const std::vector<std::string>& rows);
 
 /// What is wrong with a placement, one line each naming the ranks: ranks of one host sharing
 /// cores, more threads than cores, a GPU rank's cores on another NUMA node than its GPU.

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -167,6 +168,34 @@ TEST_CASE("placement: threads per rank from run.threads, and the oversubscriptio
     CHECK(automatic.threads >= 1);
     CHECK(automatic.source != "run.threads");
     CHECK_THROWS_AS(ef::resolve_threads(5000, 1), ef::Error);
+}
+
+TEST_CASE("placement: ranks counted and warned per node (MPI's), not per host name", "[run][placement]") {
+    // rank, host, worker, threads, cores, binding, gpu, node: two nodes that share a host name
+    // (containers) and give their ranks the same core numbers.
+    const std::vector<std::string> two_nodes = {"0\tbox\tcpu\t1\t0\tauto, free\t-\t0",
+                                                "1\tbox\tcpu\t1\t1\tauto, free\t-\t0",
+                                                "2\tbox\tcpu\t1\t0\tauto, free\t-\t1",
+                                                "3\tbox\tcpu\t1\t1\tauto, free\t-\t1"};
+    std::vector<std::string> one_node = two_nodes;
+    for (std::string& row : one_node) row.back() = '0';
+    // A file written before the node column: its rows are grouped by host, as they were.
+    std::vector<std::string> old_rows;
+    for (const std::string& row : two_nodes) old_rows.push_back(row.substr(0, row.rfind('\t')));
+
+    const std::string counted = ef::ranks_per_node(two_nodes);
+    const std::vector<std::string> apart = ef::placement_warnings(two_nodes);
+    const std::vector<std::string> together = ef::placement_warnings(one_node);
+    const std::vector<std::string> old = ef::placement_warnings(old_rows);
+
+    CHECK(counted == "ranks per node (2 nodes): box 2 (ranks 0-1), box 2 (ranks 2-3)");
+    CHECK(ef::ranks_per_node(one_node).empty());
+    CHECK(ef::ranks_per_node(old_rows).empty());
+    CHECK(apart.empty());
+    REQUIRE(together.size() == 1);
+    CHECK(together[0].find("ranks 0, 1, 2, 3 on box share cores 0-1 ") == 0);
+    REQUIRE(old.size() == 1);
+    CHECK(old[0] == together[0]);
 }
 
 TEST_CASE("output guard: a new, an existing, an --overwrite and a --resume output", "[run][output]") {

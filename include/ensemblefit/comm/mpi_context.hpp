@@ -39,6 +39,11 @@ class MpiContext {
     /// The ranks of this node (MPI_COMM_TYPE_SHARED), ordered by world rank.
     MPI_Comm node() const { return node_; }
     const std::string& host() const { return host_; }
+    /// This rank's node, numbered 0, 1, ... in the order of the nodes' first world ranks: from
+    /// MPI_COMM_TYPE_SHARED, not from host names (which need not be unique, as in containers).
+    int node_index() const { return node_index_; }
+    /// How many nodes the run spans.
+    int nodes() const { return nodes_; }
     /// "rank R (HOST)" for an error line. Rank 0 knows every rank's host, the others their own
     /// and rank 0's (gathered once, at construction); an unknown host is left out.
     std::string describe(int rank) const;
@@ -52,7 +57,7 @@ class MpiContext {
    private:
     MPI_Comm world_;
     MPI_Comm node_ = MPI_COMM_NULL;
-    int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+    int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, node_index_ = 0, nodes_ = 1;
     std::string host_;
     std::vector<std::string> hosts_;  // rank 0: every rank's; others: {rank 0's}
 };
@@ -62,9 +67,10 @@ class MpiContext {
  * lowest failing rank's ef::Error (its exit code; 1 for an exception that is not an ef::Error).
  * Errors that only some ranks can see (an unwritable output on rank 0, a missing GPU or data
  * file on one node) thus end the job cleanly, with one line from rank 0, instead of leaving the
- * other ranks waiting in the next collective. When the failing rank is not rank 0 and not every
- * rank failed, the message starts with it and its host ("rank 1 (node7): ..."). Every step of a run's set-up that
- * can fail on one rank runs inside one.
+ * other ranks waiting in the next collective. When not every rank failed and the failing rank is
+ * not rank 0, or the run spans several nodes, the message starts with it and its host
+ * ("rank 1 (node7): ...", "rank 0 (node3): output.file: cannot write ..."). Every step of a run's
+ * set-up that can fail on one rank runs inside one.
  */
 void collective(const MpiContext& ctx, const std::function<void()>& fn);
 /// The same, with the agreement a nonblocking MPI_Iallreduce that `wait_for` completes (a run's
