@@ -147,20 +147,22 @@ echo "TSV: $tsv"
 
 # ---- prepare
 # Here (the build machine): the CPU build's ensemblefit with a relocatable Open MPI runtime
-# (../shared/gpu/bundle-runtime.sh, or tools/gpu/bundle-runtime.sh where the tree has it),
+# (BUNDLER, else bundle-runtime.sh from tools/gpu/, ../shared/gpu/ or ../../shared/gpu/),
 # stripped and packed as .dispatch-run.tar.xz in the repository root, for `run`'s carry.
 # Usage: perf/dispatch.sh prepare [BUILD_DIR]
 cmd_prepare() (
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
-bundler=$root/tools/gpu/bundle-runtime.sh
-[ -x "$bundler" ] || bundler=$root/../../shared/gpu/bundle-runtime.sh
+bundler=${BUNDLER:-}
+for b in "$root/tools/gpu" "$root/../shared/gpu" "$root/../../shared/gpu"; do
+    [ -n "$bundler" ] || [ ! -f "$b/bundle-runtime.sh" ] || bundler=$b/bundle-runtime.sh
+done
+[ -n "$bundler" ] || { echo "$0: no bundle-runtime.sh found (set BUNDLER)" >&2; exit 2; }
 [ -x "$build/ensemblefit" ] || { echo "$0: $build/ensemblefit not built" >&2; exit 2; }
 cd "$root"
 rm -rf .dispatch-run
-bash "$bundler" .dispatch-run "$build/ensemblefit" "$build"/libef_*.so 2>/dev/null ||
-    bash "$bundler" .dispatch-run "$build/ensemblefit"
+bash "$bundler" .dispatch-run "$build/ensemblefit"
 strip .dispatch-run/bin/* .dispatch-run/usr/lib/x86_64-linux-gnu/*.so* 2>/dev/null || true
 tar -cJf .dispatch-run.tar.xz .dispatch-run
 rm -rf .dispatch-run
@@ -169,20 +171,33 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 
 # ---- device
 # There (the device machine, no MPI of its own): unpacks .dispatch-run.tar.xz and runs
-# `curves` with the bundle's mpirun: sleep mode at 16 64 128 256 512 1024 ranks, default mode
-# at 16 64 256 1024 (RANKS, DEFAULT_RANKS), the TSV and the saturation lines under $OUT.
-# About 5 minutes on 16 cores (the 1024-rank runs start 1024 processes each).
+# `curves` with the bundle's mpirun: sleep mode at 16 64 128 256 512 1024 ranks (RANKS), then
+# default mode at 64 256 1024 (DEFAULT_RANKS); under $OUT: dispatch-curves-sleep.tsv,
+# dispatch-curves-default.tsv, their saturation lines, lscpu.txt and run.txt (the mpirun
+# version, /dev/shm). Runs not started within BUDGET_S (420) seconds are skipped, so the
+# command ends within about 8 minutes whatever the 1024-rank runs cost.
 cmd_device() (
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -d .dispatch-run ] || tar -xJf .dispatch-run.tar.xz || exit 2
 source .dispatch-run/env.sh
 export OUT=${OUT:-$PWD/perf/out}
-lscpu > "$OUT/lscpu.txt" 2>/dev/null || true
-MODES=sleep bash perf/dispatch.sh curves .dispatch-run/bin/ensemblefit ${RANKS:-16 64 128 256 512 1024}
-cp "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-sleep.tsv"
-cp "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-sleep.txt"
-MODES=default bash perf/dispatch.sh curves .dispatch-run/bin/ensemblefit ${DEFAULT_RANKS:-16 64 256 1024}
+mkdir -p "$OUT"
+export DEADLINE=$(($(date +%s) + ${BUDGET_S:-420}))
+lscpu > "$OUT/lscpu.txt" 2>&1
+{ mpirun --version | head -1; df -h /dev/shm /tmp; ulimit -n -H; } > "$OUT/run.txt" 2>&1
+# Open MPI's shared-memory segments (one per rank) go to /dev/shm; a container's is often small.
+shm_free=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
+if [ "${shm_free:-0}" -lt $((8 << 20)) ]; then
+    export OMPI_MCA_btl_vader_backing_directory=/tmp
+    echo "/dev/shm has ${shm_free:-0} kB free: shared-memory segments in /tmp" | tee -a "$OUT/run.txt"
+fi
+for mode in sleep default; do
+    if [ $mode = sleep ]; then r=${RANKS:-16 64 128 256 512 1024}; else r=${DEFAULT_RANKS:-64 256 1024}; fi
+    MODES=$mode bash perf/dispatch.sh curves .dispatch-run/bin/ensemblefit $r
+    mv "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-$mode.tsv"
+    mv "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-$mode.txt"
+done
 )
 
 cmd=${1:-}
