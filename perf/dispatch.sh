@@ -19,7 +19,8 @@
 #           speed, so units stay one replica. N ranks ask for N / S units/s: the dispatcher's
 #           capacity, measured where the cores are not taken by the ranks themselves (ranks
 #           oversubscribed 64x on cores would otherwise bound it by context switches).
-#           UNITS_PER_RANK (100) units per rank.
+#           UNITS (20000) units in all, at least 20 per rank (a run that falls behind, as
+#           1,024 ranks on 16 cores may, still ends within TIMEOUT_S).
 #  default: the program's defaults (units sized by the WorkQueue from the ranks' speeds,
 #           `dynamic`: 0.1 s of a rank's work, never under 20 ms once speeds are known), every
 #           rank computing: the headroom a real run has, and the writer under 1e7 rows.
@@ -39,7 +40,7 @@
 #                     the window
 #   ctxt_per_s        context switches of the whole machine per second of the mpirun (/proc/stat)
 # Usage: perf/dispatch.sh curves BINARY [RANKS...]   (default ranks: 4 8 16 32 64)
-#   env: MODES ("sleep default"), UNIT_SLEEP, UNITS_PER_RANK, DEFAULT_PER_RANK, OUT (folder,
+#   env: MODES ("sleep default"), UNIT_SLEEP, UNITS, DEFAULT_PER_RANK, OUT (folder,
 #        default perf/out), MPIRUN (mpirun), TIMEOUT_S (per run, 120), DEADLINE (date +%s after
 #        which the remaining runs are skipped)
 cmd_curves() (
@@ -53,7 +54,7 @@ ranks=("$@")
 [ ${#ranks[@]} -gt 0 ] || ranks=(4 8 16 32 64)
 modes=(${MODES:-sleep default})
 sleep_s=${UNIT_SLEEP:-0.001}
-per_rank=${UNITS_PER_RANK:-100}
+units_total=${UNITS:-20000}
 default_per_rank=${DEFAULT_PER_RANK:-10000}
 out=${OUT:-$here/out}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -69,7 +70,7 @@ printf 'x,y\n0,1\n1,3\n2,5.1\n3,6.9\n' > line.csv
 printf '[data]\nfile = line.csv\nx = x\ny = y\nsigma = 0.1\n[model]\nname = linear\n[param.a]\nstart = 0\n[param.b]\nstart = 1\n[output]\nfile = out.h5\n' > line.ini
 tsv=$out/dispatch-curves.tsv
 {
-    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s UNITS_PER_RANK=$per_rank DEFAULT_PER_RANK=$default_per_rank"
+    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
     printf 'mode\tranks\tunit_sleep_s\treplicas\tunits\tmpirun_wall_s\twindow_s\tunits_per_s\tdemand_units_per_s\t'
     printf 'disp_us_request\tdisp_us_unit\tdisp_units_per_s_max\tdisp_busy\twait_us_mean\twait_us_p95\twait_us_max\twriter_rows\t'
     printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\n'
@@ -82,6 +83,7 @@ for mode in "${modes[@]}"; do
             continue
         fi
         if [ "$mode" = sleep ]; then
+            per_rank=$((units_total / n > 20 ? units_total / n : 20))  # fewer per rank at many ranks
             args=(--fit.replicas $((n * per_rank)) --fit.chunk 1 --debug.unit-sleep "$sleep_s")
         elif [ "$mode" = default ]; then
             args=(--fit.replicas $((n * default_per_rank)))
@@ -171,11 +173,13 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 
 # ---- device
 # There (the device machine, no MPI of its own): unpacks .dispatch-run.tar.xz and runs
-# `curves` with the bundle's mpirun: sleep mode at 16 64 128 256 512 1024 ranks (RANKS), then
-# default mode at 64 256 1024 (DEFAULT_RANKS); under $OUT: dispatch-curves-sleep.tsv,
-# dispatch-curves-default.tsv, their saturation lines, lscpu.txt and run.txt (the mpirun
-# version, /dev/shm). Runs not started within BUDGET_S (420) seconds are skipped, so the
-# command ends within about 8 minutes whatever the 1024-rank runs cost.
+# `curves` with the bundle's mpirun, three series: sleep mode with 10 ms units at 16 64 256
+# 512 1024 ranks (RANKS_10MS: up to ~1e5 units/s asked, 100 wake-ups a second per rank, which
+# 16 cores host at 64 ranks a core), sleep mode with 1 ms units at 16 64 256 (RANKS_1MS: up
+# to ~2.5e5 asked), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
+# dispatch-curves-{sleep10ms,sleep1ms,default}.tsv, their saturation lines, lscpu.txt and
+# run.txt (mpirun version, /dev/shm, the fd limit). Runs not started within BUDGET_S (420)
+# seconds are skipped, so the command ends within about 8 minutes whatever 1,024 ranks cost.
 cmd_device() (
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -192,12 +196,16 @@ if [ "${shm_free:-0}" -lt $((8 << 20)) ]; then
     export OMPI_MCA_btl_vader_backing_directory=/tmp
     echo "/dev/shm has ${shm_free:-0} kB free: shared-memory segments in /tmp" | tee -a "$OUT/run.txt"
 fi
-for mode in sleep default; do
-    if [ $mode = sleep ]; then r=${RANKS:-16 64 128 256 512 1024}; else r=${DEFAULT_RANKS:-64 256 1024}; fi
-    MODES=$mode bash perf/dispatch.sh curves .dispatch-run/bin/ensemblefit $r
-    mv "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-$mode.tsv"
-    mv "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-$mode.txt"
-done
+series() {  # NAME MODE UNIT_SLEEP RANKS...
+    local name=$1 mode=$2 sleep_s=$3
+    shift 3
+    MODES=$mode UNIT_SLEEP=$sleep_s bash perf/dispatch.sh curves .dispatch-run/bin/ensemblefit "$@"
+    mv "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-$name.tsv"
+    mv "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-$name.txt"
+}
+series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
+series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
+series default default 0 ${DEFAULT_RANKS:-64 256 1024}
 )
 
 cmd=${1:-}
