@@ -54,14 +54,15 @@ std::vector<std::string> dispatch_bound_lines(const DispatchDemand& d, const Dis
     const std::string from = " (rank 0's figures: " + c.source + ")";
 
     // Dispatcher: every unit is one request answered and one result received by rank 0's thread.
-    const double unit_time =
-        std::max(known ? static_cast<double>(d.unit_items) * d.item_seconds : 0.0, d.min_unit_seconds);
+    // Once speeds are known the WorkQueue grows a unit to min_unit_seconds of the rank's work.
+    const double unit_items = known ? std::max(static_cast<double>(d.unit_items), std::ceil(d.min_unit_seconds / d.item_seconds))
+                                    : static_cast<double>(d.unit_items);
+    const double unit_time = std::max(known ? unit_items * d.item_seconds : 0.0, d.min_unit_seconds);
     const double answers = 1.0 / c.unit_seconds;
     const double needed = unit_time > 0 ? ranks / unit_time : INFINITY;
     const double busy = needed / answers;
     std::string l = "bound: dispatcher: " + std::to_string(d.ranks) + " ranks need " + (known ? "" : "at most ") +
-                    rate(needed) + " units/s (units of " + std::to_string(d.unit_items) + " replica" +
-                    (d.unit_items == 1 ? "" : "s") + ", " +
+                    rate(needed) + " units/s (units of " + rate(unit_items) + " replica" + (unit_items == 1 ? "" : "s") + ", " +
                     (known ? seconds(unit_time) + " each" : "at least " + seconds(unit_time) + " once speeds are known") +
                     "); rank 0 answers " + rate(answers) + " units/s (" + seconds(c.unit_seconds) + " per unit): " +
                     (known ? "" : "at most ") + percent(busy) + " busy, ";
@@ -74,7 +75,7 @@ std::vector<std::string> dispatch_bound_lines(const DispatchDemand& d, const Dis
 
     // Writer: every replica is one row through rank 0's writer thread, a unit's rows one block.
     const double row_bytes = static_cast<double>(d.row_bytes);
-    const double row_rate = c.writer_rows_per_second(static_cast<double>(d.unit_items), row_bytes);
+    const double row_rate = c.writer_rows_per_second(unit_items, row_bytes);
     const double total_bytes = static_cast<double>(d.items) * row_bytes;
     const double write_time = static_cast<double>(d.items) / row_rate;
     l = "bound: writer: " + std::to_string(d.items) + " rows of " + std::to_string(d.row_bytes) + " bytes = " +

@@ -25,7 +25,7 @@ ok "2 ranks: the dispatcher keeps up; the writer's 6 rows of 48 bytes and its th
 
 run_np 2 fit good.ini --dry-run --overwrite --ranks 1000000 --fit.replicas 100000000 --fit.chunk 1 \
     --baseline base.h5 > big.log
-grep -q "^bound: dispatcher: 1000000 ranks need .* units/s (units of 1 replica, 20 ms each); .* SATURATED: ranks wait for units; [0-9]* ranks keep it busy" big.log ||
+grep -q "^bound: dispatcher: 1000000 ranks need .* units/s (units of [0-9.e+]* replicas, 20[.0-9]* ms each); .* SATURATED: ranks wait for units; [0-9]* ranks keep it busy" big.log ||
     { cat big.log; fail "1e6 ranks: the dispatcher line does not name the saturation"; }
 grep -q "^bound: writer: 100000001 rows of 48 bytes = 4.8 GB .* rows/s .* from base.h5.*SATURATED: results wait" big.log ||
     { cat big.log; fail "1e6 ranks: the writer line does not name the saturation"; }
