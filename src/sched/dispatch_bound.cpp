@@ -55,7 +55,7 @@ std::vector<std::string> dispatch_bound_lines(const DispatchDemand& d, const Dis
 
     // Dispatcher: every unit is one request answered and one result received by rank 0's thread.
     // Once speeds are known the WorkQueue grows a unit to min_unit_seconds of the rank's work.
-    const double unit_items = known ? std::max(static_cast<double>(d.unit_items), std::ceil(d.min_unit_seconds / d.item_seconds))
+    const double unit_items = known ? std::max(static_cast<double>(d.unit_items), std::ceil(d.min_unit_seconds / d.item_seconds - 1e-9))
                                     : static_cast<double>(d.unit_items);
     const double unit_time = std::max(known ? unit_items * d.item_seconds : 0.0, d.min_unit_seconds);
     const double answers = 1.0 / c.unit_seconds;
@@ -69,7 +69,7 @@ std::vector<std::string> dispatch_bound_lines(const DispatchDemand& d, const Dis
     if (busy <= 1.0)
         l += "keeps up";
     else
-        l += "SATURATED: ranks wait for units; " + std::to_string(static_cast<long long>(answers * unit_time)) +
+        l += "SATURATED: ranks wait for units; " + std::to_string(std::llround(answers * unit_time)) +
              " ranks keep it busy";
     lines.push_back(l + from);
 
