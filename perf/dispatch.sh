@@ -20,7 +20,8 @@
 #           capacity, measured where the cores are not taken by the ranks themselves (ranks
 #           oversubscribed 64x on cores would otherwise bound it by context switches).
 #           UNITS (20000) units in all, at least 20 per rank (a run that falls behind, as
-#           1,024 ranks on 16 cores may, still ends within TIMEOUT_S).
+#           1,024 ranks on 16 cores may, still ends within TIMEOUT_S). CHUNK (1) replicas per
+#           unit: CHUNK 500 sends results of 500 rows (24 kB), whose receive rank 0 pays too.
 #  default: the program's defaults (units sized by the WorkQueue from the ranks' speeds,
 #           `dynamic`: 0.1 s of a rank's work, never under 20 ms once speeds are known), every
 #           rank computing: the headroom a real run has, and the writer under 1e7 rows.
@@ -54,6 +55,7 @@ ranks=("$@")
 [ ${#ranks[@]} -gt 0 ] || ranks=(4 8 16 32 64)
 modes=(${MODES:-sleep default})
 sleep_s=${UNIT_SLEEP:-0.001}
+chunk=${CHUNK:-1}
 units_total=${UNITS:-20000}
 default_per_rank=${DEFAULT_PER_RANK:-10000}
 out=${OUT:-$here/out}
@@ -70,7 +72,7 @@ printf 'x,y\n0,1\n1,3\n2,5.1\n3,6.9\n' > line.csv
 printf '[data]\nfile = line.csv\nx = x\ny = y\nsigma = 0.1\n[model]\nname = linear\n[param.a]\nstart = 0\n[param.b]\nstart = 1\n[output]\nfile = out.h5\n' > line.ini
 tsv=$out/dispatch-curves.tsv
 {
-    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
+    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
     printf 'mode\tranks\tunit_sleep_s\treplicas\tunits\tmpirun_wall_s\twindow_s\tunits_per_s\tdemand_units_per_s\t'
     printf 'disp_us_request\tdisp_us_unit\tdisp_units_per_s_max\tdisp_busy\twait_us_mean\twait_us_p95\twait_us_max\twriter_rows\t'
     printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\n'
@@ -84,7 +86,7 @@ for mode in "${modes[@]}"; do
         fi
         if [ "$mode" = sleep ]; then
             per_rank=$((units_total / n > 20 ? units_total / n : 20))  # fewer per rank at many ranks
-            args=(--fit.replicas $((n * per_rank)) --fit.chunk 1 --debug.unit-sleep "$sleep_s")
+            args=(--fit.replicas $((n * per_rank * chunk)) --fit.chunk "$chunk" --debug.unit-sleep "$sleep_s")
         elif [ "$mode" = default ]; then
             args=(--fit.replicas $((n * default_per_rank)))
         else
@@ -173,11 +175,12 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 
 # ---- device
 # There (the device machine, no MPI of its own): unpacks .dispatch-run.tar.xz and runs
-# `curves` with the bundle's mpirun, three series: sleep mode with 10 ms units at 16 64 256
+# `curves` with the bundle's mpirun, four series: sleep mode with 10 ms units at 16 64 256
 # 512 1024 ranks (RANKS_10MS: up to ~1e5 units/s asked, 100 wake-ups a second per rank, which
 # 16 cores host at 64 ranks a core), sleep mode with 1 ms units at 16 64 256 (RANKS_1MS: up
-# to ~2.5e5 asked), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
-# dispatch-curves-{sleep10ms,sleep1ms,default}.tsv, their saturation lines, lscpu.txt and
+# to ~2.5e5 asked), sleep mode with 10 ms units of 500 fits at 16 64 256 (RANKS_CHUNK: the
+# receive of 24 kB results), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
+# dispatch-curves-{sleep10ms,sleep1ms,sleep10ms-chunk500,default}.tsv, their saturation lines, lscpu.txt and
 # run.txt (mpirun version, /dev/shm, the fd limit). Runs not started within BUDGET_S (420)
 # seconds are skipped, so the command ends within about 8 minutes whatever 1,024 ranks cost.
 cmd_device() (
@@ -205,6 +208,7 @@ series() {  # NAME MODE UNIT_SLEEP RANKS...
 }
 series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
 series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
+CHUNK=500 UNITS=5000 series sleep10ms-chunk500 sleep 0.01 ${RANKS_CHUNK:-16 64}
 series default default 0 ${DEFAULT_RANKS:-64 256 1024}
 )
 
