@@ -178,7 +178,7 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 # `curves` with the bundle's mpirun, four series: sleep mode with 10 ms units at 16 64 256
 # 512 1024 ranks (RANKS_10MS: up to ~1e5 units/s asked, 100 wake-ups a second per rank, which
 # 16 cores host at 64 ranks a core), sleep mode with 1 ms units at 16 64 256 (RANKS_1MS: up
-# to ~2.5e5 asked), sleep mode with 10 ms units of 500 fits at 16 64 256 (RANKS_CHUNK: the
+# to ~2.5e5 asked), sleep mode with 10 ms units of 500 fits at 16 64 (RANKS_CHUNK: the
 # receive of 24 kB results), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
 # dispatch-curves-{sleep10ms,sleep1ms,sleep10ms-chunk500,default}.tsv, their saturation lines, lscpu.txt and
 # run.txt (mpirun version, /dev/shm, the fd limit). Runs not started within BUDGET_S (420)
