@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -54,7 +55,9 @@ void fit_help() {
         "                  replica 0. 'auto' takes i and n from SLURM_ARRAY_TASK_ID/_COUNT\n"
         "  --resume        finish an interrupted run: fit only the replicas the output lacks\n"
         "  --overwrite     replace an existing output file (refused otherwise)\n"
-        "  --dry-run       read and check everything, print the plan and cost, fit nothing\n"
+        "  --dry-run       read and check everything, print the plan and cost and the bounds\n"
+        "                  on rank 0 (dispatcher units/s, writer rows/s), fit nothing\n"
+        "  --ranks N       with --dry-run: the bounds for N ranks instead of this launch's\n"
         "  --workers KIND  auto | cpu | gpu (same as --run.workers)\n"
         "  --policy NAME   static | dynamic | guided | weighted (same as --sched.policy)\n"
         "  --progress-interval S  seconds between progress lines when not on a terminal (5)\n"
@@ -68,6 +71,8 @@ void fit_help() {
         "                  and writes blocks of 32 rows with a backlog of 64 (a slow disk)\n"
         "  --debug.hold-creating S  rank 0 waits S seconds between creating a new output under\n"
         "                  its temporary name and renaming it\n"
+        "  --debug.unit-sleep S  every rank sleeps S seconds after each unit and reports no speed,\n"
+        "                  so units keep fit.chunk replicas (rank 0's dispatcher under load)\n"
         "  -h, --help      this text\n\n%s",
         fit_config_help().c_str());
 }
@@ -105,6 +110,19 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
              if (!(opt.hold_creating >= 0 && opt.hold_creating <= 3600))
                  throw usage_error("--debug.hold-creating: expected seconds in 0..3600");
          }},
+        {"--ranks", true,
+         [&](const std::string& v) {
+             const double n = parse_number_arg("--ranks", v);
+             if (!(n >= 1 && n <= 1e7 && n == std::floor(n)))
+                 throw usage_error("--ranks: expected a whole number of ranks in 1..10000000, got '" + excerpt(v) + "'");
+             opt.bound_ranks = static_cast<int>(n);
+         }},
+        {"--debug.unit-sleep", true,
+         [&](const std::string& v) {
+             opt.unit_sleep = parse_number_arg("--debug.unit-sleep", v);
+             if (!(opt.unit_sleep >= 0 && opt.unit_sleep <= 60))
+                 throw usage_error("--debug.unit-sleep: expected seconds in 0..60");
+         }},
         {"--progress-interval", true,
          [&](const std::string& v) {
              opt.progress_interval = parse_number_arg("--progress-interval", v);
@@ -115,6 +133,7 @@ int cmd_fit(const std::vector<std::string>& args, const MpiContext& ctx) {
         if (ctx.is_root()) fit_help();
         return 0;
     }
+    if (opt.bound_ranks > 0 && !opt.dry_run) throw usage_error("fit: --ranks belongs to --dry-run (it runs nothing)");
     run_fit(opt, ctx);
     return 0;
 }

@@ -45,6 +45,7 @@
 #include "src/run/setup_trace.hpp"
 #include "src/run/stop_request.hpp"
 #include "src/run/trace.hpp"
+#include "src/sched/dispatch_bound.hpp"
 #include "src/sched/unit_dispatch.hpp"
 
 namespace ef {
@@ -184,7 +185,9 @@ class FitRun final : public RunProblem {
     void print_run_plan() const;
     void fit_pending();
     void summarize_results();
-    std::int64_t unit_size() const;
+    std::int64_t unit_size(std::int64_t M) const;
+    std::int64_t unit_size_for(std::int64_t M, std::int64_t ranks) const;
+    std::vector<std::string> bound_lines() const;
     ReplicaWriter::Options writer_options() const;
 
     const FitRunOptions& opt_;
@@ -274,11 +277,40 @@ void FitRun::print_placement_and_warnings() const {
     for (const std::string& w : placement_warnings(run_.placement)) std::fprintf(stderr, "ensemblefit: warning: %s\n", w.c_str());
 }
 
+/**
+ * What bounds rank 0 for this run (or for `--ranks N`): its dispatcher's units/s and its
+ * writer's rows/s needed against those measured (src/sched/dispatch_bound.hpp), a replica fit's
+ * time taken from --baseline's compute seconds per replica when given. Rank 0; names no
+ * figure it did not measure or read.
+ */
+std::vector<std::string> FitRun::bound_lines() const {
+    DispatchDemand d;
+    d.ranks = opt_.bound_ranks > 0 ? opt_.bound_ranks : ctx_.size();
+    d.items = id_.span.size() + (id_.span.central ? 1 : 0);
+    d.unit_items = unit_size_for(d.items, d.ranks);
+    d.row_bytes = ReplicaWriter::row_bytes(id_.param_names.size());
+    d.min_unit_seconds = WorkQueue::kMinUnitSeconds;
+    if (!opt_.baseline.empty()) {
+        double compute = 0;
+        std::int64_t fitted = 0;
+        for (const RankTiming& r : read_run_timing(opt_.baseline).ranks) {
+            compute += r.phase[static_cast<size_t>(Phase::compute)];
+            fitted += r.replicas;
+        }
+        if (fitted > 0 && compute > 0) {
+            d.item_seconds = compute / static_cast<double>(fitted);
+            d.item_seconds_source = "from " + opt_.baseline;
+        }
+    }
+    return dispatch_bound_lines(d, measured_dispatch_capacity());
+}
+
 void FitRun::print_dry_run() const {
     if (!ctx_.is_root()) return;
     print_problem(*pb_, id_, std::cout);
     print_placement_and_warnings();
     std::printf("threads per rank: %d (from %s)\n", threads_.threads, threads_.source.c_str());
+    for (const std::string& line : bound_lines()) std::printf("%s\n", line.c_str());
     std::printf("dry run: every check passed (config, data, workers, output %s); nothing fitted, nothing written\n",
                 pb_->config.output_file.c_str());
 }
@@ -363,13 +395,16 @@ void FitRun::print_run_plan() const {
 /// round by itself). Counted over GPU ranks, not all ranks: beside 60 CPU ranks 4 GPUs got units
 /// of M / 128, each as long as its LM rounds whatever its size, and ran 3x slower (issue 35).
 /// Collective (the GPU ranks are counted).
-std::int64_t FitRun::unit_size() const {
-    if (pb_->config.chunk > 0) return pb_->config.chunk;
-    const std::int64_t M = pending_.size();
+std::int64_t FitRun::unit_size(std::int64_t M) const {
     const std::int64_t mine = worker_->kind() == WorkerKind::gpu ? 1 : 0;
     std::int64_t gpu_ranks = 0;
     EF_MPI_CHECK(MPI_Allreduce(&mine, &gpu_ranks, 1, MPI_INT64_T, MPI_SUM, ctx_.world()));
-    const std::int64_t ranks = mine ? gpu_ranks : ctx_.size();
+    return unit_size_for(M, mine ? gpu_ranks : ctx_.size());
+}
+
+/// unit_size() for M replicas over `ranks` ranks of this rank's kind (a GPU rank: the GPU ranks).
+std::int64_t FitRun::unit_size_for(std::int64_t M, std::int64_t ranks) const {
+    if (pb_->config.chunk > 0) return pb_->config.chunk;
     return worker_->kind() == WorkerKind::gpu ? std::clamp<std::int64_t>((M + 2 * ranks - 1) / (2 * ranks), 1, 1 << 20)
                                               : std::clamp<std::int64_t>(M / (8 * ranks), 1, 4 * threads_.threads);
 }
@@ -393,7 +428,7 @@ ReplicaWriter::Options FitRun::writer_options() const {
 
 void FitRun::fit_pending() {
     const std::int64_t M = pending_.size();
-    std::int64_t my_chunk = unit_size();
+    std::int64_t my_chunk = unit_size(M);
     std::vector<std::int64_t> chunks(static_cast<size_t>(ctx_.size()));
     EF_MPI_CHECK(MPI_Allgather(&my_chunk, 1, MPI_INT64_T, chunks.data(), 1, MPI_INT64_T, ctx_.world()));
     const SchedPolicy policy = parse_sched_policy(pb_->config.sched_policy);
@@ -407,8 +442,10 @@ void FitRun::fit_pending() {
         const auto t0 = std::chrono::steady_clock::now();
         worker_->run(unit, block);
         if (slowdown_ > 1.0) std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (slowdown_ - 1.0));
+        if (opt_.unit_sleep > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.unit_sleep));
     };
     h.throughput = [&] {
+        if (opt_.unit_sleep > 0) return 0.0;  // no speed: the WorkQueue keeps units at fit.chunk
         const double c = timer_.seconds(Phase::compute);
         return c > 0 ? static_cast<double>(mine_.replicas) / c : 0.0;
     };

@@ -54,7 +54,7 @@ ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options) : file_(
     opt_.buffer_rows = std::max<std::size_t>(opt_.buffer_rows, 1);
     if (opt_.backlog_rows == 0) {
         const std::size_t P = file_.identity().param_names.size();
-        opt_.backlog_rows = (std::size_t{256} << 20) / (8 * (P + 4));  // index, params, chi2, status, iterations
+        opt_.backlog_rows = (std::size_t{256} << 20) / row_bytes(P);
     }
     opt_.backlog_rows = std::max(opt_.backlog_rows, 2 * opt_.buffer_rows);
     thread_ = std::thread([this] {

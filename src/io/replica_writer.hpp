@@ -84,6 +84,9 @@ class ReplicaWriter {
 
     /// Rows per write for rows of `P` parameters: about 4 MiB, a whole number of chunks.
     static std::size_t buffer_rows_for(std::size_t chunk_rows, std::size_t P);
+    /// Bytes one replica row of `P` parameters takes in /replicas: index, params, chi2, status,
+    /// iterations, 8 bytes each.
+    static std::size_t row_bytes(std::size_t P) { return 8 * (P + 4); }
 
    private:
     void loop();

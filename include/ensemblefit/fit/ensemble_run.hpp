@@ -22,6 +22,13 @@ struct FitRunOptions : RunArgs {
     /// `--debug.hold-creating S`: rank 0 waits S seconds after creating a new output under its
     /// temporary name and before renaming it, so a test can kill a run at that moment.
     double hold_creating = 0.0;
+    /// `--debug.unit-sleep S`: every rank sleeps S seconds after each unit's fits (a unit of
+    /// that length that holds no core) and reports no speed, so every unit keeps `fit.chunk`
+    /// replicas: rank 0's dispatcher and writer under microsecond units (perf/dispatch.sh).
+    double unit_sleep = 0.0;
+    /// `--ranks N` with --dry-run: the bounds on rank 0 for N ranks rather than this launch's
+    /// (0: this launch's).
+    int bound_ranks = 0;
     /// A result file of the same problem on fewer ranks: adds computation scalability, global
     /// efficiency and speedup to the timing report.
     std::string baseline;
