@@ -12,7 +12,7 @@
 namespace ef {
 
 std::vector<double> raster_positions(const ScanGeometry& scan) {
-    const double t = -scan.rotation_deg * M_PI / 180.0, c = std::cos(t), s = std::sin(t);
+    const double t = scan.rotation_deg * M_PI / 180.0, c = std::cos(t), s = std::sin(t);
     std::vector<double> pos;
     pos.reserve(2 * static_cast<size_t>(scan.ny) * static_cast<size_t>(scan.nx));
     for (int r = 0; r < scan.ny; ++r)

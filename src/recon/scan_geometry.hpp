@@ -13,7 +13,7 @@ namespace ef {
  * scan in scan order (row after row, x fastest): point (r, c) is (r step_y, c step_x); then, in
  * this order, transposed (y and x swapped), mirrored (flip_y: y -> -y; flip_x: x -> -x) and
  * turned by rotation_deg counter-clockwise as seen in the image (x right, y down):
- * y' = y cos t - x sin t, x' = y sin t + x cos t with t = -rotation_deg.
+ * y' = y cos t - x sin t, x' = y sin t + x cos t with t = rotation_deg (so +90 turns +x, right, into -y, up).
  */
 std::vector<double> raster_positions(const ScanGeometry& scan);
 
