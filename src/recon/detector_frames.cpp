@@ -50,10 +50,11 @@ std::vector<float> read_stored(const PtychoDataset& ds, std::int64_t first, std:
         if (ds.format == "hdf5-4d") {
             // Scan rows r0..r1 hold frames first..first+count-1 (x fastest): read them, keep the range.
             const std::int64_t nx = ds.input.scan.nx, r0 = first / nx, r1 = (first + count - 1) / nx;
-            std::vector<float> rows(static_cast<size_t>((r1 - r0 + 1) * nx * fn));
+            const bool whole_rows = first % nx == 0 && count % nx == 0;  // read in place
+            std::vector<float> rows(whole_rows ? 0 : static_cast<size_t>((r1 - r0 + 1) * nx * fn));
             recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(r0),
-                                        static_cast<std::uint64_t>(r1 - r0 + 1), rows.data());
-            std::copy_n(rows.data() + (first - r0 * nx) * fn, count * fn, raw.data());
+                                        static_cast<std::uint64_t>(r1 - r0 + 1), whole_rows ? raw.data() : rows.data());
+            if (!whole_rows) std::copy_n(rows.data() + (first - r0 * nx) * fn, count * fn, raw.data());
         } else {
             recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(first),
                                         static_cast<std::uint64_t>(count), raw.data());
@@ -134,8 +135,18 @@ std::vector<float> read_frames(const PtychoDataset& ds, std::int64_t first, std:
                                             " patterns per rank; run on more ranks or nodes"));
     std::vector<float> raw = read_stored(ds, first, count);
     const bool cropped = d.crop_y1 > 0;
-    if (!cropped && d.bin == 1 && !d.clip_negative) {
-        negatives = 0;
+    if (!cropped && d.bin == 1) {  // the frames are the patterns: clip in place, no copy
+        std::int64_t neg = 0;
+        const auto total = static_cast<std::int64_t>(raw.size());
+        if (d.clip_negative) {
+#pragma omp parallel for num_threads(std::max(1, threads)) schedule(static) reduction(+ : neg) if (threads > 1)
+            for (std::int64_t k = 0; k < total; ++k)
+                if (raw[static_cast<size_t>(k)] < 0) {
+                    raw[static_cast<size_t>(k)] = 0;
+                    ++neg;
+                }
+        }
+        negatives = neg;
         return raw;
     }
     const int y0 = cropped ? d.crop_y0 : 0, x0 = cropped ? d.crop_x0 : 0;

@@ -16,7 +16,6 @@
 #include <ensemblefit/recon/recon_config.hpp>
 #include <ensemblefit/recon/recon_worker.hpp>
 
-#include "src/config/ini_scan.hpp"
 #include "src/core/text.hpp"
 #include "src/io/h5.hpp"
 #include "src/recon/probe_modes.hpp"
@@ -463,9 +462,9 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
                 static_cast<long long>(sc.count), o.dp, o.dp, o.format.c_str(), o.modes, o.modes == 1 ? "" : "s", sc.oh,
                 sc.ow, photons / static_cast<double>(sc.count), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
     if (empad)
-        std::printf("truth: %s (reconstruct the raw file with data.scan_shape = %d,%d, data.scan_step = %s and "
+        std::printf("truth: %s (reconstruct the raw file with data.scan_shape = %d,%d, data.scan_step = %g and "
                     "data.truth = this file)\n",
-                    h5_out.c_str(), o.scan_y, o.scan_x, ini::format_double(o.step).c_str());
+                    h5_out.c_str(), o.scan_y, o.scan_x, o.step);
     if (ctx.size() > 1) EF_MPI_CHECK(MPI_Barrier(ctx.world()));
 }
 

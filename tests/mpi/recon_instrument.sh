@@ -78,6 +78,18 @@ got = h5py.File("geo.h5")["positions"][...]
 assert np.allclose(got, want, atol=1e-12), (got[:3], want[:3])
 PY
 ok "data.scan_transpose, scan_flip and scan_rotation give numpy's positions"
+# Crop and bin: one line each; native positions scaled by the crop (the object pixel grows by 32 / 24).
+run_np 1 reconstruct fnative.ini --solver.iterations 0 --detector.crop 4,28,4,28 --detector.bin 2 \
+    --output.file crop.h5 > crop.log || { cat crop.log; fail "crop and bin run"; }
+grep -q "^detector: crop rows 4..27, columns 4..27 of the 32 x 32 frames" crop.log &&
+    grep -q "^detector: bin 2 x 2 -> 12 x 12 patterns" crop.log || { cat crop.log; fail "no crop or bin line"; }
+/usr/bin/python3 - <<'PY' || fail "crop and bin"
+import h5py, numpy as np
+o, f = h5py.File("crop.h5"), h5py.File("f.h5")
+assert list(o["positions"].attrs["pattern_shape"]) == [12, 12], o["positions"].attrs["pattern_shape"]
+assert np.allclose(o["positions"][...], f["positions"][...] * 24 / 32, atol=1e-12)
+PY
+ok "detector.crop and detector.bin: 32 x 32 frames -> 12 x 12 patterns, one line each, positions in the cropped pixels"
 
 # --- malformed input: one line naming the file, exit 3 (data) or 2 (config) ----------------------
 $W empad e.h5 rows.raw --rows 126 && $W empad e.h5 cut.raw --drop-bytes 1000 && $W empad e.h5 short.raw --frames 28 &&
