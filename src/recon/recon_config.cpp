@@ -30,16 +30,16 @@ const KeyInfo kKeys[] = {
                             "a .raw file, hdf5-4d when data.dataset is set, else native or cxi by content"},
     {"data.pixel_size", "0", "object pixel size in metres for CXI translations (0 = from the CXI "
                              "energy, distance and detector pixel size)"},
-    {"data.dataset", "", "the 4-D array's path in an HDF5 file (py4DSTEM's datacube layout [scan_y, scan_x, ky, kx])"},
-    {"data.scan_shape", "", "NY,NX: the raster (slow y, fast x) of EMPAD frames (required unless data.positions); "
+    {"data.dataset", "none", "the 4-D array's path in an HDF5 file (py4DSTEM's datacube layout [scan_y, scan_x, ky, kx])"},
+    {"data.scan_shape", "none", "NY,NX: the raster (slow y, fast x) of EMPAD frames (required unless data.positions); "
                             "for a 4-D array checked against its shape"},
-    {"data.scan_step", "", "S or SY,SX: the raster's step in object pixels (required unless data.positions)"},
+    {"data.scan_step", "none", "S or SY,SX: the raster's step in object pixels (required unless data.positions)"},
     {"data.scan_rotation", "0", "degrees the scan is turned, counter-clockwise in the image (x right, y down)"},
     {"data.scan_transpose", "false", "swap the scan's y and x (before flip and rotation)"},
     {"data.scan_flip", "none", "none | y | x | xy: mirror the scan's axes (after transpose, before rotation)"},
-    {"data.positions", "", "a text file of positions, one 'y x' line (object pixels) per frame in file order, instead "
+    {"data.positions", "none", "a text file of positions, one 'y x' line (object pixels) per frame in file order, instead "
                            "of the raster"},
-    {"data.truth", "", "an HDF5 file with /truth/object and /truth/positions (simulate ptycho's) to compare an EMPAD "
+    {"data.truth", "none", "an HDF5 file with /truth/object and /truth/positions (simulate ptycho's) to compare an EMPAD "
                        "or 4-D reconstruction with; the object frame is the truth's"},
     {"detector.crop", "none", "none | Y0,Y1,X0,X1: keep rows Y0..Y1-1 and columns X0..X1-1 of every frame"},
     {"detector.bin", "1", "sum B x B pixels (after the crop)"},
@@ -272,10 +272,14 @@ std::string config_relative(const ReconConfig& cfg, const std::string& key, cons
 /// when the data are opened.
 void read_instrument(const ValueReader& r, ReconConfig& cfg) {
     InstrumentOptions& in = cfg.input;
-    in.dataset = r.get("data.dataset");
-    in.scan.positions_file = config_relative(cfg, "data.positions", r.get("data.positions"));
-    in.truth_file = config_relative(cfg, "data.truth", r.get("data.truth"));
-    if (!r.get("data.scan_shape").empty()) {
+    const auto given = [&](const std::string& key) {  // "none" (the default) or empty: not given
+        const std::string v = r.get(key);
+        return v == "none" ? std::string() : v;
+    };
+    in.dataset = given("data.dataset");
+    in.scan.positions_file = config_relative(cfg, "data.positions", given("data.positions"));
+    in.truth_file = config_relative(cfg, "data.truth", given("data.truth"));
+    if (!given("data.scan_shape").empty()) {
         const std::vector<double> s = numbers(r, cfg, "data.scan_shape", 2, 2);
         for (double v : s)
             if (!(v >= 1 && v <= 1e6 && v == std::floor(v)))
@@ -284,7 +288,7 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
         in.scan.ny = static_cast<int>(s[0]);
         in.scan.nx = static_cast<int>(s[1]);
     }
-    if (!r.get("data.scan_step").empty()) {
+    if (!given("data.scan_step").empty()) {
         const std::vector<double> s = numbers(r, cfg, "data.scan_step", 1, 2);
         for (double v : s)
             if (!(v > 0) || !std::isfinite(v))
@@ -342,12 +346,13 @@ std::string instrument_text(const ReconConfig& cfg) {
     const InstrumentOptions& in = cfg.input;
     const DetectorSettings& d = in.detector;
     std::ostringstream os;
-    os << "\ndataset = " << in.dataset << "\nscan_shape = "
-       << (in.scan.ny > 0 ? std::to_string(in.scan.ny) + "," + std::to_string(in.scan.nx) : std::string())
-       << "\nscan_step = " << (in.scan.step_y > 0 ? fmt(in.scan.step_y) + "," + fmt(in.scan.step_x) : std::string())
+    const auto text = [](const std::string& v) { return v.empty() ? std::string("none") : v; };
+    os << "\ndataset = " << text(in.dataset) << "\nscan_shape = "
+       << (in.scan.ny > 0 ? std::to_string(in.scan.ny) + "," + std::to_string(in.scan.nx) : std::string("none"))
+       << "\nscan_step = " << (in.scan.step_y > 0 ? fmt(in.scan.step_y) + "," + fmt(in.scan.step_x) : std::string("none"))
        << "\nscan_rotation = " << fmt(in.scan.rotation_deg) << "\nscan_transpose = " << (in.scan.transpose ? "true" : "false")
        << "\nscan_flip = " << (in.scan.flip_y ? (in.scan.flip_x ? "xy" : "y") : (in.scan.flip_x ? "x" : "none"))
-       << "\npositions = " << in.scan.positions_file << "\ntruth = " << in.truth_file << "\n[detector]\ncrop = "
+       << "\npositions = " << text(in.scan.positions_file) << "\ntruth = " << text(in.truth_file) << "\n[detector]\ncrop = "
        << (d.crop_y1 > 0 ? std::to_string(d.crop_y0) + "," + std::to_string(d.crop_y1) + "," + std::to_string(d.crop_x0) +
                                "," + std::to_string(d.crop_x1)
                          : std::string("none"))
