@@ -118,7 +118,10 @@ ok "malformed EMPAD and 4-D files refused naming the file; the existing output u
 
 # --- detector preprocessing against the truth ----------------------------------------------------
 "$EF" simulate ptycho --out a.h5 --scan 10 --dp 32 --modes 1 --dose 1e6 > sim.log || fail "simulate a.h5"
-$W hot a.h5 hot.h5 5 25 10 && $W shift a.h5 shifted.h5 0 3 || fail "write hot.h5, shifted.h5"
+# hot.h5: pixel (5, 25), in the dark field, 10 x the mean pattern's peak in every frame; and
+# pixel (16, 18), inside the bright disc, dead (0) in every frame.
+$W hot a.h5 hot1.h5 5 25 10 && $W hot hot1.h5 hot.h5 16 18 0 && $W shift a.h5 shifted.h5 0 3 ||
+    fail "write hot.h5, shifted.h5"
 negatives=$($W background a.h5 bg.h5 2) || fail "write bg.h5"
 printf '[data]\nfile = a.h5\n[model]\nmodes = 1\n[solver]\niterations = 40\n[output]\nfile = a_out.h5\npreviews = false\n' > a.ini
 # nrmse NAME ARGS...: reconstruct into NAME.h5 (log NAME.log), print the phase NRMSE in %
@@ -132,10 +135,10 @@ grep -q "^detector: mask: 0 hot and 0 dead pixels" clean.log || { cat clean.log;
 grep -q "within half a pixel of (16, 16), not shifted" clean.log || { cat clean.log; fail "clean data shifted"; }
 masked=$(nrmse masked --data.file hot.h5)
 unmasked=$(nrmse unmasked --data.file hot.h5 --detector.mask off --detector.center off)
-grep -q "^detector: mask: 1 hot and 0 dead pixels" masked.log || { cat masked.log; fail "the hot pixel was not found"; }
+grep -q "^detector: mask: 1 hot and 1 dead pixels" masked.log || { cat masked.log; fail "the hot and dead pixels not found"; }
 awk -v c="$clean" -v m="$masked" -v u="$unmasked" 'BEGIN { exit !(m < c + 0.5 && u > 10 * c && u > 20) }' ||
     fail "hot pixel: clean $clean %, default mask $masked %, no mask $unmasked %"
-ok "a hot pixel (10 x the peak): $masked % with the default mask, $unmasked % without (clean data $clean %)"
+ok "a hot pixel (10 x the peak) and a dead one: $masked % with the default mask, $unmasked % without (clean data $clean %)"
 centred=$(nrmse centred --data.file shifted.h5)
 uncentred=$(nrmse uncentred --data.file shifted.h5 --detector.center off)
 grep -q "patterns shifted by whole pixels (+0, -3) to (16, 16)" centred.log || { cat centred.log; fail "beam not centred"; }
@@ -145,5 +148,5 @@ ok "a beam 3 px off centre: shifted back, $centred % (not centred: $uncentred %)
 nrmse clipped --data.file bg.h5 > /dev/null
 grep -q "^ensemblefit: warning: bg.h5: $negatives negative counts (.* % of the pixels) set to 0 (detector.clip_negative)" clipped.log ||
     { cat clipped.log; fail "no warning of the $negatives negative counts numpy made"; }
-/usr/bin/python3 -c "import h5py; assert h5py.File('masked.h5').attrs['detector_masked_pixels'] == 1"
+/usr/bin/python3 -c "import h5py; assert h5py.File('masked.h5').attrs['detector_masked_pixels'] == 2"
 ok "negative counts: $negatives (numpy's count) clipped with one warning"
