@@ -323,6 +323,9 @@ void finish_instrument_dataset(PtychoDataset& ds, const h5::File* f, int margin)
         (void)f;
         return;
     }
+    if (ds.input.detector.crop_y1 > 0)
+        throw usage_error(tp + ": data.truth with detector.crop: the crop changes the object pixel, the truth's is "
+                               "the uncropped one");
     const h5::File t = h5::File::open_read(tp);
     for (const char* need : {"/truth/object", "/truth/positions"})
         if (!t.exists(need)) throw data_error(tp + ": no '" + std::string(need) + "' (data.truth)");
