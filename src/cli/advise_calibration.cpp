@@ -395,7 +395,7 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         m.iterations = c.iterations;
         // probe.defocus = auto: the trial runs are iterations of the same cost before the run's
         // own; the calibration runs skip them (--probe.defocus=0) and the model adds them.
-        const bool has_probe = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin).has_probe;
+        const bool has_probe = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin, c.input).has_probe;
         m.trial_iterations = c.defocus_trial_iterations(has_probe);
         if (std::isnan(c.probe_defocus)) req.overrides.push_back("--probe.defocus=0");
         batch = c.batch_size;

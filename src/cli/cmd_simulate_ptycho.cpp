@@ -47,7 +47,9 @@ const char* kHelp =
     "  --slices S             object slices: a thick sample, Fresnel propagation between slices (1)\n"
     "  --slice-thickness T    metres between slices (required with --slices > 1)\n"
     "  --store-probe          also store the true probe as /probe (reconstruct starts from it)\n"
-    "  --format native|cxi    file layout (native)\n"
+    "  --format F             file layout: native, cxi, or empad (--out NAME.raw: EMPAD raw frames,\n"
+    "                         128 x 128 float32 + 2 rows each, in scan order, with --dp 128 and\n"
+    "                         --scan-pattern raster; the truth in NAME.truth.h5) (native)\n"
     "  --compress L           chunk /data per pattern with shuffle + deflate level L (0 = off)\n"
     "  --threads T            OpenMP threads (0 = automatic)\n"
     "  --overwrite            replace an existing file\n";
@@ -181,8 +183,9 @@ int cmd_simulate_ptycho(const std::vector<std::string>& args, const MpiContext& 
             o.slice_thickness = measure(a, value(), true);
         } else if (a == "--format") {
             o.format = value();
-            if (o.format != "native" && o.format != "cxi")
-                throw usage_error("simulate ptycho: --format must be native or cxi, got '" + excerpt(o.format) + "'");
+            if (o.format != "native" && o.format != "cxi" && o.format != "empad")
+                throw usage_error("simulate ptycho: --format must be native, cxi or empad, got '" + excerpt(o.format) +
+                                  "'");
         } else if (a == "--compress") {
             o.compress = integer(a, value(), 9);
         } else if (a == "--threads") {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "src/io/h5_numeric.hpp"
 #include "src/recon/provenance.hpp"
 #include "src/recon/ptycho_h5.hpp"
+#include "src/recon/scan_geometry.hpp"
 
 namespace ef {
 
@@ -134,7 +136,7 @@ std::vector<double> native_positions(const h5::File& f, const PtychoDataset& ds)
 /// up to kMaxSide, 40 B per pixel (check_sizes) within the memory.
 void check_object(const PtychoDataset& ds, double obj_h, double obj_w, const std::string& from) {
     const std::string size = ini::format_double(obj_h) + " x " + ini::format_double(obj_w);
-    const std::string origin = from == "positions" ? "'" + std::string(ds.cxi ? kCxiTranslation : "/positions") +
+    const std::string origin = from == "positions" ? "'" + std::string(ds.cxi ? kCxiTranslation : ds.format == "native" ? "/positions" : "the scan") +
                                                          "' reach so far that the object is "
                                                    : "object_shape asks for an object of ";
     if (obj_h > kMaxSide || obj_w > kMaxSide)
@@ -150,7 +152,7 @@ void check_object(const PtychoDataset& ds, double obj_h, double obj_w, const std
 
 /// The positions in the object frame (shifted `margin` pixels into the object where the file's
 /// frame is not the object's: CXI, or negative positions) and the object's size.
-void place_positions(const h5::File& f, PtychoDataset& ds, int margin, bool shift_to_margin) {
+void place_positions(const h5::File* f, PtychoDataset& ds, int margin, bool shift_to_margin) {
     std::vector<double>& pos = ds.positions;
     for (double v : pos)
         if (!std::isfinite(v)) throw data_error(ds.path + ": positions contain a non-finite value");
@@ -172,8 +174,8 @@ void place_positions(const h5::File& f, PtychoDataset& ds, int margin, bool shif
         max_y += ds.offset_y;
         max_x += ds.offset_x;
     }
-    if (!ds.cxi && f.has_attr("/", "object_shape")) {
-        const std::vector<double> os = f.attr_doubles("/", "object_shape");
+    if (f && !ds.cxi && f->has_attr("/", "object_shape")) {
+        const std::vector<double> os = f->attr_doubles("/", "object_shape");
         if (os.size() != 2 || !(os[0] >= ds.h) || !(os[1] >= ds.w) || os[0] > kMaxSide || os[1] > kMaxSide)
             throw data_error(ds.path + ": root attribute object_shape must be 2 sizes from the pattern size to " +
                              std::to_string(static_cast<long long>(kMaxSide)));
@@ -189,7 +191,8 @@ void place_positions(const h5::File& f, PtychoDataset& ds, int margin, bool shif
         ds.obj_h = static_cast<int>(obj_h);
         ds.obj_w = static_cast<int>(obj_w);
     }
-    ds.has_truth = !ds.cxi && f.exists("/truth/object") && !shift_to_margin;
+    ds.has_truth = f && !ds.cxi && f->exists("/truth/object") && !shift_to_margin;
+    if (ds.has_truth) ds.truth_path = ds.path;
 }
 
 /// The file's probe, when it has one of the patterns' size.
@@ -204,21 +207,205 @@ void find_probe(const h5::File& f, PtychoDataset& ds) {
     ds.probe_modes = s.size() == 3 ? static_cast<int>(s[0]) : 1;
 }
 
+/// The stored frame size and, after detector.crop and detector.bin, the pattern size (refused
+/// naming the key when they do not fit the frame).
+void set_frame(PtychoDataset& ds, int frame_h, int frame_w) {
+    ds.frame_h = frame_h;
+    ds.frame_w = frame_w;
+    const DetectorSettings& d = ds.input.detector;
+    int h = frame_h, w = frame_w;
+    if (d.crop_y1 > 0) {
+        if (d.crop_y1 > frame_h || d.crop_x1 > frame_w)
+            throw usage_error(ds.path + ": detector.crop " + std::to_string(d.crop_y0) + "," + std::to_string(d.crop_y1) +
+                              "," + std::to_string(d.crop_x0) + "," + std::to_string(d.crop_x1) +
+                              " reaches beyond the " + std::to_string(frame_h) + " x " + std::to_string(frame_w) +
+                              " frames");
+        h = d.crop_y1 - d.crop_y0;
+        w = d.crop_x1 - d.crop_x0;
+    }
+    if (h % d.bin != 0 || w % d.bin != 0 || h / d.bin < 2 || w / d.bin < 2)
+        throw usage_error(ds.path + ": detector.bin " + std::to_string(d.bin) + " does not divide the " +
+                          std::to_string(h) + " x " + std::to_string(w) + " frames" +
+                          (d.crop_y1 > 0 ? " (after detector.crop)" : "") + "; crop them to a multiple");
+    ds.h = h / d.bin;
+    ds.w = w / d.bin;
+}
+
+/// The frame count the scan asks for: data.scan_shape, else the lines of data.positions.
+std::int64_t scan_count(const PtychoDataset& ds, std::vector<double>& listed) {
+    const ScanGeometry& s = ds.input.scan;
+    if (!s.positions_file.empty()) {
+        listed = read_position_list(s.positions_file);
+        return static_cast<std::int64_t>(listed.size() / 2);
+    }
+    return static_cast<std::int64_t>(s.ny) * s.nx;
+}
+
+/**
+ * EMPAD raw: frames of 128 x 128 float32 (little-endian) followed by 2 rows (the detector's
+ * frame metadata), 130 x 128 x 4 = 66560 bytes each, in scan order; no header, so the frame
+ * count comes from the size and must be what the scan asks for.
+ */
+void open_empad(PtychoDataset& ds) {
+    constexpr int kSide = 128, kRows = 130;
+    constexpr std::uint64_t kFrameBytes = static_cast<std::uint64_t>(kRows) * kSide * 4;
+    std::error_code ec;
+    const std::uint64_t bytes = std::filesystem::file_size(ds.path, ec);
+    if (ec) throw data_error(ds.path + ": cannot read the EMPAD raw file's size (" + ec.message() + ")");
+    std::vector<double> listed;
+    const std::int64_t want = scan_count(ds, listed);
+    const std::string asks = ds.input.scan.positions_file.empty()
+                                 ? "data.scan_shape " + std::to_string(ds.input.scan.ny) + " x " +
+                                       std::to_string(ds.input.scan.nx) + " asks for " + std::to_string(want)
+                                 : "data.positions lists " + std::to_string(want);
+    const std::uint64_t frames = bytes / kFrameBytes, rest = bytes % kFrameBytes;
+    if (rest != 0)
+        throw data_error(ds.path + ": " + std::to_string(bytes) + " bytes are " + std::to_string(frames) +
+                         " EMPAD frames (130 x 128 float32: 128 x 128 and 2 metadata rows, 66560 bytes) and " +
+                         std::to_string(rest) + " bytes more: a truncated file, or frames of another size (" + asks +
+                         " frames)");
+    if (frames != static_cast<std::uint64_t>(want))
+        throw data_error(ds.path + ": holds " + std::to_string(frames) + " EMPAD frames but " + asks +
+                         (frames < static_cast<std::uint64_t>(want) ? " (a truncated file?)" : ""));
+    if (frames == 0) throw data_error(ds.path + ": an empty EMPAD raw file");
+    ds.count = want;
+    ds.frame_rows = kRows;
+    ds.data_name = "EMPAD frames";
+    set_frame(ds, kSide, kSide);
+    check_sizes(ds);
+    ds.positions = listed.empty() ? raster_positions(ds.input.scan) : listed;
+}
+
+/// A 4-D array [scan_y, scan_x, ky, kx] (py4DSTEM's datacube layout) at data.dataset.
+void open_4d(const h5::File& f, PtychoDataset& ds) {
+    const std::string& name = ds.input.dataset;
+    if (name.empty()) throw usage_error(ds.path + ": data.format = hdf5-4d needs data.dataset (the 4-D array's path)");
+    ds.data_name = name;
+    if (!f.exists(name)) throw data_error(ds.path + ": no dataset '" + name + "' (data.dataset)");
+    require_numbers(f, name);
+    const std::vector<std::uint64_t> s = f.shape(name);
+    if (s.size() != 4) {
+        std::string dims;
+        for (auto d : s) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
+        throw data_error(ds.path + ": '" + name + "' has rank " + std::to_string(s.size()) + " (" + dims +
+                         "); a 4-D array [scan_y, scan_x, ky, kx] is expected");
+    }
+    if (s[0] == 0 || s[1] == 0 || s[2] < 2 || s[3] < 2 || s[2] > kMaxSide || s[3] > kMaxSide ||
+        s[0] * s[1] > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw data_error(ds.path + ": '" + name + "' is " + std::to_string(s[0]) + " x " + std::to_string(s[1]) +
+                         " x " + std::to_string(s[2]) + " x " + std::to_string(s[3]) + ": not a usable scan of patterns");
+    ScanGeometry& sc = ds.input.scan;
+    if (sc.ny > 0 && (static_cast<std::uint64_t>(sc.ny) != s[0] || static_cast<std::uint64_t>(sc.nx) != s[1]))
+        throw data_error(ds.path + ": '" + name + "' is a " + std::to_string(s[0]) + " x " + std::to_string(s[1]) +
+                         " scan but data.scan_shape says " + std::to_string(sc.ny) + " x " + std::to_string(sc.nx));
+    const bool listed_only = !sc.positions_file.empty();
+    sc.ny = static_cast<int>(s[0]);
+    sc.nx = static_cast<int>(s[1]);
+    ds.count = static_cast<std::int64_t>(s[0] * s[1]);
+    std::vector<double> listed;
+    if (listed_only) {
+        listed = read_position_list(sc.positions_file);
+        if (static_cast<std::int64_t>(listed.size() / 2) != ds.count)
+            throw data_error(sc.positions_file + ": lists " + std::to_string(listed.size() / 2) + " positions; '" +
+                             name + "' in " + ds.path + " has " + std::to_string(ds.count) + " patterns");
+    }
+    set_frame(ds, static_cast<int>(s[2]), static_cast<int>(s[3]));
+    check_sizes(ds);
+    ds.positions = listed_only ? listed : raster_positions(sc);
+}
+
+/// Positions of an instrument file in the object frame: `margin` pixels into the object, or, with
+/// data.truth, the frame of the truth's /truth/positions (refused when the scan is not that scan).
+void finish_instrument_dataset(PtychoDataset& ds, const h5::File* f, int margin) {
+    const std::string& tp = ds.input.truth_file;
+    if (tp.empty()) {
+        place_positions(nullptr, ds, margin, true);
+        (void)f;
+        return;
+    }
+    if (ds.input.detector.crop_y1 > 0)
+        throw usage_error(tp + ": data.truth with detector.crop: the crop changes the object pixel, the truth's is "
+                               "the uncropped one");
+    const h5::File t = h5::File::open_read(tp);
+    for (const char* need : {"/truth/object", "/truth/positions"})
+        if (!t.exists(need)) throw data_error(tp + ": no '" + std::string(need) + "' (data.truth)");
+    const std::vector<double> truth = t.read_double("/truth/positions");
+    if (truth.size() != ds.positions.size())
+        throw data_error(tp + ": '/truth/positions' has " + std::to_string(truth.size() / 2) + " positions, the data " +
+                         std::to_string(ds.count));
+    // The frames' offset: the mean difference (the truth may hold jitter the raster does not).
+    double oy = 0, ox = 0, worst = 0;
+    for (size_t k = 0; k < truth.size(); k += 2) {
+        oy += truth[k] - ds.positions[k];
+        ox += truth[k + 1] - ds.positions[k + 1];
+    }
+    oy /= static_cast<double>(ds.count);
+    ox /= static_cast<double>(ds.count);
+    for (size_t k = 0; k < truth.size(); k += 2)
+        worst = std::max({worst, std::abs(truth[k] - ds.positions[k] - oy), std::abs(truth[k + 1] - ds.positions[k + 1] - ox)});
+    if (worst > 2.0)
+        throw data_error(tp + ": the scan (data.scan_* or data.positions) differs from its '/truth/positions' by up to " +
+                         ini::format_double(worst) + " px: not the scan of this truth");
+    // The same scan to rounding: the truth's numbers themselves (so a file converted from a
+    // native one reconstructs bit for bit as the native one); else the scan moved by the offset.
+    if (worst < 1e-6)
+        ds.positions = truth;
+    else
+        for (size_t k = 0; k < truth.size(); k += 2) {
+            ds.positions[k] += oy;
+            ds.positions[k + 1] += ox;
+        }
+    std::vector<std::uint64_t> os = t.shape("/truth/object");
+    ds.offset_y = oy;
+    ds.offset_x = ox;
+    ds.obj_h = static_cast<int>(os[os.size() - 2]);
+    ds.obj_w = static_cast<int>(os[os.size() - 1]);
+    check_object(ds, ds.obj_h, ds.obj_w, "object_shape");
+    for (size_t k = 0; k < truth.size(); k += 2)
+        if (truth[k] < -0.5 || truth[k + 1] < -0.5 || std::nearbyint(truth[k]) + ds.h > ds.obj_h ||
+            std::nearbyint(truth[k + 1]) + ds.w > ds.obj_w)
+            throw data_error(tp + ": '/truth/positions' reach beyond '/truth/object'");
+    ds.has_truth = true;
+    ds.truth_path = tp;
+}
+
 }  // namespace
 
-PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin) {
-    const h5::File f = h5::File::open_read(path);
+PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& format, double pixel_size, int margin,
+                                  const InstrumentOptions& input) {
     PtychoDataset ds;
     ds.path = path;
+    ds.input = input;
+    const bool raw_name = path.size() > 4 && path.compare(path.size() - 4, 4, ".raw") == 0;
+    ds.format = format == "auto" ? (raw_name ? "empad" : !input.dataset.empty() ? "hdf5-4d" : "auto") : format;
+    const bool positions_given = input.scan.ny > 0 || !input.scan.positions_file.empty();
+    if (ds.format == "empad") {
+        open_empad(ds);
+        finish_instrument_dataset(ds, nullptr, margin);
+        return ds;
+    }
+    const h5::File f = h5::File::open_read(path);
+    if (ds.format == "hdf5-4d") {
+        open_4d(f, ds);
+        finish_instrument_dataset(ds, &f, margin);
+        for (const std::string& a : root_attributes(f)) ds.metadata.push_back(a + " = " + attr_text(f, a));
+        return ds;
+    }
     ds.cxi = format == "cxi" || (format == "auto" && !f.exists("/data") && f.exists(kCxiData));
+    ds.format = ds.cxi ? "cxi" : "native";
     ds.data_name = ds.cxi ? kCxiData : "/data";
     if (!f.exists(ds.data_name))
         throw data_error(path + ": no '" + ds.data_name + "' dataset (native layout: /data and /positions; CXI: " +
-                         kCxiData + ")");
+                         kCxiData + "; a 4-D array: set data.dataset)");
+    if (positions_given)
+        throw usage_error(path + ": " + ds.format + " data carry their positions ('" +
+                          (ds.cxi ? std::string(kCxiTranslation) : std::string("/positions")) +
+                          "'); data.scan_shape and data.positions are for EMPAD raw and 4-D HDF5 data");
     require_numbers(f, ds.data_name);
     const std::vector<std::uint64_t> shape = f.shape(ds.data_name);
     if (shape.size() != 3 || shape[0] == 0 || shape[1] < 2 || shape[2] < 2)
-        throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2");
+        throw data_error(path + ": '" + ds.data_name + "' must be N x H x W with N >= 1, H, W >= 2" +
+                         (shape.size() == 4 ? " (a 4-D array: set data.dataset and data.format = hdf5-4d)" : ""));
     if (shape[0] > static_cast<std::uint64_t>(std::numeric_limits<int>::max()) || shape[1] > kMaxSide ||
         shape[2] > kMaxSide)
         throw data_error(path + ": '" + ds.data_name + "' is " + std::to_string(shape[0]) + " x " +
@@ -226,55 +413,19 @@ PtychoDataset open_ptycho_dataset(const std::string& path, const std::string& fo
                          std::to_string(std::numeric_limits<int>::max()) + " patterns of at most " +
                          std::to_string(static_cast<long long>(kMaxSide)) + " pixels a side are supported");
     ds.count = static_cast<std::int64_t>(shape[0]);
-    ds.h = static_cast<int>(shape[1]);
-    ds.w = static_cast<int>(shape[2]);
+    set_frame(ds, static_cast<int>(shape[1]), static_cast<int>(shape[2]));
     check_sizes(ds);
     ds.positions = ds.cxi ? cxi_positions(f, ds, pixel_size) : native_positions(f, ds);
-    place_positions(f, ds, margin, ds.cxi);
+    const DetectorSettings& d = ds.input.detector;
+    if (!ds.cxi && d.crop_y1 > 0)  // a cropped detector makes the object pixel larger by frame / crop
+        for (size_t k = 0; k < ds.positions.size(); k += 2) {
+            ds.positions[k] *= static_cast<double>(ds.h * d.bin) / ds.frame_h;
+            ds.positions[k + 1] *= static_cast<double>(ds.w * d.bin) / ds.frame_w;
+        }
+    place_positions(d.crop_y1 > 0 ? nullptr : &f, ds, margin, ds.cxi);
     find_probe(f, ds);
     for (const std::string& a : root_attributes(f)) ds.metadata.push_back(a + " = " + attr_text(f, a));
     return ds;
-}
-
-std::vector<float> read_patterns(const PtychoDataset& ds, std::int64_t first, std::int64_t count, int threads) {
-    const h5::File f = h5::File::open_read(ds.path);
-    const std::int64_t n = static_cast<std::int64_t>(ds.h) * ds.w;
-    // The share as read and in FFT order (4 B each), and the worker's copy (4 B).
-    const double need = 12.0 * static_cast<double>(count) * static_cast<double>(n);
-    if (exceeds_memory(need))
-        throw data_error(ds.path + ": patterns " + std::to_string(first) + ".." + std::to_string(first + count - 1) +
-                         " (this rank's share) " +
-                         memory_refusal(need, "the patterns",
-                                        std::to_string(static_cast<long long>(largest_count(12.0 * n))) +
-                                            " patterns per rank; run on more ranks or nodes"));
-    std::vector<float> raw(static_cast<size_t>(count * n));
-    try {
-        recon::h5x::read_float_rows(f, ds.data_name, static_cast<std::uint64_t>(first),
-                                    static_cast<std::uint64_t>(count), raw.data());
-    } catch (const Error&) {
-        throw data_error(ds.path + ": '" + ds.data_name + "' cannot be read (a damaged or truncated file?)");
-    }
-    std::vector<float> out(raw.size());
-    const int hy = ds.h / 2, hx = ds.w / 2;
-    // FFT order and the finiteness check, patterns over the rank's threads (a 1 GB share is
-    // seconds on one core); the first bad pattern is reported, as by a serial loop.
-    std::int64_t bad = count;
-#pragma omp parallel for num_threads(std::max(1, threads)) schedule(static) reduction(min : bad) if (threads > 1)
-    for (std::int64_t j = 0; j < count; ++j) {
-        const float* src = raw.data() + j * n;
-        float* dst = out.data() + j * n;
-        for (int u = 0; u < ds.h; ++u) {
-            const float* srow = src + static_cast<std::int64_t>((u + hy) % ds.h) * ds.w;
-            float* drow = dst + static_cast<std::int64_t>(u) * ds.w;
-            for (int v = 0; v < ds.w - hx; ++v) drow[v] = srow[v + hx];
-            for (int v = ds.w - hx; v < ds.w; ++v) drow[v] = srow[v + hx - ds.w];
-        }
-        bool finite = true;
-        for (std::int64_t q = 0; q < n; ++q) finite &= std::isfinite(dst[q]);
-        if (!finite) bad = std::min(bad, j);
-    }
-    if (bad < count) throw data_error(ds.path + ": pattern " + std::to_string(first + bad) + " has a non-finite value");
-    return out;
 }
 
 std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes) {
@@ -289,7 +440,7 @@ std::vector<std::complex<double>> read_probe(const PtychoDataset& ds, int& modes
 
 std::vector<std::complex<double>> read_truth_object(const PtychoDataset& ds, int slices) {
     if (!ds.has_truth) return {};
-    const h5::File f = h5::File::open_read(ds.path);
+    const h5::File f = h5::File::open_read(ds.truth_path);
     std::vector<std::uint64_t> dims;
     auto o = recon::h5x::read_complex(f, "/truth/object", dims);
     if (dims.size() == 2) dims.insert(dims.begin(), 1);  // one slice

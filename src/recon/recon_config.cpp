@@ -25,9 +25,31 @@ const KeyInfo kKeys[] = {
     {"data.file", "", "HDF5 input: /data (N x H x W intensities), /positions (N x 2 pixels, y then x, "
                       "top-left of the window in object pixels), optional /probe; or CXI "
                       "(relative paths are taken from the config file's folder)"},
-    {"data.format", "auto", "auto | native | cxi"},
+    {"data.format", "auto", "auto | native | cxi | empad (EMPAD raw: 128 x 128 float32 + 2 rows per frame, in scan "
+                            "order) | hdf5-4d (an array [scan_y, scan_x, ky, kx] at data.dataset); auto = empad for "
+                            "a .raw file, hdf5-4d when data.dataset is set, else native or cxi by content"},
     {"data.pixel_size", "0", "object pixel size in metres for CXI translations (0 = from the CXI "
                              "energy, distance and detector pixel size)"},
+    {"data.dataset", "none", "the 4-D array's path in an HDF5 file (py4DSTEM's datacube layout [scan_y, scan_x, ky, kx])"},
+    {"data.scan_shape", "none", "NY,NX: the raster (slow y, fast x) of EMPAD frames (required unless data.positions); "
+                            "for a 4-D array checked against its shape"},
+    {"data.scan_step", "none", "S or SY,SX: the raster's step in object pixels (required unless data.positions)"},
+    {"data.scan_rotation", "0", "degrees the scan is turned, counter-clockwise in the image (x right, y down)"},
+    {"data.scan_transpose", "false", "swap the scan's y and x (before flip and rotation)"},
+    {"data.scan_flip", "none", "none | y | x | xy: mirror the scan's axes (after transpose, before rotation)"},
+    {"data.positions", "none", "a text file of positions, one 'y x' line (object pixels) per frame in file order, instead "
+                           "of the raster"},
+    {"data.truth", "none", "an HDF5 file with /truth/object and /truth/positions (simulate ptycho's) to compare an EMPAD "
+                       "or 4-D reconstruction with; the object frame is the truth's"},
+    {"detector.crop", "none", "none | Y0,Y1,X0,X1: keep rows Y0..Y1-1 and columns X0..X1-1 of every frame"},
+    {"detector.bin", "1", "sum B x B pixels (after the crop)"},
+    {"detector.clip_negative", "true", "set negative counts to 0 (counted, with a warning)"},
+    {"detector.mask", "auto", "auto | off: hot and dead pixels found in the mean pattern (against the median of their "
+                              "8 neighbours) replaced by the mean of their good neighbours in every pattern"},
+    {"detector.mask_threshold", "10", "robust standard deviations from the neighbours' median that make a pixel hot "
+                                      "or dead (it must also be over 2x or under 0.5x that median)"},
+    {"detector.center", "auto", "auto | off: move the mean pattern's bright disc (centre of mass of the pixels above "
+                                "half its peak) to (H/2, W/2) by a shift of whole pixels"},
     {"model.modes", "4", "probe modes K (mixed-state probe; 4 by default, orthogonalised and sorted by power, so "
                             "data with a partly incoherent probe are not forced into one mode)"},
     {"model.subpixel", "auto", "auto | on | off: shift the probe by each position's sub-pixel "
@@ -114,9 +136,9 @@ const KeyInfo kKeys[] = {
                                       "(false: in global memory, as on GPUs with less; the same results)"},
 };
 
-const std::set<std::string> kSections = {"data",   "model", "object", "probe",  "positions",
-                                         "solver", "run",   "output", "tuning"};
-constexpr const char* kSectionList = "data, model, object, probe, positions, solver, run, output, tuning";
+const std::set<std::string> kSections = {"data",   "detector", "model",  "object", "probe",
+                                         "positions", "solver", "run", "output", "tuning"};
+constexpr const char* kSectionList = "data, detector, model, object, probe, positions, solver, run, output, tuning";
 
 const KeyInfo* find_key(const std::string& key) { return ini::find_key(kKeys, key); }
 
@@ -225,14 +247,130 @@ void read_slices(const ValueReader& r, ReconConfig& cfg) {
                           std::to_string(cfg.slices));
 }
 
+/// Up to `most` comma-separated numbers of `key` (at least `least`).
+std::vector<double> numbers(const ValueReader& r, const ReconConfig& cfg, const std::string& key, size_t least,
+                            size_t most) {
+    std::vector<double> v;
+    std::stringstream ss(r.get(key));
+    for (std::string item; std::getline(ss, item, ',');) v.push_back(ini::to_real(trim(item), cfg.where(key)));
+    if (v.size() < least || v.size() > most)
+        throw usage_error(cfg.where(key) + ": expected " + std::to_string(least) +
+                          (most > least ? " to " + std::to_string(most) : std::string()) +
+                          " comma-separated numbers, got '" + excerpt(r.get(key)) + "'");
+    return v;
+}
+
+/// A path relative to the config file's folder (as data.file), unless given on the command line.
+std::string config_relative(const ReconConfig& cfg, const std::string& key, const std::string& value) {
+    if (value.empty() || value[0] == '/' || !cfg.origins.count(key) || cfg.origins.at(key).rfind("--", 0) == 0)
+        return value;
+    return ini::folder_of(cfg.config_file) + value;
+}
+
+/// data.dataset, data.scan_*, data.positions, data.truth and [detector] (docs/reconstruction.md,
+/// "Instrument data"); what depends on the frames (crop and bin against their size) is checked
+/// when the data are opened.
+void read_instrument(const ValueReader& r, ReconConfig& cfg) {
+    InstrumentOptions& in = cfg.input;
+    const auto given = [&](const std::string& key) {  // "none" (the default) or empty: not given
+        const std::string v = r.get(key);
+        return v == "none" ? std::string() : v;
+    };
+    in.dataset = given("data.dataset");
+    in.scan.positions_file = config_relative(cfg, "data.positions", given("data.positions"));
+    in.truth_file = config_relative(cfg, "data.truth", given("data.truth"));
+    if (!given("data.scan_shape").empty()) {
+        const std::vector<double> s = numbers(r, cfg, "data.scan_shape", 2, 2);
+        for (double v : s)
+            if (!(v >= 1 && v <= 1e6 && v == std::floor(v)))
+                throw usage_error(cfg.where("data.scan_shape") + ": two whole numbers 1..1000000, got '" +
+                                  excerpt(r.get("data.scan_shape")) + "'");
+        in.scan.ny = static_cast<int>(s[0]);
+        in.scan.nx = static_cast<int>(s[1]);
+    }
+    if (!given("data.scan_step").empty()) {
+        const std::vector<double> s = numbers(r, cfg, "data.scan_step", 1, 2);
+        for (double v : s)
+            if (!(v > 0) || !std::isfinite(v))
+                throw usage_error(cfg.where("data.scan_step") + ": steps must be > 0 (object pixels), got '" +
+                                  excerpt(r.get("data.scan_step")) + "'");
+        in.scan.step_y = s[0];
+        in.scan.step_x = s.back();
+    }
+    in.scan.rotation_deg = r.real("data.scan_rotation");
+    if (!std::isfinite(in.scan.rotation_deg))
+        throw usage_error(cfg.where("data.scan_rotation") + ": must be finite (degrees)");
+    in.scan.transpose = r.boolean("data.scan_transpose");
+    const std::string flip = r.choice("data.scan_flip", {"none", "y", "x", "xy"});
+    in.scan.flip_y = flip == "y" || flip == "xy";
+    in.scan.flip_x = flip == "x" || flip == "xy";
+    const std::string& f = cfg.data_file;
+    const bool raw = cfg.data_format == "empad" || (cfg.data_format == "auto" && f.size() > 4 &&
+                                                    f.compare(f.size() - 4, 4, ".raw") == 0);
+    const bool four_d = cfg.data_format == "hdf5-4d" || (cfg.data_format == "auto" && !raw && !in.dataset.empty());
+    if (in.scan.positions_file.empty() && (raw || four_d)) {
+        if (raw && in.scan.ny == 0)
+            throw usage_error(cfg.where("data.scan_shape") + ": required for EMPAD raw data (NY,NX; or data.positions)");
+        if (in.scan.step_y == 0)
+            throw usage_error(cfg.where("data.scan_step") + ": required for " + (raw ? "EMPAD raw" : "4-D HDF5") +
+                              " data (object pixels; or data.positions)");
+    }
+    if (four_d && in.dataset.empty())
+        throw usage_error(cfg.where("data.dataset") + ": required with data.format = hdf5-4d (the 4-D array's path)");
+    DetectorSettings& d = in.detector;
+    if (r.get("detector.crop") != "none") {
+        const std::vector<double> c = numbers(r, cfg, "detector.crop", 4, 4);
+        for (double v : c)
+            if (!(v >= 0 && v <= 1 << 20 && v == std::floor(v)))
+                throw usage_error(cfg.where("detector.crop") + ": four whole pixel indices, got '" +
+                                  excerpt(r.get("detector.crop")) + "'");
+        d.crop_y0 = static_cast<int>(c[0]);
+        d.crop_y1 = static_cast<int>(c[1]);
+        d.crop_x0 = static_cast<int>(c[2]);
+        d.crop_x1 = static_cast<int>(c[3]);
+        if (d.crop_y1 < d.crop_y0 + 2 || d.crop_x1 < d.crop_x0 + 2)
+            throw usage_error(cfg.where("detector.crop") + ": Y0,Y1,X0,X1 with Y1 >= Y0 + 2 and X1 >= X0 + 2, got '" +
+                              excerpt(r.get("detector.crop")) + "'");
+    }
+    d.bin = static_cast<int>(r.integer("detector.bin", 1, 64));
+    d.clip_negative = r.boolean("detector.clip_negative");
+    d.mask = r.choice("detector.mask", {"auto", "off"}) == "auto";
+    d.mask_threshold = r.nonneg("detector.mask_threshold");
+    if (!(d.mask_threshold > 0)) throw usage_error(cfg.where("detector.mask_threshold") + ": must be > 0");
+    d.center = r.choice("detector.center", {"auto", "off"}) == "auto";
+}
+
+/// The instrument keys as resolved INI lines (in [data], then the [detector] section).
+std::string instrument_text(const ReconConfig& cfg) {
+    const auto fmt = ini::format_double;
+    const InstrumentOptions& in = cfg.input;
+    const DetectorSettings& d = in.detector;
+    std::ostringstream os;
+    const auto text = [](const std::string& v) { return v.empty() ? std::string("none") : v; };
+    os << "\ndataset = " << text(in.dataset) << "\nscan_shape = "
+       << (in.scan.ny > 0 ? std::to_string(in.scan.ny) + "," + std::to_string(in.scan.nx) : std::string("none"))
+       << "\nscan_step = " << (in.scan.step_y > 0 ? fmt(in.scan.step_y) + "," + fmt(in.scan.step_x) : std::string("none"))
+       << "\nscan_rotation = " << fmt(in.scan.rotation_deg) << "\nscan_transpose = " << (in.scan.transpose ? "true" : "false")
+       << "\nscan_flip = " << (in.scan.flip_y ? (in.scan.flip_x ? "xy" : "y") : (in.scan.flip_x ? "x" : "none"))
+       << "\npositions = " << text(in.scan.positions_file) << "\ntruth = " << text(in.truth_file) << "\n[detector]\ncrop = "
+       << (d.crop_y1 > 0 ? std::to_string(d.crop_y0) + "," + std::to_string(d.crop_y1) + "," + std::to_string(d.crop_x0) +
+                               "," + std::to_string(d.crop_x1)
+                         : std::string("none"))
+       << "\nbin = " << d.bin << "\nclip_negative = " << (d.clip_negative ? "true" : "false")
+       << "\nmask = " << (d.mask ? "auto" : "off") << "\nmask_threshold = " << fmt(d.mask_threshold)
+       << "\ncenter = " << (d.center ? "auto" : "off");
+    return os.str();
+}
+
 void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     const std::string& path = cfg.config_file;
     cfg.data_file = r.get("data.file");
     if (cfg.data_file.empty()) throw usage_error(path + ": missing required key 'data.file'");
     if (cfg.data_file[0] != '/' && cfg.origins.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
         cfg.data_file = ini::folder_of(path) + cfg.data_file;
-    cfg.data_format = r.choice("data.format", {"auto", "native", "cxi"});
+    cfg.data_format = r.choice("data.format", {"auto", "native", "cxi", "empad", "hdf5-4d"});
     cfg.pixel_size = r.nonneg("data.pixel_size");
+    read_instrument(r, cfg);
     cfg.modes = static_cast<int>(r.integer("model.modes", 1, 64));
     cfg.subpixel = r.choice("model.subpixel", {"auto", "on", "off"});
     read_slices(r, cfg);
@@ -332,7 +470,7 @@ std::string ReconConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n"
        << "[data]\nfile = " << data_file << "\nformat = " << data_format << "\npixel_size = " << fmt(pixel_size)
-       << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
+       << instrument_text(*this) << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
        << "\nslice_thickness = " << fmt(slice_thickness) << "\nwavelength = " << fmt(wavelength)
        << "\n[object]\nparametrization = " << (amplitude_phase ? "amplitude-phase" : "complex")
        << "\nlr_amplitude = " << fmt(lr_amplitude) << "\nlr_phase = " << fmt(lr_phase)

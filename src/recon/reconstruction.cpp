@@ -91,7 +91,7 @@ bool Reconstruction::open_output(OutputAction action) {
 void Reconstruction::read_input() {
     if (!file_exists(cfg_.data_file))
         throw usage_error(cfg_.where("data.file") + ": no such file '" + cfg_.data_file + "'");
-    ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin);
+    ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin, cfg_.input);
     n_ = static_cast<std::int64_t>(ds_.h) * ds_.w;
     positions_checksum_ = positions_checksum(ds_.positions);
     plan_ = plan_reconstruction(cfg_, ds_);  // the decisions the data settle, made once
@@ -197,6 +197,18 @@ void Reconstruction::print_plan() const {
                 ds_.path.c_str(), static_cast<long long>(ds_.count), ds_.h, ds_.w, ds_.obj_h, ds_.obj_w, cfg_.modes,
                 cfg_.modes == 1 ? "" : "s", cfg_.loss.c_str(), plan_.subpixel ? "on" : "off",
                 cfg_.correct_positions ? "on" : "off");
+    if (ds_.format == "empad" || ds_.format == "hdf5-4d") {
+        const ScanGeometry& sc = ds_.input.scan;
+        std::printf("data: %s, frames %d x %d%s; ", ds_.format == "empad" ? "EMPAD raw" : ("4-D array '" + ds_.data_name + "'").c_str(),
+                    ds_.frame_h, ds_.frame_w, ds_.format == "empad" ? " (+2 metadata rows, dropped)" : "");
+        if (!sc.positions_file.empty())
+            std::printf("positions from %s", sc.positions_file.c_str());
+        else
+            std::printf("scan %d x %d, step %g, %g px, rotation %g deg%s%s%s", sc.ny, sc.nx, sc.step_y, sc.step_x,
+                        sc.rotation_deg, sc.transpose ? ", transposed" : "", sc.flip_y ? ", y mirrored" : "",
+                        sc.flip_x ? ", x mirrored" : "");
+        std::printf("%s\n", ds_.has_truth ? ("; object frame and truth from " + ds_.truth_path).c_str() : "");
+    }
     if (cfg_.slices > 1)
         std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
                     cfg_.slice_thickness, plan_.slice_fresnel);
@@ -227,19 +239,69 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
     const size_t r = static_cast<size_t>(ctx_.rank());
     const std::int64_t p0 = schedule_->stratum_begin(bounds[r]), p1 = schedule_->stratum_begin(bounds[r + 1]);
     std::vector<float> share;
+    std::int64_t negatives = 0;
+    const auto watched = [&](MPI_Request& req) {  // after a rebalance this runs inside the iterations
+        heartbeat_->wait(req, "the agreement after loading a share of the patterns");  // made in set_up()
+    };
+    // agreed: run() lets the first load's errors reach main, printed once
+    collective(ctx_, [&] { share = read_frames(ds_, p0, p1 - p0, threads_.threads, negatives); }, watched);
+    if (!ds_.correction.decided) decide_detector(share, p1 - p0, negatives);
     collective(
         ctx_,
-        [&] {  // agreed: run() lets the first load's errors reach main, printed once
-            share = read_patterns(ds_, p0, p1 - p0, threads_.threads);
+        [&] {
+            finish_patterns(ds_, share, p0, threads_.threads);
             worker_->set_patterns(p1 - p0, share.data());
         },
-        [&](MPI_Request& req) {  // watched: after a rebalance this runs inside the iterations
-            heartbeat_->wait(req, "the agreement after loading a share of the patterns");  // made in set_up()
-        });
+        watched);
     my_first_ = p0;
     my_count_ = p1 - p0;
     if (!have_mean_) read_mean_pattern(share);
     report_residence();
+}
+
+/**
+ * The detector's corrections, decided once from the mean of every rank's frames as read
+ * (cropped, binned, clipped): the same sums on every rank, so the same mask and shift. Rank 0
+ * reports each step in one line (docs/reconstruction.md, "Instrument data").
+ */
+void Reconstruction::decide_detector(const std::vector<float>& frames, std::int64_t count, std::int64_t negatives) {
+    std::vector<double> sum(static_cast<size_t>(n_) + 1, 0.0);
+    for (std::int64_t j = 0; j < count; ++j)
+        for (std::int64_t q = 0; q < n_; ++q) sum[static_cast<size_t>(q)] += frames[static_cast<size_t>(j * n_ + q)];
+    sum[static_cast<size_t>(n_)] = static_cast<double>(negatives);  // exact in double below 2^53
+    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(sum.size()), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+    const auto clipped = static_cast<std::int64_t>(sum.back());
+    sum.pop_back();
+    for (double& v : sum) v /= static_cast<double>(ds_.count);
+    decide_detector_correction(ds_, sum);
+    if (!ctx_.is_root()) return;
+    const DetectorSettings& d = ds_.input.detector;
+    const DetectorCorrection& c = ds_.correction;
+    if (d.crop_y1 > 0)
+        std::printf("detector: crop rows %d..%d, columns %d..%d of the %d x %d frames\n", d.crop_y0, d.crop_y1 - 1,
+                    d.crop_x0, d.crop_x1 - 1, ds_.frame_h, ds_.frame_w);
+    if (d.bin > 1) std::printf("detector: bin %d x %d -> %d x %d patterns\n", d.bin, d.bin, ds_.h, ds_.w);
+    if (clipped > 0)
+        std::fprintf(stderr,
+                     "ensemblefit: warning: %s: %lld negative counts (%.3g %% of the pixels) set to 0 "
+                     "(detector.clip_negative)\n",
+                     ds_.path.c_str(), static_cast<long long>(clipped),
+                     100.0 * static_cast<double>(clipped) / (static_cast<double>(ds_.count) * static_cast<double>(n_)));
+    if (d.mask)
+        std::printf("detector: mask: %lld hot and %lld dead pixels in the mean pattern (%g robust std from the median "
+                    "of their neighbours), replaced by their neighbours' mean\n",
+                    static_cast<long long>(c.hot), static_cast<long long>(c.dead), d.mask_threshold);
+    if (d.center) {
+        if (c.shift_y != 0 || c.shift_x != 0)
+            std::printf("detector: beam centre (%.2f, %.2f) from the mean pattern; patterns shifted by whole pixels "
+                        "(%+d, %+d) to (%d, %d)\n",
+                        c.centre_y, c.centre_x, c.shift_y, c.shift_x, ds_.h / 2, ds_.w / 2);
+        else
+            std::printf("detector: beam centre (%.2f, %.2f) from the mean pattern; within half a pixel of (%d, %d), "
+                        "not shifted\n",
+                        c.centre_y, c.centre_x, ds_.h / 2, ds_.w / 2);
+    }
+    std::fflush(stdout);
 }
 
 /// Where the worker keeps the patterns, when it says (streamed from host memory, and why), once

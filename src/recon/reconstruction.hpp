@@ -112,6 +112,7 @@ class Reconstruction final : public RunProblem {
     DeviceSumCheck check_device_sum();
     ReconWorkerOptions worker_options(int device) const;
     void read_mean_pattern(const std::vector<float>& share);
+    void decide_detector(const std::vector<float>& frames, std::int64_t count, std::int64_t negatives);
     std::vector<Complex> initial_probe(double defocus);
     void choose_defocus();
     void set_flat_object();

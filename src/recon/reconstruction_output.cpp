@@ -82,13 +82,23 @@ void write_provenance(h5::File& f, const ReconConfig& cfg, const PtychoDataset& 
     f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
     f.set_attr("/", "checksum", std::string("SHA-256"));
     write_scan_geometry(f, ds);
+    // What the detector's preprocessing decided (docs/reconstruction.md, "Instrument data").
+    const DetectorCorrection& c = ds.correction;
+    f.set_attr("/", "detector_beam_centre_px", std::vector<double>{c.centre_y, c.centre_x});
+    f.set_attr("/", "detector_shift_px", std::vector<double>{static_cast<double>(c.shift_y), static_cast<double>(c.shift_x)});
+    f.set_attr("/", "detector_masked_pixels", static_cast<std::int64_t>(c.masked.size()));
     // An input gone or unreadable since the start must not cost the result: warn and go on.
     try {
         write_input_record(f, "/", "data", record_input(ds.path));
         if (!config_path.empty()) write_input_record(f, "/", "config", record_input(config_path));
         if (!f.exists("/data_metadata")) f.create_group("/data_metadata");
-        const h5::File in = h5::File::open_read(ds.path);
-        copy_attributes(in, "/", f, "/data_metadata");
+        if (!ds.input.truth_file.empty()) write_input_record(f, "/", "truth", record_input(ds.input.truth_file));
+        // EMPAD raw has no attributes; a simulated one's description is in its truth file.
+        const std::string described = ds.format == "empad" ? ds.input.truth_file : ds.path;
+        if (!described.empty()) {
+            const h5::File in = h5::File::open_read(described);
+            copy_attributes(in, "/", f, "/data_metadata");
+        }
     } catch (const Error& e) {
         std::fprintf(stderr, "ensemblefit: warning: provenance of the inputs incomplete: %s\n", e.what());
     }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -114,6 +116,9 @@ std::vector<Complex> make_probe(const PtychoSimulationOptions& o) {
 }
 
 
+/// Beside an EMPAD raw file NAME.raw: NAME.truth.h5 (the truth, positions and attributes).
+std::string empad_truth_path(const std::string& raw) { return raw.substr(0, raw.size() - 4) + ".truth.h5"; }
+
 void check_options(const PtychoSimulationOptions& o) {
     if (o.out.empty()) throw usage_error("simulate ptycho: --out FILE.h5 is required");
     if (o.scan_y < 1 || o.scan_x < 1 || o.dp < 4 || o.modes < 1 || o.modes > 64)
@@ -125,8 +130,21 @@ void check_options(const PtychoSimulationOptions& o) {
     // Poisson counts are 64-bit: a dose far beyond any detector's (1e30) never finishes sampling.
     if (o.dose > 1e15)
         throw usage_error("simulate ptycho: --dose must be at most 1e15 counts per pattern, got " + std::to_string(o.dose));
-    if (o.format != "native" && o.format != "cxi")
-        throw usage_error("simulate ptycho: --format must be native or cxi, got '" + o.format + "'");
+    if (o.format != "native" && o.format != "cxi" && o.format != "empad")
+        throw usage_error("simulate ptycho: --format must be native, cxi or empad, got '" + o.format + "'");
+    if (o.format == "empad") {
+        if (o.dp != 128)
+            throw usage_error("simulate ptycho: --format empad writes the EMPAD's 128 x 128 frames: needs --dp 128, got " +
+                              std::to_string(o.dp));
+        if (o.scan_pattern != "raster")
+            throw usage_error("simulate ptycho: --format empad stores frames in raster order without positions: needs "
+                              "--scan-pattern raster");
+        if (o.out.size() < 5 || o.out.compare(o.out.size() - 4, 4, ".raw") != 0)
+            throw usage_error("simulate ptycho: --format empad: --out must end in .raw (the truth goes to "
+                              "NAME.truth.h5 beside it), got '" + excerpt(o.out) + "'");
+        if (file_exists(empad_truth_path(o.out)) && !o.overwrite)
+            throw usage_error("simulate ptycho: '" + empad_truth_path(o.out) + "' exists; pass --overwrite to replace it");
+    }
     if (o.scan_pattern != "fermat" && o.scan_pattern != "raster")
         throw usage_error("simulate ptycho: --scan-pattern must be fermat or raster, got '" + excerpt(o.scan_pattern) + "'");
     if (o.slices < 1 || o.slices > kMaxSlices)
@@ -251,13 +269,18 @@ Scan make_scan(const PtychoSimulationOptions& o) {
 
 /// Writes the patterns (Poisson counts, or the noiseless intensities) of every scan position
 /// to `data_name`, centred, in blocks of 64; returns the total count.
+/// `raw` (EMPAD): the frames go there, 128 x 128 float32 and 2 rows of zeros each, instead of
+/// to `data_name` in `f`.
 double write_patterns(const PtychoSimulationOptions& o, const Scan& sc, ReconWorker& worker, int threads, h5::File& f,
-                      const std::string& data_name) {
+                      const std::string& data_name, std::ofstream* raw = nullptr) {
     const int dp = o.dp;
     const size_t n = static_cast<size_t>(dp) * static_cast<size_t>(dp);
     const std::int64_t N = sc.count, block = 64;
-    recon::h5x::create_float(f, data_name, {static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
-                             o.compress > 0 ? 1 : 0, o.compress);
+    if (!raw)
+        recon::h5x::create_float(f, data_name,
+                                 {static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(dp), static_cast<std::uint64_t>(dp)},
+                                 o.compress > 0 ? 1 : 0, o.compress);
+    const std::vector<float> meta_rows(2 * static_cast<size_t>(dp), 0.0f);
     std::vector<float> out(static_cast<size_t>(block) * n);
     double photons = 0;
     for (std::int64_t first = 0; first < N; first += block) {
@@ -289,6 +312,16 @@ double write_patterns(const PtychoSimulationOptions& o, const Scan& sc, ReconWor
                 }
         }
         photons += block_sum;
+        if (raw) {
+            for (std::int64_t j = 0; j < count; ++j) {
+                raw->write(reinterpret_cast<const char*>(out.data() + static_cast<size_t>(j) * n),
+                           static_cast<std::streamsize>(n * sizeof(float)));
+                raw->write(reinterpret_cast<const char*>(meta_rows.data()),
+                           static_cast<std::streamsize>(meta_rows.size() * sizeof(float)));
+            }
+            if (!*raw) throw data_error("simulate ptycho: cannot write the EMPAD frames to " + o.out);
+            continue;
+        }
         recon::h5x::write_float_rows(f, data_name, static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(count),
                                      out.data());
     }
@@ -396,14 +429,29 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
     worker->set_object(amp, phase);
     worker->set_probe(probe);
 
+    const bool empad = o.format == "empad";
+    const std::string h5_out = empad ? empad_truth_path(o.out) : o.out;
     check_serial_output(o.out, "simulate ptycho: --out", o.overwrite, {});  // the guard; created under a temporary name
-    PendingOutput pending(o.out);
+    if (empad) check_serial_output(h5_out, "simulate ptycho: --out (its truth)", o.overwrite, {});
+    PendingOutput pending(h5_out);
+    std::unique_ptr<PendingOutput> pending_raw;
+    std::ofstream raw;
+    if (empad) {
+        pending_raw = std::make_unique<PendingOutput>(o.out);
+        raw.open(pending_raw->temp_path(), std::ios::binary | std::ios::trunc);
+        if (!raw) throw data_error("simulate ptycho: cannot create " + pending_raw->temp_path());
+    }
     h5::File f = h5::File::create(pending.temp_path());
-    const double photons =
-        write_patterns(o, sc, *worker, threads, f, o.format == "cxi" ? "/entry_1/data_1/data" : "/data");
+    const double photons = write_patterns(o, sc, *worker, threads, f,
+                                          o.format == "cxi" ? "/entry_1/data_1/data" : "/data", empad ? &raw : nullptr);
     write_positions(o, sc, f);
     write_truth(o, sc, amp, phase, probe, f);
     f.close();
+    if (empad) {
+        raw.close();
+        if (!raw) throw data_error("simulate ptycho: cannot write the EMPAD frames to " + pending_raw->temp_path());
+        pending_raw->commit();
+    }
     pending.commit();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.slices > 1)
@@ -413,6 +461,10 @@ void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
                 "pattern, in %.2f s (%d thread%s)\noutput: %s\n",
                 static_cast<long long>(sc.count), o.dp, o.dp, o.format.c_str(), o.modes, o.modes == 1 ? "" : "s", sc.oh,
                 sc.ow, photons / static_cast<double>(sc.count), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
+    if (empad)
+        std::printf("truth: %s (reconstruct the raw file with data.scan_shape = %d,%d, data.scan_step = %g and "
+                    "data.truth = this file)\n",
+                    h5_out.c_str(), o.scan_y, o.scan_x, o.step);
     if (ctx.size() > 1) EF_MPI_CHECK(MPI_Barrier(ctx.world()));
 }
 

@@ -100,6 +100,9 @@ with h5py.File("out.h5", "r") as o:
         "config_sha256": (S, sha256("recon.ini")),
         "iterations_done": (I, 12), "complete": (I, 1), "roi": (I, lambda v: np.shape(v) == (4,)),
         "phase_nrmse": (F, lambda v: 0 < v < 2), "phase_rmse": (F, lambda v: v > 0),
+        # issue 38: the detector's decisions (clean simulated data: centred, nothing masked)
+        "detector_beam_centre_px": (F, lambda v: np.allclose(v, [16, 16], atol=0.5)),
+        "detector_shift_px": (F, [0.0, 0.0]), "detector_masked_pixels": (I, 0),
     })
     # The data file's attributes, each with its own class and value.
     check(o, "/data_metadata", {k: (sim_classes[k], v.decode() if isinstance(v, bytes) else v)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <ensemblefit/recon/ptycho_dataset.hpp>
 #include <ensemblefit/recon/recon_tuning.hpp>
 #include <ensemblefit/run/run_settings.hpp>
 
@@ -27,8 +28,10 @@ struct ReconConfig {
 
     // [data]
     std::string data_file;
-    std::string data_format = "auto";  ///< auto | native | cxi
+    std::string data_format = "auto";  ///< auto | native | cxi | empad | hdf5-4d
     double pixel_size = 0.0;           ///< object pixel (m) for CXI translations; 0 = from metadata
+    /// data.dataset, data.scan_*, data.positions, data.truth and [detector]: instrument data
+    InstrumentOptions input;
 
     // [model]
     int modes = 4;                   ///< probe modes K (a few by default: docs/architecture.md)
