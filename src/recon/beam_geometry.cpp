@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "src/io/h5.hpp"
+#include "src/io/output_file.hpp"
 #include "src/recon/probe_modes.hpp"
 
 namespace ef::recon {
@@ -50,18 +51,29 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
     BeamGeometry g;
     g.h = ds.h;
     g.w = ds.w;
-    const h5::File f = h5::File::open_read(ds.path);
-    const std::string file = ds.path + ": ";
     set(g.wavelength, g.wavelength_from, cfg.wavelength, cfg.where("model.wavelength"));
     if (cfg.beam.kv > 0) set(g.wavelength, g.wavelength_from, electron_wavelength(cfg.beam.kv), cfg.where("beam.kv"));
+    set(g.pixel, g.pixel_from, cfg.pixel_size, cfg.where("data.pixel_size"));
+    if (cfg.reciprocal_pixel_mrad > 0 && g.wavelength > 0)
+        set(g.pixel, g.pixel_from, g.wavelength / (ds.w * cfg.reciprocal_pixel_mrad * 1e-3),
+            cfg.where("data.reciprocal_pixel_mrad"));
+    set(g.convergence, g.convergence_from, 1e-3 * cfg.beam.convergence_mrad, cfg.where("beam.convergence_mrad"));
+    if (cfg.origins.count("beam.defocus_nm")) {
+        g.defocus = 1e-9 * cfg.beam.defocus_nm;
+        g.defocus_from = cfg.where("beam.defocus_nm");
+    }
+    // The data file's attributes (open_ptycho_dataset has read the file; a dataset made in memory,
+    // as in the unit tests, has only the config's).
+    if (!file_exists(ds.path)) return g;
+    const h5::File f = h5::File::open_read(ds.path);
+    const std::string file = ds.path + ": ";
     set(g.wavelength, g.wavelength_from, 1e-10 * positive(f, "wavelength_angstrom"), file + "wavelength_angstrom");
     if (const double kv = positive(f, "kv"); kv > 0)
         set(g.wavelength, g.wavelength_from, electron_wavelength(kv), file + "kv");
     if (const double e = positive(f, "", "/entry_1/instrument_1/source_1/energy"); e > 0)
         set(g.wavelength, g.wavelength_from, kPlanck * kLight / e, file + "CXI source energy");
 
-    set(g.pixel, g.pixel_from, cfg.pixel_size, cfg.where("data.pixel_size"));
-    if (cfg.reciprocal_pixel_mrad > 0 && g.wavelength > 0)
+    if (!(g.pixel > 0) && cfg.reciprocal_pixel_mrad > 0 && g.wavelength > 0)  // lambda from the data
         set(g.pixel, g.pixel_from, g.wavelength / (ds.w * cfg.reciprocal_pixel_mrad * 1e-3),
             cfg.where("data.reciprocal_pixel_mrad"));
     set(g.pixel, g.pixel_from, 1e-10 * positive(f, "dx_angstrom"), file + "dx_angstrom");
@@ -70,13 +82,9 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
     if (ds.cxi && z > 0 && p > 0 && g.wavelength > 0)
         set(g.pixel, g.pixel_from, g.wavelength * z / (ds.w * p), file + "CXI detector distance and pixel size");
 
-    set(g.convergence, g.convergence_from, 1e-3 * cfg.beam.convergence_mrad, cfg.where("beam.convergence_mrad"));
     set(g.convergence, g.convergence_from, 1e-3 * positive(f, "conv_angle_mrad"), file + "conv_angle_mrad");
-    // A defocus may be 0 or negative: the key when it was given, else the data's attribute.
-    if (cfg.origins.count("beam.defocus_nm")) {
-        g.defocus = 1e-9 * cfg.beam.defocus_nm;
-        g.defocus_from = cfg.where("beam.defocus_nm");
-    } else if (f.has_attr("/", "defocus_nm") && std::isfinite(f.attr_double("/", "defocus_nm"))) {
+    // A defocus may be 0 or negative: the key when it was given (above), else the data's attribute.
+    if (!cfg.origins.count("beam.defocus_nm") && f.has_attr("/", "defocus_nm") && std::isfinite(f.attr_double("/", "defocus_nm"))) {
         g.defocus = 1e-9 * f.attr_double("/", "defocus_nm");
         g.defocus_from = file + "defocus_nm";
     }
