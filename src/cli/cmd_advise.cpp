@@ -112,8 +112,8 @@ bool is_recon_config(const std::string& path, const std::vector<std::string>& ov
     const ini::Rules any{[](const std::string&, const std::string&) {},
                          [](const std::string&, const std::string&, const std::string&) {}};  // the command checks them
     for (const ini::ScannedKey& k : ini::scan(path, any)) keys.push_back(k.key);
-    for (const std::string& o : overrides)
-        if (o.rfind("--", 0) == 0) keys.push_back(o.substr(2, o.find('=') == std::string::npos ? std::string::npos : o.find('=') - 2));
+    for (const std::string& o : overrides)  // "--section.key=VALUE"
+        if (o.rfind("--", 0) == 0) keys.push_back(o.substr(2, o.find('=') - 2));
     auto section_of = [](const std::string& key) { return key.substr(0, key.rfind('.')); };
     for (const std::string& k : keys)
         for (const char* s : {"beam", "object", "probe", "positions", "solver"})

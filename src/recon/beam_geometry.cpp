@@ -84,7 +84,8 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
 
     set(g.convergence, g.convergence_from, 1e-3 * positive(f, "conv_angle_mrad"), file + "conv_angle_mrad");
     // A defocus may be 0 or negative: the key when it was given (above), else the data's attribute.
-    if (!cfg.origins.count("beam.defocus_nm") && f.has_attr("/", "defocus_nm") && std::isfinite(f.attr_double("/", "defocus_nm"))) {
+    if (!cfg.origins.count("beam.defocus_nm") && f.has_attr("/", "defocus_nm") &&
+        std::isfinite(f.attr_double("/", "defocus_nm"))) {
         g.defocus = 1e-9 * f.attr_double("/", "defocus_nm");
         g.defocus_from = file + "defocus_nm";
     }

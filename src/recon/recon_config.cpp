@@ -35,8 +35,9 @@ const KeyInfo kKeys[] = {
                      "data's wavelength_angstrom or kv)"},
     {"beam.convergence_mrad", "0", "probe-forming aperture semi-angle in mrad (0 = the data's conv_angle_mrad); with "
                                    "a known pixel and wavelength the mean pattern's bright disc is checked against it"},
-    {"beam.defocus_nm", "0", "defocus in nm for probe.init = beam (not given: the data's defocus_nm, else 0); positive = underfocus (weaker lens, Kirkland's "
-                             "convention: chi = pi lambda k^2 (Cs lambda^2 k^2 / 2 - defocus))"},
+    {"beam.defocus_nm", "0", "defocus in nm for probe.init = beam (not given: the data's defocus_nm, else 0); "
+                             "positive = underfocus (weaker lens, Kirkland's convention: chi = pi lambda k^2 "
+                             "(Cs lambda^2 k^2 / 2 - defocus))"},
     {"beam.cs_mm", "0", "spherical aberration C3 in mm for probe.init = beam"},
     {"beam.c5_mm", "0", "fifth-order spherical aberration C5 in mm for probe.init = beam"},
     {"model.modes", "4", "probe modes K (mixed-state probe; 4 by default, orthogonalised and sorted by power, so "
@@ -257,7 +258,8 @@ void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     cfg.beam.cs_mm = r.real("beam.cs_mm");
     cfg.beam.c5_mm = r.real("beam.c5_mm");
     for (const char* key : {"beam.defocus_nm", "beam.cs_mm", "beam.c5_mm"})
-        if (!std::isfinite(r.real(key))) throw usage_error(cfg.where(key) + ": must be finite, got '" + excerpt(r.get(key)) + "'");
+        if (!std::isfinite(r.real(key)))
+            throw usage_error(cfg.where(key) + ": must be finite, got '" + excerpt(r.get(key)) + "'");
     cfg.modes = static_cast<int>(r.integer("model.modes", 1, 64));
     cfg.subpixel = r.choice("model.subpixel", {"auto", "on", "off"});
     read_slices(r, cfg);
@@ -373,7 +375,8 @@ std::string ReconConfig::resolved_text() const {
        << "\nfix_intensity = " << (fix_intensity ? "true" : "false") << "\nmode_power = " << fmt(mode_power)
        << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false")
        << "\nlr = " << (lr_positions >= 0 ? fmt(lr_positions) : std::string("auto"))
-       << "\nstart = " << (positions_start > 0 ? std::to_string(positions_start) : "auto") << "\n[solver]\niterations = " << iterations
+       << "\nstart = " << (positions_start > 0 ? std::to_string(positions_start) : "auto")
+       << "\n[solver]\niterations = " << iterations
        << "\nbatch_size = " << (batch_size > 0 ? std::to_string(batch_size) : "auto") << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)

@@ -28,11 +28,13 @@ ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds) {
     plan.positions_lr = resolve_positions_lr(cfg.lr_positions, cfg.iterations, plan.positions_start);
     if (cfg.probe_init == "beam") {
         const BeamGeometry& g = plan.geometry;
-        const char* missing = !(g.wavelength > 0)    ? "beam.kv (or model.wavelength, or the data's kv)"
-                              : !(g.pixel > 0)       ? "data.pixel_size (or data.reciprocal_pixel_mrad, or the data's dx_angstrom)"
+        const char* missing = !(g.wavelength > 0) ? "beam.kv (or model.wavelength, or the data's kv)"
+                              : !(g.pixel > 0)
+                                  ? "data.pixel_size (or data.reciprocal_pixel_mrad, or the data's dx_angstrom)"
                               : !(g.convergence > 0) ? "beam.convergence_mrad (or the data's conv_angle_mrad)"
                                                      : nullptr;
-        if (missing) throw usage_error(cfg.where("probe.init") + ": beam needs " + missing + "; '" + ds.path + "' has none");
+        if (missing)
+            throw usage_error(cfg.where("probe.init") + ": beam needs " + missing + "; '" + ds.path + "' has none");
     }
     return plan;
 }

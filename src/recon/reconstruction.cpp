@@ -213,9 +213,10 @@ void Reconstruction::print_plan() const {
     if (cfg_.slices > 1)
         std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
                     cfg_.slice_thickness, plan_.slice_fresnel);
-    // The single-slice defaults are no schedule for several slices (issue 38: a minimal 4-slice
-    // config ended at 41-63 % phase error per slice where docs/reconstruction.md's schedule
-    // reaches 9-14 %): say so when none of the keys that make that schedule was given.
+    // The single-slice defaults are no schedule for several slices (issue 38; on the 4-slice case
+    // of tests/mpi/multislice.sh a minimal config ends 50 iterations at 11-37 % phase error per
+    // slice, docs/reconstruction.md's schedule at 1-9 %): say so when none of the keys that make
+    // that schedule was given.
     if (cfg_.slices > 1 && !cfg_.origins.count("solver.batch_size") && !cfg_.origins.count("solver.decay_start") &&
         !cfg_.origins.count("probe.lr"))
         std::fprintf(stderr,
@@ -313,7 +314,8 @@ std::vector<Complex> Reconstruction::initial_probe(double defocus) {
                            {g.defocus, cfg_.beam.cs_mm * 1e-3, cfg_.beam.c5_mm * 1e-3});
         if (ctx_.is_root())
             std::printf("probe: from the beam: aperture %.4g mrad, defocus %+.4g nm (%s), Cs %.4g mm, C5 %.4g mm\n",
-                        1e3 * g.convergence, 1e9 * g.defocus, g.defocus_from.empty() ? "none given" : g.defocus_from.c_str(),
+                        1e3 * g.convergence, 1e9 * g.defocus,
+                        g.defocus_from.empty() ? "none given" : g.defocus_from.c_str(),
                         cfg_.beam.cs_mm, cfg_.beam.c5_mm);
         have = 1;
     } else {

@@ -80,7 +80,8 @@ void write_units(h5::File& f, const BeamGeometry& g, bool multislice) {
     }
     f.set_attr("/object", "unit", std::string("complex transmission: |O| amplitude, arg(O) phase in radians"));
     f.set_attr("/object", "axes", std::string(multislice ? "slice, y, x" : "y, x"));
-    f.set_attr("/probe", "unit", std::string("complex amplitude, sqrt(counts) per pixel (sum |P|^2 = mean pattern sum)"));
+    f.set_attr("/probe", "unit",
+               std::string("complex amplitude, sqrt(counts) per pixel (sum |P|^2 = mean pattern sum)"));
     f.set_attr("/probe", "axes", std::string("mode, y, x"));
     f.set_attr("/probe", "reciprocal_pixel_size", g.reciprocal_pixel());
     f.set_attr("/probe", "reciprocal_pixel_size_unit", std::string("1/m"));
@@ -93,7 +94,8 @@ void write_units(h5::File& f, const BeamGeometry& g, bool multislice) {
     f.set_attr("/positions", "pixel_size_unit", std::string("m"));
     f.set_attr("/loss", "unit", std::string("dimensionless (the data term, a mean over each mini-batch)"));
     f.set_attr("/iteration_seconds", "unit", std::string("s"));
-    if (f.exists("/probe_mode_powers")) f.set_attr("/probe_mode_powers", "unit", std::string("counts: sum of |P_k|^2 over the mode's pixels"));
+    if (f.exists("/probe_mode_powers"))
+        f.set_attr("/probe_mode_powers", "unit", std::string("counts: sum of |P_k|^2 over the mode's pixels"));
 }
 
 /// Where the result came from (docs/reconstruction.md "Provenance"): the resolved config, the
