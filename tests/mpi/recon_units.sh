@@ -130,7 +130,7 @@ ok "previews: the scale bar follows dx_angstrom (in px without it)"
 # ---- position correction with its defaults -------------------------------------------------------
 # Stored positions off by 1.4 and 1.9 px rms (--position-error 1 and 1.4 per axis, spirals of
 # 12 x 12); the config only turns the correction on: 100 iterations, positions moved from
-# iteration 20 at 8 / 81 px per step (measured: 0.093 and 0.145 px after; 1.38 px with the
+# iteration 20 at 8 / 81 px per step (measured: 0.093 and 0.145 px after; 1.39 px with the
 # defaults before issue 38).
 pc_case() {  # NAME ERROR SEED RANKS
     "$EF" simulate ptycho --out "$1.h5" --scan 12 --dp 32 --modes 1 --dose 1e7 --position-error "$2" --seed "$3" \
