@@ -317,6 +317,13 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     recon::h5x::write_complex(f, "/truth/probe", {K, dp, dp}, probe);
     if (o.store_probe) recon::h5x::write_complex(f, "/probe", {K, dp, dp}, probe);  // a known probe to start from
     recon::h5x::write_double(f, "/truth/positions", {static_cast<std::uint64_t>(sc.count), 2}, sc.truth);
+    // Units on the datasets, as reconstruct writes them (docs/reconstruction.md, "Physical units").
+    for (const char* d : {"/truth/object", "/truth/probe", "/probe", "/truth/positions", "/positions"}) {
+        if (!f.exists(d)) continue;
+        f.set_attr(d, "pixel_size", kDxAngstrom * 1e-10);
+        f.set_attr(d, "pixel_size_unit", std::string("m"));
+        if (std::string(d).find("positions") != std::string::npos) f.set_attr(d, "unit", std::string("px"));
+    }
     const double R = o.aperture > 0 ? o.aperture : 0.1 * o.dp;
     f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
     f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));

@@ -43,6 +43,8 @@ q = o["/positions"].attrs
 assert txt(q["unit"]) == "px" and abs(q["pixel_size"] - dx) < 1e-22
 for d in ("/object", "/probe", "/positions", "/loss", "/iteration_seconds"):
     assert "unit" in o[d].attrs, d
+for d in ("/truth/object", "/truth/probe", "/truth/positions", "/positions"):  # the simulator's too
+    assert abs(s[d].attrs["pixel_size"] - dx) < 1e-22 and txt(s[d].attrs["pixel_size_unit"]) == "m", d
 # the scan's step: median over the positions of the distance to the nearest other one
 pos = s["/positions"][...]
 dist = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(-1)) + np.eye(len(pos)) * 1e9
