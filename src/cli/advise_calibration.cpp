@@ -29,6 +29,7 @@
 
 #include "src/io/h5.hpp"
 #include "src/model/formula_jit.hpp"
+#include "src/recon/step_defaults.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
 
@@ -395,10 +396,12 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         m.iterations = c.iterations;
         // probe.defocus = auto: the trial runs are iterations of the same cost before the run's
         // own; the calibration runs skip them (--probe.defocus=0) and the model adds them.
-        const bool has_probe = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin, c.input).has_probe;
-        m.trial_iterations = c.defocus_trial_iterations(has_probe);
+        const PtychoDataset ds = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin, c.input);
+        m.trial_iterations = c.defocus_trial_iterations(ds.has_probe);
         if (std::isnan(c.probe_defocus)) req.overrides.push_back("--probe.defocus=0");
-        batch = c.batch_size;
+        // solver.batch_size = auto (0) is resolved as the run resolves it, from the positions;
+        // the calibration runs are then given the number (they halve it).
+        batch = recon::resolve_batch_size(c.batch_size, ds.count);
     } else {
         m.items = static_cast<double>(load_fit_config(req.config, req.overrides).replicas) + 1;
         req.items = m.items;

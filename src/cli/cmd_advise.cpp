@@ -18,6 +18,7 @@
 
 #include "src/cli/advise_calibration.hpp"
 #include "src/cli/commands.hpp"
+#include "src/config/ini_scan.hpp"
 #include "src/io/output_file.hpp"
 #include "src/core/text.hpp"
 #include "src/run/environment.hpp"
@@ -98,18 +99,30 @@ std::vector<int> parse_int_list(const std::string& what, const std::string& text
     return out;
 }
 
-/// A reconstruction config has [solver], [object], [probe] or [positions]; anything else is a fit.
-bool is_recon_config(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw usage_error("advise: " + path + ": no such file");
-    std::string line;
-    while (std::getline(in, line)) {
-        const size_t a = line.find_first_not_of(" \t");
-        if (a == std::string::npos || line[a] != '[') continue;
-        for (const char* s : {"[solver]", "[object]", "[probe]", "[positions]"})
-            if (line.compare(a, std::string(s).size(), s) == 0) return true;
-    }
-    return false;
+/**
+ * Whether `path` (with `overrides`) configures a reconstruction: a section only a reconstruction
+ * has ([beam], [object], [probe], [positions], [solver]) says yes; a section or key only a fit has
+ * ([fit], [sched], [normalisation.*], data.sigma, data.x, data.y) says no; a config with neither,
+ * as the minimal reconstruction config ([data] file and [output] file), is a reconstruction: a fit
+ * cannot run without data.sigma (before issue 38 it was taken for a fit and refused for that).
+ */
+bool is_recon_config(const std::string& path, const std::vector<std::string>& overrides) {
+    if (!file_exists(path)) throw usage_error("advise: " + path + ": no such file");
+    std::vector<std::string> keys;
+    const ini::Rules any{[](const std::string&, const std::string&) {},
+                         [](const std::string&, const std::string&, const std::string&) {}};  // the command checks them
+    for (const ini::ScannedKey& k : ini::scan(path, any)) keys.push_back(k.key);
+    for (const std::string& o : overrides)  // "--section.key=VALUE"
+        if (o.rfind("--", 0) == 0) keys.push_back(o.substr(2, o.find('=') - 2));
+    auto section_of = [](const std::string& key) { return key.substr(0, key.rfind('.')); };
+    for (const std::string& k : keys)
+        for (const char* s : {"beam", "object", "probe", "positions", "solver"})
+            if (section_of(k) == s) return true;
+    for (const std::string& k : keys)
+        if (k == "data.sigma" || k == "data.x" || k == "data.y" || section_of(k) == "fit" || section_of(k) == "sched" ||
+            k.rfind("normalisation.", 0) == 0)
+            return false;
+    return true;
 }
 
 int cores_of_this_process() {
@@ -315,7 +328,7 @@ int cmd_advise(const std::vector<std::string>& args, const MpiContext& ctx) {
         return 0;
     }
     if (!ctx.is_root()) return 0;  // rank 0 calibrates alone, on a communicator of its own
-    a.req.recon = is_recon_config(a.req.config);
+    a.req.recon = is_recon_config(a.req.config, a.req.overrides);
     // A GPU's context, timed before anything in this process touched the device (the probe
     // below makes it): every GPU rank of a real run pays it in its set-up, no calibration run does.
     if (EF_HAVE_CUDA) {

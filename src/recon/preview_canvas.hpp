@@ -19,7 +19,8 @@ Rgb colour_map(double t);
 /**
  * An RGB image to draw the previews on (internal): rectangles, lines and text in a 5 x 7 bitmap
  * font of the characters numbers and units need (digits, ". - + % : / e", and the letters of
- * "px nm A rad it loss mode"; any other character draws as a space). Pixels outside are ignored,
+ * "px nm A rad it loss log mode"; any other character draws as a space: drawable() says whether a
+ * label has every glyph). Pixels outside are ignored,
  * so a label may run off the edge without a check at every call.
  */
 class Canvas {
@@ -33,6 +34,9 @@ class Canvas {
     void line(int x0, int y0, int x1, int y1, Rgb c);
     /// `text` with its top-left corner at (x, y), each font pixel `scale` x `scale` pixels.
     void text(int x, int y, const std::string& text, Rgb c, int scale = 1);
+    /// Whether every character of `text` but spaces has a glyph (else it would draw as a space:
+    /// the loss preview's title read "loss lo" while the font had no g).
+    static bool drawable(const std::string& text);
     /// The width of text() in pixels (6 per character at scale 1, the last column blank).
     static int text_width(const std::string& text, int scale = 1) { return 6 * scale * static_cast<int>(text.size()); }
     static int text_height(int scale = 1) { return 7 * scale; }

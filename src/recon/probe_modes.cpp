@@ -7,6 +7,11 @@
 
 namespace ef::recon {
 
+namespace {
+std::vector<Complex> inverse_unitary_dft(const std::vector<Complex>& spec, int h, int w);
+}  // namespace
+
+
 void hermitian_eigen(const std::vector<Complex>& matrix, int k, std::vector<double>& values, std::vector<Complex>& vectors) {
     const size_t K = static_cast<size_t>(k);
     std::vector<Complex> a = matrix;
@@ -105,8 +110,8 @@ double bright_disc_radius(const std::vector<double>& mean, int h, int w) {
 
 std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, int h, int w, double defocus,
                                              double disc) {
-    // P = F_ortho^-1[sqrt(mean) e^{i defocus (k/disc)^2} e^{-2 pi i (fy h/2 + fx w/2)}]: a direct
-    // sum is fine, this runs once per trial.
+    // P = F_ortho^-1[sqrt(mean) e^{i defocus (k/disc)^2} e^{-2 pi i (fy h/2 + fx w/2)}] (the
+    // centring phase in the same polar() as ever, so the same bits).
     const size_t n = static_cast<size_t>(h) * static_cast<size_t>(w);
     std::vector<Complex> spec(n);
     for (int u = 0; u < h; ++u)
@@ -118,6 +123,24 @@ std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, in
             spec[static_cast<size_t>(u) * w + v] =
                 std::polar(amp, defocus * k2 / (disc * disc) - 2 * M_PI * (fy * (h / 2) + fx * (w / 2)));
         }
+    return inverse_unitary_dft(spec, h, w);
+}
+
+std::vector<Complex> probe_from_spectrum(std::vector<Complex> spec, int h, int w) {
+    for (int u = 0; u < h; ++u)
+        for (int v = 0; v < w; ++v) {
+            const double fy = static_cast<double>(u <= (h - 1) / 2 ? u : u - h) / h;
+            const double fx = static_cast<double>(v <= (w - 1) / 2 ? v : v - w) / w;
+            spec[static_cast<size_t>(u) * w + v] *= std::polar(1.0, -2 * M_PI * (fy * (h / 2) + fx * (w / 2)));
+        }
+    return inverse_unitary_dft(spec, h, w);
+}
+
+namespace {
+
+/// F_ortho^-1 of `spec` (h x w, FFT order) by a direct sum: fine, this runs once per probe.
+std::vector<Complex> inverse_unitary_dft(const std::vector<Complex>& spec, int h, int w) {
+    const size_t n = static_cast<size_t>(h) * static_cast<size_t>(w);
     // Separable inverse DFT, rows then columns, scaled by 1/sqrt(n). The twiddles are tabled
     // once (the same expression, so the same bits): the defocus trials build 10 probes, and
     // evaluating them in the inner loops cost 0.08 s a probe at 128 x 128.
@@ -141,6 +164,8 @@ std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean, in
         }
     return out;
 }
+
+}  // namespace
 
 void add_probe_modes(std::vector<Complex>& probe, int have, int want, int h, int w, double mode_power, double total) {
     const size_t n = static_cast<size_t>(h) * static_cast<size_t>(w);

@@ -45,6 +45,10 @@ double bright_disc_radius(const std::vector<double>& mean_fft_order, int h, int 
 std::vector<Complex> probe_from_mean_pattern(const std::vector<double>& mean_fft_order, int h, int w,
                                              double defocus = 0.0, double disc = 1.0);
 
+/// The probe whose unitary far field is `spec` (FFT order, h x w), shifted to the window
+/// centre: F_ortho^-1[spec e^{-2 pi i (fy h/2 + fx w/2)}] (probe_from_mean_pattern, beam_probe).
+std::vector<Complex> probe_from_spectrum(std::vector<Complex> spec_fft_order, int h, int w);
+
 /**
  * Grows `probe` from `have` to `want` modes: mode k is mode 0 times a low-order polynomial of the
  * pixel's offset from mode 0's centre (x, y, xy, x^2 - y^2, ...), orthogonalised; then the powers

@@ -3,7 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
 #include <cstdio>
 #include <future>
 #include <map>
@@ -225,6 +229,33 @@ void set_attr_int64s(h5::File& f, const std::string& obj, const std::string& nam
                            f.path()),
                H5Aclose);
     if (!v.empty()) EF_H5_CHECK(H5Awrite(a.get(), H5T_NATIVE_INT64, v.data()), f.path());
+}
+
+double median_nearest_step(const std::vector<double>& yx) {
+    const size_t n = yx.size() / 2;
+    if (n < 2) return 0.0;
+    std::vector<size_t> by_x(n);
+    std::iota(by_x.begin(), by_x.end(), size_t{0});
+    std::sort(by_x.begin(), by_x.end(), [&](size_t a, size_t b) { return yx[2 * a + 1] < yx[2 * b + 1]; });
+    std::vector<double> nearest(n, std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < n; ++i) {
+        const size_t a = by_x[i];
+        double& best = nearest[i];
+        auto visit = [&](size_t j) {  // false once the x distance alone is no better
+            const size_t b = by_x[j];
+            const double dx = yx[2 * b + 1] - yx[2 * a + 1];
+            if (std::abs(dx) >= best) return false;
+            best = std::min(best, std::hypot(yx[2 * b] - yx[2 * a], dx));
+            return true;
+        };
+        for (size_t j = i + 1; j < n && visit(j); ++j) {
+        }
+        for (size_t j = i; j-- > 0 && visit(j);) {
+        }
+    }
+    const auto mid = nearest.begin() + static_cast<std::ptrdiff_t>(n / 2);
+    std::nth_element(nearest.begin(), mid, nearest.end());
+    return *mid;
 }
 
 }  // namespace ef::recon

@@ -51,6 +51,16 @@ int copy_attributes(const h5::File& src, const std::string& src_obj, h5::File& d
 /// "32, 32"); never the raw bytes of a number.
 std::string attribute_text(const h5::File& f, const std::string& obj, const std::string& name);
 
+/**
+ * The scan's step: the median over the positions (`yx`, N x 2, y then x) of each one's distance
+ * to its nearest other position (0 for fewer than 2). A raster gives its step, and so does a
+ * spiral or a jittered scan, whose consecutive points (the definition before issue 38) can be
+ * far apart: a Fermat spiral of step 10 gave 76. A sweep over the positions sorted by x that
+ * stops once the x distance alone exceeds the nearest found: about N sqrt(N) distances for a
+ * scan, never N^2 storage.
+ */
+double median_nearest_step(const std::vector<double>& yx);
+
 /// A 1-D int64 attribute (shapes, counts).
 void set_attr_int64s(h5::File& f, const std::string& obj, const std::string& name, const std::vector<std::int64_t>& v);
 

@@ -50,6 +50,18 @@ const KeyInfo kKeys[] = {
                                       "or dead (it must also be over 2x or under 0.5x that median)"},
     {"detector.center", "auto", "auto | off: move the mean pattern's bright disc (centre of mass of the pixels above "
                                 "half its peak) to (H/2, W/2) by a shift of whole pixels"},
+    {"data.reciprocal_pixel_mrad", "0", "the detector pixel as a scattering angle (mrad); with the wavelength it gives "
+                                        "the object pixel lambda / (pattern width x angle) (0 = data.pixel_size, else "
+                                        "the data's dx_angstrom or CXI geometry)"},
+    {"beam.kv", "0", "accelerating voltage in kV: the relativistic electron wavelength (0 = model.wavelength, else the "
+                     "data's wavelength_angstrom or kv)"},
+    {"beam.convergence_mrad", "0", "probe-forming aperture semi-angle in mrad (0 = the data's conv_angle_mrad); with "
+                                   "a known pixel and wavelength the mean pattern's bright disc is checked against it"},
+    {"beam.defocus_nm", "0", "defocus in nm for probe.init = beam (not given: the data's defocus_nm, else 0); "
+                             "positive = underfocus (weaker lens, Kirkland's convention: chi = pi lambda k^2 "
+                             "(Cs lambda^2 k^2 / 2 - defocus))"},
+    {"beam.cs_mm", "0", "spherical aberration C3 in mm for probe.init = beam"},
+    {"beam.c5_mm", "0", "fifth-order spherical aberration C5 in mm for probe.init = beam"},
     {"model.modes", "4", "probe modes K (mixed-state probe; 4 by default, orthogonalised and sorted by power, so "
                             "data with a partly incoherent probe are not forced into one mode)"},
     {"model.subpixel", "auto", "auto | on | off: shift the probe by each position's sub-pixel "
@@ -69,7 +81,9 @@ const KeyInfo kKeys[] = {
     {"object.amplitude_max", "inf", "upper clamp of the amplitude after each update"},
     {"object.margin", "4", "pixels around the scanned area when the object size is derived"},
     {"probe.init", "auto", "auto (the file's /probe if present, else mean-pattern) | file | "
-                           "mean-pattern (amplitude of the mean pattern, phase from probe.defocus)"},
+                           "mean-pattern (amplitude of the mean pattern, phase from probe.defocus) | beam (an aperture "
+                           "of beam.convergence_mrad with beam.defocus_nm, cs_mm, c5_mm, at the wavelength and object "
+                           "pixel of the run's geometry)"},
     {"probe.defocus", "auto",
      "a probe from the mean pattern: the quadratic (defocus) phase at the edge of the pattern's bright disc, in "
      "radians (about pi x the probe's radius in pixels x the disc's radius in pattern pixels / the pattern's width; "
@@ -81,9 +95,13 @@ const KeyInfo kKeys[] = {
     {"probe.fix_intensity", "true", "rescale the probe so sum |P|^2 = mean pattern sum"},
     {"probe.mode_power", "0.02", "initial power fraction of each extra mode"},
     {"positions.correct", "false", "refine the scan positions (gradient through the sub-pixel shift)"},
-    {"positions.lr", "5e-4", "Adam learning rate of the positions (pixels)"},
-    {"positions.start", "1", "first iteration that updates the positions"},
-    {"solver.iterations", "50", "passes over all scan positions"},
+    {"positions.lr", "auto", "Adam learning rate of the positions (pixels per update; a position is updated once per "
+                             "iteration; it decays with the other rates); auto = 8 / (iterations - positions.start + 1), "
+                             "about 4 px of travel over the run, enough for errors of 1-2 px"},
+    {"positions.start", "auto", "first iteration that updates the positions (auto = a fifth of solver.iterations, at "
+                                "least 1: the object takes shape before the positions move)"},
+    {"solver.iterations", "auto", "passes over all scan positions (auto = 50, or 100 with positions.correct: a position "
+                                  "moves once per iteration)"},
     {"solver.batch_size", "auto", "positions per mini-batch (global, over all ranks); auto = ceil(positions / 16) "
                                   "within 16..256, so that an iteration makes about 16 steps whatever the scan size"},
     {"solver.loss", "amplitude", "amplitude (PtyRAD's Gaussian NRMSE) | poisson"},
@@ -136,9 +154,9 @@ const KeyInfo kKeys[] = {
                                       "(false: in global memory, as on GPUs with less; the same results)"},
 };
 
-const std::set<std::string> kSections = {"data",   "detector", "model",  "object", "probe",
-                                         "positions", "solver", "run", "output", "tuning"};
-constexpr const char* kSectionList = "data, detector, model, object, probe, positions, solver, run, output, tuning";
+const std::set<std::string> kSections = {"data",      "detector", "beam", "model",  "object", "probe",
+                                         "positions", "solver",   "run",  "output", "tuning"};
+constexpr const char* kSectionList = "data, detector, beam, model, object, probe, positions, solver, run, output, tuning";
 
 const KeyInfo* find_key(const std::string& key) { return ini::find_key(kKeys, key); }
 
@@ -371,6 +389,15 @@ void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     cfg.data_format = r.choice("data.format", {"auto", "native", "cxi", "empad", "hdf5-4d"});
     cfg.pixel_size = r.nonneg("data.pixel_size");
     read_instrument(r, cfg);
+    cfg.reciprocal_pixel_mrad = r.nonneg("data.reciprocal_pixel_mrad");
+    cfg.beam.kv = r.nonneg("beam.kv");
+    cfg.beam.convergence_mrad = r.nonneg("beam.convergence_mrad");
+    cfg.beam.defocus_nm = r.real("beam.defocus_nm");
+    cfg.beam.cs_mm = r.real("beam.cs_mm");
+    cfg.beam.c5_mm = r.real("beam.c5_mm");
+    for (const char* key : {"beam.defocus_nm", "beam.cs_mm", "beam.c5_mm"})
+        if (!std::isfinite(r.real(key)))
+            throw usage_error(cfg.where(key) + ": must be finite, got '" + excerpt(r.get(key)) + "'");
     cfg.modes = static_cast<int>(r.integer("model.modes", 1, 64));
     cfg.subpixel = r.choice("model.subpixel", {"auto", "on", "off"});
     read_slices(r, cfg);
@@ -386,7 +413,7 @@ void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
         throw usage_error(cfg.where("object.amplitude_min") + ": above object.amplitude_max");
     cfg.margin = static_cast<int>(r.integer("object.margin", 0, 100000));
 
-    cfg.probe_init = r.choice("probe.init", {"auto", "file", "mean-pattern"});
+    cfg.probe_init = r.choice("probe.init", {"auto", "file", "mean-pattern", "beam"});
     if (r.get("probe.defocus") != "auto") {
         cfg.probe_defocus = r.real("probe.defocus");
         if (!std::isfinite(cfg.probe_defocus) || std::abs(cfg.probe_defocus) > 1e4)
@@ -402,12 +429,14 @@ void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
         throw usage_error(cfg.where("probe.mode_power") + ": (modes - 1) x mode_power must be below 1");
 
     cfg.correct_positions = r.boolean("positions.correct");
-    cfg.lr_positions = r.nonneg("positions.lr");
-    cfg.positions_start = r.count("positions.start", 1);
+    cfg.lr_positions = r.get("positions.lr") == "auto" ? -1.0 : r.nonneg("positions.lr");
+    cfg.positions_start = r.get("positions.start") == "auto" ? 0 : r.count("positions.start", 1);
 }
 
 void read_solver(const ValueReader& r, ReconConfig& cfg) {
-    cfg.iterations = r.count("solver.iterations", 0);
+    cfg.iterations = r.get("solver.iterations") != "auto" ? r.count("solver.iterations", 0)
+                     : cfg.correct_positions                ? 100
+                                                            : 50;
     cfg.batch_size = r.get("solver.batch_size") == "auto" ? 0 : r.count("solver.batch_size", 1);
     cfg.loss = r.choice("solver.loss", {"amplitude", "poisson"});
     cfg.seed = static_cast<std::uint64_t>(r.integer("solver.seed", 0, std::numeric_limits<long long>::max()));
@@ -470,7 +499,11 @@ std::string ReconConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n"
        << "[data]\nfile = " << data_file << "\nformat = " << data_format << "\npixel_size = " << fmt(pixel_size)
-       << instrument_text(*this) << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
+       << "\nreciprocal_pixel_mrad = " << fmt(reciprocal_pixel_mrad) << instrument_text(*this)
+       << "\n[beam]\nkv = " << fmt(beam.kv)
+       << "\nconvergence_mrad = " << fmt(beam.convergence_mrad) << "\ndefocus_nm = " << fmt(beam.defocus_nm)
+       << "\ncs_mm = " << fmt(beam.cs_mm) << "\nc5_mm = " << fmt(beam.c5_mm)
+       << "\n[model]\nmodes = " << modes << "\nsubpixel = " << subpixel << "\nslices = " << slices
        << "\nslice_thickness = " << fmt(slice_thickness) << "\nwavelength = " << fmt(wavelength)
        << "\n[object]\nparametrization = " << (amplitude_phase ? "amplitude-phase" : "complex")
        << "\nlr_amplitude = " << fmt(lr_amplitude) << "\nlr_phase = " << fmt(lr_phase)
@@ -479,8 +512,10 @@ std::string ReconConfig::resolved_text() const {
        << "\ndefocus = " << (std::isnan(probe_defocus) ? std::string("auto") : fmt(probe_defocus)) << "\nlr = " << fmt(lr_probe)
        << "\nstart = " << probe_start << "\northogonalize = " << (orthogonalize ? "true" : "false")
        << "\nfix_intensity = " << (fix_intensity ? "true" : "false") << "\nmode_power = " << fmt(mode_power)
-       << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false") << "\nlr = " << fmt(lr_positions)
-       << "\nstart = " << positions_start << "\n[solver]\niterations = " << iterations
+       << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false")
+       << "\nlr = " << (lr_positions >= 0 ? fmt(lr_positions) : std::string("auto"))
+       << "\nstart = " << (positions_start > 0 ? std::to_string(positions_start) : "auto")
+       << "\n[solver]\niterations = " << iterations
        << "\nbatch_size = " << (batch_size > 0 ? std::to_string(batch_size) : "auto") << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)
        << "\nprecision = " << precision << "\ndecay_start = " << decay_start << "\ndecay_to = " << fmt(decay_to)

@@ -18,11 +18,24 @@ ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds) {
     if (cfg.correct_positions && cfg.subpixel == "off")
         throw usage_error(cfg.where("positions.correct") + ": position correction needs model.subpixel = on or auto");
     check_slices_fit(cfg, ds);
-    plan.slice_fresnel = slice_fresnel(cfg, ds);
+    plan.geometry = beam_geometry(cfg, ds);
+    plan.slice_fresnel = slice_fresnel(cfg, ds, plan.geometry);
     if (cfg.probe_init == "file" && !ds.has_probe)
         throw usage_error(cfg.where("probe.init") + ": '" + ds.path + "' has no probe");
     plan.probe_from_file = cfg.probe_init == "file" || (cfg.probe_init == "auto" && ds.has_probe);
     plan.batch_size = resolve_batch_size(cfg.batch_size, ds.count);  // auto: from the positions, on every rank alike
+    plan.positions_start = resolve_positions_start(cfg.positions_start, cfg.iterations);
+    plan.positions_lr = resolve_positions_lr(cfg.lr_positions, cfg.iterations, plan.positions_start);
+    if (cfg.probe_init == "beam") {
+        const BeamGeometry& g = plan.geometry;
+        const char* missing = !(g.wavelength > 0) ? "beam.kv (or model.wavelength, or the data's kv)"
+                              : !(g.pixel > 0)
+                                  ? "data.pixel_size (or data.reciprocal_pixel_mrad, or the data's dx_angstrom)"
+                              : !(g.convergence > 0) ? "beam.convergence_mrad (or the data's conv_angle_mrad)"
+                                                     : nullptr;
+        if (missing)
+            throw usage_error(cfg.where("probe.init") + ": beam needs " + missing + "; '" + ds.path + "' has none");
+    }
     return plan;
 }
 

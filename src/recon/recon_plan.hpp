@@ -6,6 +6,8 @@
 #include <ensemblefit/recon/ptycho_dataset.hpp>
 #include <ensemblefit/recon/recon_config.hpp>
 
+#include "src/recon/beam_geometry.hpp"
+
 namespace ef::recon {
 
 /**
@@ -20,6 +22,9 @@ struct ReconPlan {
     double slice_fresnel = 0;      ///< multislice: lambda dz / dx^2 of a slice (multislice_geometry.hpp)
     int batch_size = 0;            ///< positions per mini-batch (solver.batch_size, auto resolved)
     bool probe_from_file = false;  ///< the initial probe is the data file's /probe (probe.init)
+    int positions_start = 1;       ///< first iteration moving positions (positions.start, auto resolved)
+    double positions_lr = 0;       ///< their Adam rate (positions.lr, auto resolved)
+    BeamGeometry geometry;         ///< wavelength, object pixel, convergence and their sources
     // ---- from the workers (Reconstruction::worker_ready) ------------------------------------
     bool device_sum = false;  ///< gradient sums on the GPUs instead of MPI over host buffers
     bool deferred = false;    ///< deferred steps: an iteration's batches queued on the device (tuning.deferred)
@@ -27,7 +32,8 @@ struct ReconPlan {
 
 /// The decisions that follow from `cfg` and the opened dataset `ds`; usage_error (naming the
 /// key) for a combination that cannot run: position correction without sub-pixel shifts,
-/// slices that do not fit, probe.init = file without a probe in the file.
+/// slices that do not fit, probe.init = file without a probe in the file, probe.init = beam
+/// without a wavelength, pixel or convergence.
 ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds);
 
 /// Deferred steps need the gradients on the devices (`on_devices`: one rank, or sums on the

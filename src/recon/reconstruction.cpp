@@ -13,6 +13,7 @@
 #include <ensemblefit/core/diagnostics.hpp>
 #include <ensemblefit/core/error.hpp>
 
+#include "src/recon/beam_geometry.hpp"
 #include "src/recon/multislice_geometry.hpp"
 #include "src/recon/provenance.hpp"
 #include "src/recon/reconstruction.hpp"
@@ -96,6 +97,8 @@ void Reconstruction::read_input() {
     positions_checksum_ = positions_checksum(ds_.positions);
     plan_ = plan_reconstruction(cfg_, ds_);  // the decisions the data settle, made once
     cfg_.batch_size = plan_.batch_size;       // the resolved config says what ran
+    cfg_.positions_start = plan_.positions_start;
+    cfg_.lr_positions = plan_.positions_lr;
     schedule_ = std::make_unique<BatchSchedule>(ds_.count, cfg_.batch_size, cfg_.seed);
     debug_speeds_ = parse_debug_speeds(opt_.debug_speeds, ctx_.size());
     if (!opt_.predicted.empty()) read_prediction_file(opt_.predicted);  // fail now, not after the run
@@ -209,9 +212,26 @@ void Reconstruction::print_plan() const {
                         sc.flip_x ? ", x mirrored" : "");
         std::printf("%s\n", ds_.has_truth ? ("; object frame and truth from " + ds_.truth_path).c_str() : "");
     }
+    std::printf("%s\n", plan_.geometry.describe().c_str());
+    if (cfg_.correct_positions)
+        std::printf("positions: corrected from iteration %d of %d, Adam %.4g px per step (decaying with the other "
+                    "rates)\n",
+                    cfg_.positions_start, cfg_.iterations, cfg_.lr_positions);
     if (cfg_.slices > 1)
         std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
                     cfg_.slice_thickness, plan_.slice_fresnel);
+    // The single-slice defaults are no schedule for several slices (issue 38; on the 4-slice case
+    // of tests/mpi/multislice.sh a minimal config ends 50 iterations at 11-37 % phase error per
+    // slice, docs/reconstruction.md's schedule at 1-9 %): say so when none of the keys that make
+    // that schedule was given.
+    if (cfg_.slices > 1 && !cfg_.origins.count("solver.batch_size") && !cfg_.origins.count("solver.decay_start") &&
+        !cfg_.origins.count("probe.lr"))
+        std::fprintf(stderr,
+                     "ensemblefit: warning: model.slices = %d with the default schedule (batches of %d, rates decaying "
+                     "from iteration 1, the probe learnt): multislice needs its own; docs/reconstruction.md "
+                     "(\"Multislice\", \"What it reaches\") gives the one measured: a known probe kept fixed "
+                     "(probe.lr = 0), solver.batch_size = 5, solver.iterations = 150, solver.decay_start = 80\n",
+                     cfg_.slices, cfg_.batch_size);
     std::printf("solver: %d iterations x %lld mini-batches of %lld (stratified random, seed %llu), Adam%s\n",
                 cfg_.iterations, static_cast<long long>(schedule_->batches_per_iteration()),
                 static_cast<long long>(schedule_->strata()), static_cast<unsigned long long>(cfg_.seed),
@@ -329,6 +349,11 @@ void Reconstruction::read_mean_pattern(const std::vector<float>& share) {
         mean_total_ += mean_pattern_[q];
     }
     have_mean_ = true;
+    // The detector's geometry against the data: one line when the bright disc is not where the
+    // convergence, wavelength and pixel put it (the run goes on: the disc is an estimate).
+    const std::string mismatch =
+        disc_mismatch(plan_.geometry, bright_disc_radius(mean_pattern_, ds_.h, ds_.w), ds_.path);
+    if (!mismatch.empty() && ctx_.is_root()) std::fprintf(stderr, "ensemblefit: warning: %s\n", mismatch.c_str());
 }
 
 /// The probe from the file or the mean pattern (with `defocus`), extra modes added, orthogonalised and scaled.
@@ -340,6 +365,16 @@ std::vector<Complex> Reconstruction::initial_probe(double defocus) {
         collective(ctx_, [&] { probe = read_probe(ds_, have); });
         have = std::min(have, K);
         probe.resize(static_cast<size_t>(have * n_));
+    } else if (cfg_.probe_init == "beam") {  // the lens's probe in physical units (beam_geometry.hpp)
+        const BeamGeometry& g = plan_.geometry;
+        probe = beam_probe(ds_.h, ds_.w, g.pixel, g.wavelength, g.convergence,
+                           {g.defocus, cfg_.beam.cs_mm * 1e-3, cfg_.beam.c5_mm * 1e-3});
+        if (ctx_.is_root())
+            std::printf("probe: from the beam: aperture %.4g mrad, defocus %+.4g nm (%s), Cs %.4g mm, C5 %.4g mm\n",
+                        1e3 * g.convergence, 1e9 * g.defocus,
+                        g.defocus_from.empty() ? "none given" : g.defocus_from.c_str(),
+                        cfg_.beam.cs_mm, cfg_.beam.c5_mm);
+        have = 1;
     } else {
         probe = probe_from_mean_pattern(mean_pattern_, ds_.h, ds_.w, defocus,
                                         bright_disc_radius(mean_pattern_, ds_.h, ds_.w));
@@ -385,7 +420,7 @@ void Reconstruction::set_flat_object() {
 void Reconstruction::choose_defocus() {
     defocus_ = 0;
     defocus_source_.clear();
-    if (plan_.probe_from_file) return;
+    if (plan_.probe_from_file || cfg_.probe_init == "beam") return;
     if (!std::isnan(cfg_.probe_defocus)) {
         defocus_ = cfg_.probe_defocus;
         defocus_source_ = "config";

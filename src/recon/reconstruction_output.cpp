@@ -50,27 +50,52 @@ const TimingColumns kColumns{"positions", "batches", "allreduce_calls", "allredu
                              {"gradient_seconds", "traffic_bytes", "upload_seconds", "upload_wait_seconds"}};
 
 /// The scan's geometry as attributes of /positions: counts and shapes as integers, the scanned
-/// extent (y min, y max, x min, x max, input frame) and the median step between consecutive
-/// positions (a raster's step; row jumps are the minority).
+/// extent (y min, y max, x min, x max, input frame) and the median nearest-neighbour distance
+/// (the scan's step, for a raster as for a spiral: median_nearest_step).
 void write_scan_geometry(h5::File& f, const PtychoDataset& ds) {
     f.set_attr("/positions", "count", ds.count);
     set_attr_int64s(f, "/positions", "pattern_shape", {ds.h, ds.w});
     set_attr_int64s(f, "/positions", "object_shape", {ds.obj_h, ds.obj_w});
-    std::vector<double> extent{1e300, -1e300, 1e300, -1e300}, steps;
+    std::vector<double> extent{1e300, -1e300, 1e300, -1e300};
     for (size_t i = 0; i + 1 < ds.positions.size(); i += 2) {
         const double y = ds.positions[i] - ds.offset_y, x = ds.positions[i + 1] - ds.offset_x;
         extent = {std::min(extent[0], y), std::max(extent[1], y), std::min(extent[2], x), std::max(extent[3], x)};
-        if (i >= 2)
-            steps.push_back(std::hypot(ds.positions[i] - ds.positions[i - 2], ds.positions[i + 1] - ds.positions[i - 1]));
     }
     if (ds.positions.empty()) extent.assign(4, 0.0);
     f.set_attr("/positions", "extent_px", extent);
-    double step = 0;
-    if (!steps.empty()) {
-        std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
-        step = steps[steps.size() / 2];
+    f.set_attr("/positions", "median_step_px", median_nearest_step(ds.positions));
+}
+
+/**
+ * Units on every dataset (docs/reconstruction.md, "Output"): `unit` says what a value is
+ * measured in; the maps' pixel (`pixel_size`, metres; 0 when the run's geometry has none, the
+ * output then in pixels) and, for the probe, the reciprocal pixel of the detector and the
+ * wavelength; /positions are pixels of that size.
+ */
+void write_units(h5::File& f, const BeamGeometry& g, bool multislice) {
+    for (const char* map : {"/object", "/probe"}) {
+        f.set_attr(map, "pixel_size", g.pixel);
+        f.set_attr(map, "pixel_size_unit", std::string("m"));
+        f.set_attr(map, "pixel_size_from", g.pixel > 0 ? g.pixel_from : std::string("unknown: the maps are in pixels"));
     }
-    f.set_attr("/positions", "median_step_px", step);
+    f.set_attr("/object", "unit", std::string("complex transmission: |O| amplitude, arg(O) phase in radians"));
+    f.set_attr("/object", "axes", std::string(multislice ? "slice, y, x" : "y, x"));
+    f.set_attr("/probe", "unit",
+               std::string("complex amplitude, sqrt(counts) per pixel (sum |P|^2 = mean pattern sum)"));
+    f.set_attr("/probe", "axes", std::string("mode, y, x"));
+    f.set_attr("/probe", "reciprocal_pixel_size", g.reciprocal_pixel());
+    f.set_attr("/probe", "reciprocal_pixel_size_unit", std::string("1/m"));
+    f.set_attr("/probe", "reciprocal_pixel_mrad", 1e3 * g.angular_pixel());
+    f.set_attr("/probe", "wavelength", g.wavelength);
+    f.set_attr("/probe", "wavelength_unit", std::string("m"));
+    f.set_attr("/probe", "convergence_mrad", 1e3 * g.convergence);
+    f.set_attr("/positions", "unit", std::string("px"));
+    f.set_attr("/positions", "pixel_size", g.pixel);
+    f.set_attr("/positions", "pixel_size_unit", std::string("m"));
+    f.set_attr("/loss", "unit", std::string("dimensionless (the data term, a mean over each mini-batch)"));
+    f.set_attr("/iteration_seconds", "unit", std::string("s"));
+    if (f.exists("/probe_mode_powers"))
+        f.set_attr("/probe_mode_powers", "unit", std::string("counts: sum of |P_k|^2 over the mode's pixels"));
 }
 
 /// Where the result came from (docs/reconstruction.md "Provenance"): the resolved config, the
@@ -212,6 +237,7 @@ void Reconstruction::write_output(bool final) {
                       iteration_seconds_);
     if (!mode_powers_.empty())
         h5x::write_double(f, "/probe_mode_powers", dims({static_cast<std::int64_t>(mode_powers_.size())}), mode_powers_);
+    write_units(f, plan_.geometry, cfg_.slices > 1);
     write_provenance(f, cfg_, ds_, opt_.config_path);
     f.set_attr("/", "iterations_done", static_cast<std::int64_t>(loss_.size()));
     f.set_attr("/", "complete", static_cast<std::int64_t>(final ? 1 : 0));
@@ -242,7 +268,7 @@ void Reconstruction::write_previews(const std::vector<Complex>& obj, const std::
     in.h = ds_.h;
     in.w = ds_.w;
     in.loss = loss_;
-    in.pixel_size = cfg_.pixel_size;
+    in.pixel_size = plan_.geometry.pixel;  // data.pixel_size, else the data's dx_angstrom, ...
     try {
         previews_ = recon::write_previews(output_stem(cfg_.output_file), in);
     } catch (const Error& e) {

@@ -18,6 +18,7 @@
 
 #include "src/core/text.hpp"
 #include "src/io/h5.hpp"
+#include "src/recon/beam_geometry.hpp"
 #include "src/recon/probe_modes.hpp"
 #include "src/recon/provenance.hpp"
 #include "src/recon/ptycho_h5.hpp"
@@ -78,41 +79,24 @@ void make_object(const PtychoSimulationOptions& o, int slice, int oh, int ow, st
     }
 }
 
-/// Aperture of radius R (Fourier pixels, soft edge) with defocus, shifted to the window centre.
-std::vector<Complex> make_probe(const PtychoSimulationOptions& o) {
-    const int n = o.dp;
+/// The simulated lens: an aperture of radius R Fourier pixels and an underfocus that puts
+/// pi x probe radius x R / n radians of phase at its edge, in physical units (beam_probe, the
+/// function probe.init = beam uses): pixel kDxAngstrom, 80 kV, semi-angle lambda R / (n dx),
+/// defocus r n dx^2 / (lambda R).
+struct SimulatedLens {
+    double convergence = 0, defocus = 0;  // rad, m
+};
+SimulatedLens simulated_lens(const PtychoSimulationOptions& o) {
+    const double n = o.dp, dx = kDxAngstrom * 1e-10, lambda = kWavelengthAngstrom * 1e-10;
     const double R = o.aperture > 0 ? o.aperture : 0.1 * n;
     const double r_px = o.probe_radius > 0 ? o.probe_radius : n / 8.0;
-    const double chi_max = M_PI * r_px * R / n;  // defocus phase at the aperture edge
-    std::vector<Complex> spec(static_cast<size_t>(n) * n);
-    for (int u = 0; u < n; ++u)
-        for (int v = 0; v < n; ++v) {
-            const double ky = u <= (n - 1) / 2 ? u : u - n, kx = v <= (n - 1) / 2 ? v : v - n;
-            const double k = std::hypot(ky, kx);
-            const double edge = 0.5 * (1 - std::tanh((k - R) / 0.7));
-            spec[static_cast<size_t>(u) * n + v] = std::polar(edge, chi_max * (k / R) * (k / R));
-        }
-    // Centre it in the window, then a direct inverse DFT (once, so no FFT needed).
-    std::vector<Complex> out(static_cast<size_t>(n) * n), tmp(static_cast<size_t>(n) * n);
-    for (int u = 0; u < n; ++u)
-        for (int v = 0; v < n; ++v) {
-            const double fy = static_cast<double>(u <= (n - 1) / 2 ? u : u - n) / n;
-            const double fx = static_cast<double>(v <= (n - 1) / 2 ? v : v - n) / n;
-            spec[static_cast<size_t>(u) * n + v] *= std::polar(1.0, -2 * M_PI * (fy + fx) * (n / 2));
-        }
-    for (int u = 0; u < n; ++u)
-        for (int x = 0; x < n; ++x) {
-            Complex s = 0;
-            for (int v = 0; v < n; ++v) s += spec[static_cast<size_t>(u) * n + v] * std::polar(1.0, 2 * M_PI * v * x / n);
-            tmp[static_cast<size_t>(u) * n + x] = s;
-        }
-    for (int x = 0; x < n; ++x)
-        for (int y = 0; y < n; ++y) {
-            Complex s = 0;
-            for (int u = 0; u < n; ++u) s += tmp[static_cast<size_t>(u) * n + x] * std::polar(1.0, 2 * M_PI * u * y / n);
-            out[static_cast<size_t>(y) * n + x] = s / static_cast<double>(n);
-        }
-    return out;
+    return {lambda * R / (n * dx), r_px * n * dx * dx / (lambda * R)};
+}
+
+std::vector<Complex> make_probe(const PtychoSimulationOptions& o) {
+    const SimulatedLens lens = simulated_lens(o);
+    return recon::beam_probe(o.dp, o.dp, kDxAngstrom * 1e-10, kWavelengthAngstrom * 1e-10, lens.convergence,
+                             {lens.defocus, 0, 0});
 }
 
 
@@ -366,6 +350,13 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     recon::h5x::write_complex(f, "/truth/probe", {K, dp, dp}, probe);
     if (o.store_probe) recon::h5x::write_complex(f, "/probe", {K, dp, dp}, probe);  // a known probe to start from
     recon::h5x::write_double(f, "/truth/positions", {static_cast<std::uint64_t>(sc.count), 2}, sc.truth);
+    // Units on the datasets, as reconstruct writes them (docs/reconstruction.md, "Physical units").
+    for (const char* d : {"/truth/object", "/truth/probe", "/probe", "/truth/positions", "/positions"}) {
+        if (!f.exists(d)) continue;
+        f.set_attr(d, "pixel_size", kDxAngstrom * 1e-10);
+        f.set_attr(d, "pixel_size_unit", std::string("m"));
+        if (std::string(d).find("positions") != std::string::npos) f.set_attr(d, "unit", std::string("px"));
+    }
     const double R = o.aperture > 0 ? o.aperture : 0.1 * o.dp;
     f.set_attr("/", "simulator", std::string("ensemblefit simulate ptycho"));
     f.set_attr("/", "version", std::string(EF_VERSION " (" EF_GIT_DESCRIBE ")"));
@@ -386,6 +377,7 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
     f.set_attr("/", "wavelength_angstrom", kWavelengthAngstrom);
     f.set_attr("/", "kv", 80.0);
     f.set_attr("/", "conv_angle_mrad", 1e3 * kWavelengthAngstrom * R / (o.dp * kDxAngstrom));
+    f.set_attr("/", "defocus_nm", 1e9 * simulated_lens(o).defocus);  // Kirkland's sign: underfocus > 0
     if (o.slices > 1) {
         f.set_attr("/", "slices", static_cast<std::int64_t>(o.slices));
         f.set_attr("/", "slice_thickness_m", o.slice_thickness);

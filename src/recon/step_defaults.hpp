@@ -26,4 +26,17 @@ constexpr std::int64_t kAutoBatchMax = 256;
 /// function of the dataset only, so the same on every rank and on resume.
 int resolve_batch_size(int configured, std::int64_t positions);
 
+/// positions.start = auto (0): iterations / 5, at least 1; a given start is kept. Position
+/// gradients of a flat first object point anywhere: moving positions from the first iteration
+/// at a rate that corrects 1-2 px (0.02 px per step) made them worse (issue 38); a fifth of the
+/// run lets the object take shape first (the tuned schedule of 50 iterations started at 10).
+int resolve_positions_start(int configured, int iterations);
+
+/// positions.lr = auto (< 0): 8 / (iterations - start + 1) pixels. A position takes one Adam step
+/// per iteration (it is in one mini-batch), of about lr pixels while its gradient keeps its sign,
+/// and the cosine decay halves the sum: about 4 px of travel however long the run, where 5e-4
+/// (the default before issue 38) moved 0.02 px in 50 iterations. Measured on simulated 12 x 12
+/// spirals (docs/reconstruction.md, "Position correction"); a given rate is kept.
+double resolve_positions_lr(double configured, int iterations, int start);
+
 }  // namespace ef::recon

@@ -81,7 +81,10 @@ with h5py.File("sim.h5", "r") as s:
         "scan_pattern": (S, "raster"),
         "modes": (I, 2), "mode_power": (F, 0.1), "jitter_px": (F, 0.0), "position_error_px": (F, 0.0),
         "dp": (I, 32), "aperture_px": (F, 3.2), "dx_angstrom": (F, pos), "wavelength_angstrom": (F, pos),
-        "conv_angle_mrad": (F, pos), "object_shape": (I, lambda v: np.shape(v) == (2,) and np.all(v >= 32)),
+        "conv_angle_mrad": (F, pos),
+        # Kirkland's underfocus of the default probe, r n dx^2 / (lambda R) with r = 32 / 8, in nm
+        "defocus_nm": (F, lambda v: abs(v - 0.1 * 4 * 32 * 0.1494 ** 2 / (0.0418 * 3.2)) < 1e-9),
+        "object_shape": (I, lambda v: np.shape(v) == (2,) and np.all(v >= 32)),
     }
     check(s, "/", sim_expected)
     sim_attrs = {k: s.attrs[k] for k in s.attrs}
@@ -111,6 +114,7 @@ with h5py.File("out.h5", "r") as o:
     hi = sim_pos.max(axis=0)
     check(o, "/positions", {
         "object_offset": (F, lambda v: np.shape(v) == (2,)), "description": (S, ANY),
+        "unit": (S, "px"), "pixel_size": (F, 0.1494e-10), "pixel_size_unit": (S, "m"),
         "count": (I, 64), "pattern_shape": (I, [32, 32]), "object_shape": (I, object_shape),
         "extent_px": (F, [lo[0], hi[0], lo[1], hi[1]]), "median_step_px": (F, lambda v: abs(v - 3.5) < 1e-9),
     })

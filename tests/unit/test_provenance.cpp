@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Provenance in result files (checksums, attributes copied with their types) and the loss trend
 // of `reconstruct`'s progress lines (change, ETA, the stall rule).
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -164,4 +165,49 @@ TEST_CASE("loss trend: the stall rule and its single warning", "[provenance]") {
     CHECK(w.find("risen") != std::string::npos);
     CHECK(watch.check(rising).empty());  // once per run
     CHECK(LossWatch().check(flat).find("stopped falling") != std::string::npos);
+}
+
+namespace {
+
+/// The nearest-neighbour median by brute force: every pair.
+double brute_nearest_median(const std::vector<double>& yx) {
+    const size_t n = yx.size() / 2;
+    std::vector<double> nearest(n, 1e300);
+    for (size_t a = 0; a < n; ++a)
+        for (size_t b = 0; b < n; ++b)
+            if (a != b) nearest[a] = std::min(nearest[a], std::hypot(yx[2 * a] - yx[2 * b], yx[2 * a + 1] - yx[2 * b + 1]));
+    std::sort(nearest.begin(), nearest.end());
+    return nearest[n / 2];
+}
+
+}  // namespace
+
+TEST_CASE("median_step_px: the median nearest-neighbour distance, for a raster and a spiral", "[provenance]") {
+    // A 7 x 9 raster of step 3 (row jumps included): 3.
+    std::vector<double> raster;
+    for (int y = 0; y < 7; ++y)
+        for (int x = 0; x < 9; ++x) raster.insert(raster.end(), {3.0 * y, 3.0 * x});
+    // A Fermat spiral (golden angle, radius ~ sqrt(k)), as simulate ptycho's, scaled so its
+    // nearest-neighbour distances are about 10: consecutive points are far apart (the old
+    // definition gave about 76 for such a scan).
+    std::vector<double> spiral;
+    const double golden = M_PI * (3.0 - std::sqrt(5.0));
+    for (int k = 0; k < 400; ++k) {
+        const double r = 5.8 * std::sqrt(k + 0.5), t = golden * k;
+        spiral.insert(spiral.end(), {r * std::sin(t), r * std::cos(t)});
+    }
+    std::vector<double> consecutive;
+    for (size_t i = 2; i < spiral.size(); i += 2)
+        consecutive.push_back(std::hypot(spiral[i] - spiral[i - 2], spiral[i + 1] - spiral[i - 1]));
+    std::sort(consecutive.begin(), consecutive.end());
+
+    const double r = median_nearest_step(raster), s = median_nearest_step(spiral);
+
+    CHECK(r == Approx(3.0).margin(1e-12));
+    CHECK(s == Approx(brute_nearest_median(spiral)).margin(1e-12));
+    CHECK(s > 9.0);
+    CHECK(s < 11.5);
+    CHECK(consecutive[consecutive.size() / 2] > 5 * s);  // what the old definition measured
+    CHECK(median_nearest_step({1.0, 2.0}) == 0.0);
+    CHECK(median_nearest_step({0.0, 0.0, 3.0, 4.0}) == Approx(5.0));
 }

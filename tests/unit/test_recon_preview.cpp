@@ -183,3 +183,19 @@ TEST_CASE("previews: written as PNG files, read back with the same pixels", "[re
     CHECK(read_png(dir.file("out_probe.png")).height == 2 * 10 + 7 + 4 + 16 * 4);  // 128 / 16 = 8, at most 4
     CHECK(!std::filesystem::exists(dir.file("out_phase.png.creating")));
 }
+
+TEST_CASE("preview font: every label the previews draw has its glyphs (the g of 'loss log')", "[recon][preview]") {
+    std::vector<double> loss;
+    for (int i = 0; i < 10; ++i) loss.push_back(1.0 / (i + 1));
+
+    const Canvas c = loss_preview(loss);
+
+    for (const char* label : {"loss log", "loss", "rad", "nm", "A", "px", "0: 97.5%", "1.5e-03"})
+        CHECK(Canvas::drawable(label));
+    CHECK(!Canvas::drawable("loss K"));  // no capital letter but A
+    // The title's 8th character (g, from x = 10 + 7 x 6) puts ink on its 5 x 7 cell.
+    int ink = 0;
+    for (int y = 10; y < 17; ++y)
+        for (int x = 52; x < 57; ++x) ink += c.at(x, y) == Rgb{235, 235, 235} ? 1 : 0;
+    CHECK(ink > 8);
+}

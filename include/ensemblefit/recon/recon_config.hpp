@@ -32,6 +32,7 @@ struct ReconConfig {
     double pixel_size = 0.0;           ///< object pixel (m) for CXI translations; 0 = from metadata
     /// data.dataset, data.scan_*, data.positions, data.truth and [detector]: instrument data
     InstrumentOptions input;
+    double reciprocal_pixel_mrad = 0.0;  ///< detector pixel as an angle (mrad); 0 = from the other sources
 
     // [model]
     int modes = 4;                   ///< probe modes K (a few by default: docs/architecture.md)
@@ -39,6 +40,15 @@ struct ReconConfig {
     int slices = 1;                  ///< object slices S (multislice)
     double slice_thickness = 0;      ///< metres between slices (> 0 when slices > 1)
     double wavelength = 0;           ///< metres; 0 = from the data (multislice)
+
+    // [beam]: the instrument in physical units (src/recon/beam_geometry.hpp); 0 = not given
+    struct Beam {
+        double kv = 0;                ///< accelerating voltage (kV); 0 = the data's kv
+        double convergence_mrad = 0;  ///< probe-forming semi-angle (mrad); 0 = the data's conv_angle_mrad
+        double defocus_nm = 0;        ///< Kirkland's convention: positive = underfocus
+        double cs_mm = 0;             ///< spherical aberration C3 (mm)
+        double c5_mm = 0;             ///< fifth-order spherical aberration C5 (mm)
+    } beam;
 
     // [object]
     bool amplitude_phase = true;     ///< parametrization = amplitude-phase | complex
@@ -49,7 +59,7 @@ struct ReconConfig {
     int margin = 4;                  ///< pixels around the scanned area when the object size is derived
 
     // [probe]
-    std::string probe_init = "auto";  ///< auto | file | mean-pattern
+    std::string probe_init = "auto";  ///< auto | file | mean-pattern | beam
     /// A probe from the mean pattern: its defocus phase at the bright disc's edge (radians);
     /// NaN = auto (chosen by trial runs, Reconstruction::choose_defocus).
     double probe_defocus = std::numeric_limits<double>::quiet_NaN();
@@ -61,7 +71,7 @@ struct ReconConfig {
     /// (`file_has_probe`: the data file holds a probe), at most; 0 when none run.
     int defocus_trial_iterations(bool file_has_probe) const {
         const bool from_file = probe_init == "file" || (probe_init == "auto" && file_has_probe);
-        return from_file || probe_defocus == probe_defocus ? 0
+        return from_file || probe_init == "beam" || probe_defocus == probe_defocus ? 0
                                                           : kDefocusTrials * std::min(kDefocusTrialIterations, iterations);
     }
     double lr_probe = 0.03;           ///< relative to the rms probe amplitude
@@ -72,11 +82,11 @@ struct ReconConfig {
 
     // [positions]
     bool correct_positions = false;
-    double lr_positions = 5e-4;
-    int positions_start = 1;
+    double lr_positions = -1;         ///< < 0 = auto (recon::resolve_positions_lr)
+    int positions_start = 0;          ///< 0 = auto (recon::resolve_positions_start: a fifth of the run)
 
     // [solver]
-    int iterations = 50;
+    int iterations = 50;              ///< auto: 50, or 100 with position correction
     int batch_size = 0;               ///< 0 = auto (recon::resolve_batch_size, from the positions)
     std::string loss = "amplitude";   ///< amplitude | poisson
     std::uint64_t seed = 1;
