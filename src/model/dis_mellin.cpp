@@ -512,7 +512,8 @@ void validate_qcd_settings(const DisMellinSettings& s) {
     require(s.mt == 0.0 || s.mt > s.mb, "mt", s.mt, "> mb = " + fmt(s.mb) + ", or 0 for no top");
     require(s.mur_over_muf >= 0.125 && s.mur_over_muf <= 8.0, "mur_over_muf", s.mur_over_muf,
             "1/8 .. 8");
-    const double a0 = qcd::coupling_a(s.q0_sq() * s.mur_over_muf * s.mur_over_muf, s.qcd());
+    const qcd::QcdSettings qs = s.qcd();
+    const double a0 = qcd::coupling_for_pdfs(s.q0_sq(), qcd::active_flavours(s.q0_sq(), qs), qs);
     if (!(a0 > 0.0 && std::isfinite(a0)))
         throw usage_error("model.q0: " + fmt(s.q0) + " GeV is below the Landau pole of the " +
                           (s.order == 2 ? "NLO" : "LO") + " coupling");

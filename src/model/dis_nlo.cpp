@@ -366,21 +366,23 @@ double coupling_for_pdfs(double muf2, int nf, const QcdSettings& s) {
     const double k2 = s.mur_over_muf * s.mur_over_muf;
     if (s.nf_fixed > 0 || k2 == 1.0) return coupling_a(k2 * muf2, s);
     const auto t = thresholds(s);
-    // the reference's scheme: the PDFs' flavour number at mu_F^2 = q2_ref, a heavy flavour
-    // counted active at its own threshold (where the evolution starts it from zero)
-    int at = 3;
-    for (double m : t)
-        if (s.q2_ref >= m) ++at;
+    // the reference in coupling_a()'s flavour number at mu_R^2 = q2_ref (a heavy quark not
+    // active at its own mass), then the PDFs' thresholds: mu_F = m_h, mu_R^2 = k^2 m_h^2, where
+    // the NLO decoupling is a' = a (1 + (2/3) ln(k^2) a) (not continuous unless k = 1)
+    int at = active_flavours(s.q2_ref, s);
     double mu2 = s.q2_ref;
     double a = s.alphas_ref / (16.0 * std::atan(1.0));
-    for (; at < nf; ++at) {  // up through mu_R^2 = k^2 m_h^2 (continuous at NLO)
+    const double c = s.order >= 2 ? 2.0 / 3.0 * std::log(k2) : 0.0;
+    for (; at < nf; ++at) {
         const double edge = k2 * t[static_cast<std::size_t>(at - 3)];
         a = run_segment(a, std::log(edge / mu2), at, s);
+        a *= 1.0 + c * a;
         mu2 = edge;
     }
     for (; at > nf; --at) {
         const double edge = k2 * t[static_cast<std::size_t>(at - 4)];
         a = run_segment(a, std::log(edge / mu2), at, s);
+        a *= 1.0 - c * a;
         mu2 = edge;
     }
     return run_segment(a, std::log(k2 * muf2 / mu2), nf, s);

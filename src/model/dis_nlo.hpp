@@ -107,12 +107,14 @@ double coupling_a(double mu2, const QcdSettings& s);
 /**
  * a at mu_R^2 = mur_over_muf^2 muf2 in the scheme of the PDFs' flavour number nf (the nf of the
  * segment of mu_F^2 = muf2): the coupling the evolution kernels and the F2 coefficient functions
- * at that mu_F take. With mu_R != mu_F in the VFNS the coupling's flavour number follows the
- * PDFs' (thresholds at mu_F = m_h, that is at mu_R^2 = mur_over_muf^2 m_h^2, continuous there),
- * the reference alpha_s being in the scheme of the PDFs' nf at mu_F^2 = q2_ref (a heavy flavour
- * active at its own threshold). Inside the window between mu_F = m_h and mu_R = m_h the
- * coupling_a() scheme would give the kernels of one nf a coupling of another. Equal to
- * coupling_a(muf2) for mu_R = mu_F and in the FFNS.
+ * at that mu_F take. With mu_R != mu_F in the VFNS the coupling changes flavour number where the
+ * PDFs do, at mu_F = m_h (mu_R^2 = k^2 m_h^2, k = mur_over_muf), with the NLO decoupling
+ * a^(nf+1) = a^(nf) (1 + (2/3) ln(k^2) a^(nf)); the reference alphas_ref at q2_ref is in the
+ * flavour number coupling_a() has there (a heavy quark not active at its own mass). This is
+ * the Les Houches benchmark's scheme (hep-ph/0204316, tables 3 and 4, the mu_R != mu_F parts,
+ * met to 4e-5). coupling_a(), thresholds at mu_R = m_h, would give the kernels of one nf the
+ * coupling of another inside the window between. Equal to coupling_a(muf2) for mu_R = mu_F and
+ * in the FFNS.
  */
 double coupling_for_pdfs(double muf2, int nf, const QcdSettings& s);
 
