@@ -19,6 +19,9 @@ struct CorrelatedInputs {
     int S = 0;                       ///< systematic columns
     std::vector<double> syst;        ///< n x S, row-major, as in the columns
     std::vector<double> dataset;     ///< n; empty without [data] dataset
+    /// Names of the data sets, index = dataset value (a reader that knows them fills it); an
+    /// empty or missing name reads "dataset N" (src/fit/fit_quality.cpp).
+    std::vector<std::string> dataset_names;
     std::vector<int> norm_rows;      ///< rows of each [normalisation.NAME] dataset (counts)
     std::vector<double> covariance;  ///< n x n, row-major; empty without [data] covariance
 };
