@@ -298,36 +298,27 @@ TEST_CASE("qcd Les Houches benchmark NLO tables, iterated solution (FFNS nf = 4 
     }
 }
 
-TEST_CASE("qcd Les Houches benchmark NLO FFNS with mu_R^2 = 2 mu_F^2 and mu_F^2 / 2", "[dis][nlo][benchmark]") {
+TEST_CASE("qcd Les Houches benchmark NLO FFNS and VFNS with mu_R^2 = 2 mu_F^2 and mu_F^2 / 2", "[dis][nlo][benchmark]") {
+    // VFNS: the coupling changes flavour number where the PDFs do (mu_F = m_h, mu_R^2 = k^2 m_h^2)
+    // with the NLO decoupling term (qcd::coupling_for_pdfs). Before: thresholds at mu_R = m_h,
+    // worst 1.4e-2 and 6.8e-2; the PDFs' thresholds without the decoupling term: 3.1e-3, 6.1e-3.
+    struct Case {
+        const char* name;
+        int nf;
+        double k2;
+    };
     auto tables = read_tables();
-    for (const auto& [name, k2] : {std::pair<std::string, double>{"NLO_FFNS4_MUR2", 2.0}, {"NLO_FFNS4_MURHALF", 0.5}}) {
-        Table t = tables.at(name);
+    for (const Case& c : {Case{"NLO_FFNS4_MUR2", 4, 2.0}, Case{"NLO_FFNS4_MURHALF", 4, 0.5},
+                          Case{"NLO_VFNS_MUR2", 0, 2.0}, Case{"NLO_VFNS_MURHALF", 0, 0.5}}) {
+        Table t = tables.at(c.name);
         t["x"] = tables.at("").at("x");
-        ef::qcd::QcdSettings s = benchmark_settings(2, 4);
-        s.mur_over_muf = std::sqrt(k2);
-        INFO(name);
+        ef::qcd::QcdSettings s = benchmark_settings(2, c.nf);
+        s.mur_over_muf = std::sqrt(c.k2);
+        INFO(c.name);
 
         const double worst = compare_benchmark(t, s);
 
-        WARN(name << ": worst relative deviation " << worst);
-    }
-}
-
-TEST_CASE("qcd Les Houches benchmark NLO VFNS with mu_R^2 = 2 mu_F^2 and mu_F^2 / 2", "[dis][nlo][benchmark]") {
-    // The coupling changes flavour number where the PDFs do (mu_F = m_h, mu_R^2 = k^2 m_h^2) with
-    // the NLO decoupling term (qcd::coupling_for_pdfs). Before: thresholds at mu_R = m_h, worst
-    // 1.4e-2 and 6.8e-2; the PDFs' thresholds without the decoupling term: 3.1e-3 and 6.1e-3.
-    auto tables = read_tables();
-    for (const auto& [name, k2] : {std::pair<std::string, double>{"NLO_VFNS_MUR2", 2.0}, {"NLO_VFNS_MURHALF", 0.5}}) {
-        Table t = tables.at(name);
-        t["x"] = tables.at("").at("x");
-        ef::qcd::QcdSettings s = benchmark_settings(2, 0);
-        s.mur_over_muf = std::sqrt(k2);
-        INFO(name);
-
-        const double worst = compare_benchmark(t, s);
-
-        WARN(name << ": worst relative deviation " << worst);
+        WARN(c.name << ": worst relative deviation " << worst);
     }
 }
 
