@@ -103,6 +103,12 @@ PY
 grep -Eq "^  dataset 2 +15 " first.txt || { cat first.txt; fail "summary: no chi2 line for dataset 2"; }
 grep -Eq "^  normalisation.1 " first.txt || fail "summary: no shift line for normalisation.1"
 grep -q "replicas' chi2 against the central data (4)" first.txt || fail "summary: no replicas' chi2"
+# a file from before /quality: summary still works, and prints no quality
+cp first.h5 old.h5
+/usr/bin/python3 -c "import h5py; del h5py.File('old.h5', 'r+')['quality']"
+"$EF" summary old.h5 > old.txt || fail "summary of a file without /quality"
+grep -q "fit quality" old.txt && fail "summary: a quality section for a file without /quality"
+grep -q "^  a " old.txt || fail "summary of a file without /quality lost the parameters"
 ok "fit quality (chi2 per data set, shifts and pulls, replicas' chi2) matches a dense numpy calculation"
 
 # --- a parameter that ends on its bound is flagged -------------------------------------------
