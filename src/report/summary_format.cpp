@@ -304,6 +304,22 @@ void json_central(const ResultsSummary& s, std::ostream& os) {
        << ",\n    \"correlation\": " << json_matrix(s.central_correlation, P) << "}";
 }
 
+/// /quality (null for a file without it); each replica's chi2 stays in the file.
+void json_quality(const ResultsSummary& s, std::ostream& os) {
+    const FitQuality& q = s.quality;
+    if (q.empty()) {
+        os << "null";
+        return;
+    }
+    std::vector<double> n(q.dataset_n.begin(), q.dataset_n.end());
+    os << "{\"chi2\": " << exact(q.chi2, "null") << ", \"n\": " << q.n
+       << ",\n    \"datasets\": " << json_strings(q.dataset_names) << ", \"dataset_chi2\": "
+       << json_array(q.dataset_chi2.data(), q.dataset_chi2.size()) << ", \"dataset_n\": " << json_array(n.data(), n.size())
+       << ",\n    \"sources\": " << json_strings(q.source_names) << ", \"shift\": " << json_array(q.shift.data(), q.shift.size())
+       << ", \"shift_error\": " << json_array(q.shift_error.data(), q.shift_error.size())
+       << ", \"pull\": " << json_array(q.pull.data(), q.pull.size()) << "}";
+}
+
 void json_ensemble(const ResultsSummary& s, std::ostream& os) {
     const size_t P = static_cast<size_t>(s.P());
     if (!has_ensemble(s)) {
@@ -360,6 +376,8 @@ void write_summary_json(const ResultsSummary& s, std::ostream& os) {
     json_central(s, os);
     os << ",\n  \"ensemble\": ";
     json_ensemble(s, os);
+    os << ",\n  \"quality\": ";
+    json_quality(s, os);
     os << "\n}\n";
 }
 

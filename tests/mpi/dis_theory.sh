@@ -103,6 +103,14 @@ PY
 grep -Eq "^  dataset 2 +15 " first.txt || { cat first.txt; fail "summary: no chi2 line for dataset 2"; }
 grep -Eq "^  normalisation.1 " first.txt || fail "summary: no shift line for normalisation.1"
 grep -q "replicas' chi2 against the central data (4)" first.txt || fail "summary: no replicas' chi2"
+"$EF" summary first.h5 --format json > first.json
+/usr/bin/python3 - <<'PY' || fail "summary --json: /quality not as the file holds it"
+import json, h5py, numpy as np
+j, q = json.load(open("first.json"))["quality"], h5py.File("first.h5", "r")["quality"]
+assert j["chi2"] == q.attrs["chi2"] and j["n"] == 30, j
+assert j["datasets"] == ["dataset 1", "dataset 2"] and j["dataset_n"] == [15, 15], j
+assert np.array_equal(j["pull"], q["pull"][:]) and j["sources"][0] == "tilt", j
+PY
 # a file from before /quality: summary still works, and prints no quality
 cp first.h5 old.h5
 /usr/bin/python3 -c "import h5py; del h5py.File('old.h5', 'r+')['quality']"
