@@ -99,6 +99,32 @@ for k in range(len(P)):
     if st[k] in (0, 1):
         close(q["replica_chi2"][k], rr @ Ci @ rr, f"replica {k + 1} chi2")
 PY
+# the same with a full covariance file (the dense factor): C = Cfile + B B^T
+/usr/bin/python3 - <<'PY'
+import h5py, numpy as np
+x = np.linspace(0, 1, 30)
+Cf = np.diag(np.full(30, 0.05 ** 2)) + 0.0004 * np.exp(-np.abs(x[:, None] - x[None, :]) / 0.2)
+h5py.File("cov.h5", "w")["C"] = Cf
+PY
+run_np 1 fit corr.ini --data.covariance cov.h5:/C --output.file dense.h5 > dense.log
+/usr/bin/python3 - <<'PY' || fail "/quality with a covariance file differs from numpy"
+import h5py, numpy as np
+d = np.genfromtxt("corr.csv", delimiter=",", names=True)
+x, y, tilt, ds = d["x"], d["y"], d["tilt"], d["set"]
+t0 = 1 + 2 * x
+B = np.stack([tilt, 0.05 * t0 * (ds == 1), 0.03 * t0 * (ds == 2)], axis=1)
+C = h5py.File("cov.h5", "r")["C"][:] + B @ B.T
+f = h5py.File("dense.h5", "r")
+q = f["quality"]
+a, b = f["central/params"][:]
+r = y - (a + b * x)
+assert np.isclose(q.attrs["chi2"], r @ np.linalg.solve(C, r), rtol=1e-9)
+for k, v in enumerate([1, 2]):
+    m = ds == v
+    assert np.isclose(q["dataset_chi2"][k], r[m] @ np.linalg.solve(C[np.ix_(m, m)], r[m]), rtol=1e-9), k
+assert np.allclose(q["shift"][:], B.T @ np.linalg.solve(C, r), rtol=1e-9, atol=1e-12)
+assert np.allclose(q["shift_error"][:], np.sqrt(1 - np.diag(B.T @ np.linalg.solve(C, B))), rtol=1e-9)
+PY
 "$EF" summary first.h5 > first.txt
 grep -Eq "^  dataset 2 +15 " first.txt || { cat first.txt; fail "summary: no chi2 line for dataset 2"; }
 grep -Eq "^  normalisation.1 " first.txt || fail "summary: no shift line for normalisation.1"
@@ -117,7 +143,7 @@ cp first.h5 old.h5
 "$EF" summary old.h5 > old.txt || fail "summary of a file without /quality"
 grep -q "fit quality" old.txt && fail "summary: a quality section for a file without /quality"
 grep -q "^  a " old.txt || fail "summary of a file without /quality lost the parameters"
-ok "fit quality (chi2 per data set, shifts and pulls, replicas' chi2) matches a dense numpy calculation"
+ok "fit quality (chi2 per data set, shifts and pulls, replicas' chi2; structured and dense factor) matches numpy"
 
 # --- a parameter that ends on its bound is flagged -------------------------------------------
 run_np 1 fit corr.ini --param.b.upper 1.5 --param.b.start 1.4 --output.file bound.h5 > bound.log
@@ -166,6 +192,7 @@ PY
 # no top (the config has mt = 175); charm 0.025 in ln Q above Q0 = sqrt(2) GeV, less than one knot spacing
 run_np 1 fit ok.ini --fit.replicas 2 --model.mt 0 --model.mc 1.45 --data.systematics sys --data.dataset set \
     --output.file ok-fit.h5 > ok.log
+grep -q "dis-mellin: NLO F2 of p/n" ok.log || fail "the run banner does not say NLO for an NLO fit"
 "$EF" export lhapdf ok-fit.h5 -o lh/EFTEST --set-index 91000 2> lh.log
 info=lh/EFTEST/EFTEST.info
 grep -q "^Particle: 2212$" $info || fail ".info: no Particle: 2212"
