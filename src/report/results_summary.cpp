@@ -43,11 +43,9 @@ void read_central(const h5::File& f, ResultsSummary& r) {
         r.chi2_per_ndf = f.attr_double("/central/covariance", "chi2_per_ndf");
 }
 
-}  // namespace
-
 /// Which central values sit on a bound of their free parameter ([param.NAME] lower, upper and
-/// fixed as the canonical config writes them).
-static std::vector<int> bounds_hit(const std::string& canonical, const std::vector<std::string>& names,
+/// fixed as the canonical config writes them; read line by line as formula_of() reads [model]).
+std::vector<int> bounds_hit(const std::string& canonical, const std::vector<std::string>& names,
                             const std::vector<double>& central) {
     std::vector<int> hit(names.size(), 0);
     if (central.size() != names.size()) return hit;
@@ -78,6 +76,8 @@ static std::vector<int> bounds_hit(const std::string& canonical, const std::vect
     if (!param.empty() && !fixed) finish();
     return hit;
 }
+
+}  // namespace
 
 ResultsSummary summary_of(const h5::File& f, const ReplicaBlock& reps, const EnsembleSummary& s) {
     ResultsSummary r;
