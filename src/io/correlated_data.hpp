@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <ensemblefit/config/fit_config.hpp>
@@ -19,11 +20,11 @@ struct CorrelatedInputs {
     int S = 0;                       ///< systematic columns
     std::vector<double> syst;        ///< n x S, row-major, as in the columns
     std::vector<double> dataset;     ///< n; empty without [data] dataset
-    /// Names of the data sets, index = dataset value (a reader that knows them fills it); an
-    /// empty or missing name reads "dataset N" (src/fit/fit_quality.cpp).
-    std::vector<std::string> dataset_names;
     std::vector<int> norm_rows;      ///< rows of each [normalisation.NAME] dataset (counts)
     std::vector<double> covariance;  ///< n x n, row-major; empty without [data] covariance
+    /// Name of each dataset, index = its value in `dataset` (commondata: the set's folder name);
+    /// empty when the data name none.
+    std::vector<std::string> dataset_names;
 };
 
 /**
