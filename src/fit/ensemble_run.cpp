@@ -184,8 +184,8 @@ class FitRun final : public RunProblem {
     void print_nothing_to_do() const;
     void print_run_plan() const;
     void fit_pending();
-    void summarize_results();
     void write_quality(const ReplicaBlock& rows);
+    void summarize_results();
     std::int64_t unit_size() const;
     ReplicaWriter::Options writer_options() const;
 
