@@ -26,12 +26,15 @@ namespace ef {
 namespace {
 
 const char* kLhapdfUsage =
-    "usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME [--qmax Q] [--overwrite]\n\n"
+    "usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME [--qmax Q] [--set-index N] [--overwrite]\n\n"
     "Writes the converged replicas of a dis-mellin fit as an LHAPDF 6 set: DIR/NAME/NAME.info and\n"
     "NAME_0000.dat (member 0: the replica mean, as Monte Carlo sets have it) .. NAME_nnnn.dat (the\n"
     "replicas), format lhagrid1. x: 60 knots log-spaced in [1e-6, 0.1] and 40 linear to 1; Q:\n"
-    "log-spaced from Q0 to --qmax (GeV, default 100, at most 1e6), one subgrid per flavour segment with knots\n"
-    "at the thresholds. Flavours -5..5 (no top) and 21.\n\noptions";
+    "log-spaced (12 knots per unit of ln Q) from Q0 to --qmax (GeV, default 1e4, at most 1e6),\n"
+    "one subgrid per flavour segment with knots at the thresholds; a threshold less than one knot\n"
+    "spacing above Q0 starts the grid (QMin = that mass). Flavours -5..5 (no top) and 21.\n"
+    "--set-index N: the set's LHAPDF ID (SetIndex; left out when not given). docs/models.md says\n"
+    "how to load the set in LHAPDF.\n\noptions";
 
 constexpr int kPids[] = {-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21};
 /// Index in dis_pdf_names() of each pid above (b, c, s, ubar, dbar; d, u, s, c, b; g).
@@ -44,16 +47,38 @@ std::vector<double> x_knots() {
     return x;
 }
 
-/// Q knots per subgrid: log-spaced, split at the thresholds between Q0 and qmax.
+constexpr double kKnotsPerLogQ = 12.0;
+
+/// The heavy-quark masses the set has thresholds for (VFNS; none in the FFNS; no top unless mt).
+std::vector<double> threshold_masses(const DisMellinSettings& s) {
+    std::vector<double> m;
+    if (s.nf != 0) return m;
+    for (double v : {s.mc, s.mb, s.mt})
+        if (v > 0.0) m.push_back(v);
+    return m;
+}
+
+/// Q knots per subgrid: log-spaced, split at the thresholds between Q0 and qmax. No subgrid is
+/// narrower than one knot spacing: a threshold that close above Q0 becomes the grid's start (a
+/// subgrid 1.27..1.28 GeV would hold a few knots 0.003 GeV apart), one that close below qmax
+/// its end.
 std::vector<std::vector<double>> q_blocks(const DisMellinSettings& s, double qmax) {
+    const double spacing = 1.0 / kKnotsPerLogQ;
     std::vector<double> edges{s.q0};
-    for (double m : {s.mc, s.mb, s.mt})
-        if (s.nf == 0 && m > s.q0 * (1 + 1e-12) && m < qmax) edges.push_back(m);
+    for (double m : threshold_masses(s))
+        if (m > s.q0 * (1 + 1e-12) && m < qmax) {
+            if (edges.size() == 1 && std::log(m / edges.back()) < spacing) edges.back() = m;
+            else edges.push_back(m);
+        }
+    if (edges.size() > 1 && std::log(qmax / edges.back()) < spacing) {
+        qmax = edges.back();
+        edges.pop_back();
+    }
     edges.push_back(qmax);
     std::vector<std::vector<double>> blocks;
     for (std::size_t j = 0; j + 1 < edges.size(); ++j) {
         const double l0 = std::log(edges[j]), l1 = std::log(edges[j + 1]);
-        const int n = std::max(4, static_cast<int>(std::ceil(12.0 * (l1 - l0))));
+        const int n = std::max(4, static_cast<int>(std::ceil(kKnotsPerLogQ * (l1 - l0))));
         std::vector<double> q;
         for (int i = 0; i <= n; ++i) q.push_back(i == n ? edges[j + 1] : std::exp(l0 + (l1 - l0) * i / n));
         blocks.push_back(q);
@@ -92,8 +117,17 @@ std::string member_text(const std::string& type, const std::vector<double>& x,
     return out.str();
 }
 
+/// Flavours active at the top of the grid: 3 + the thresholds below QMax (VFNS), or the FFNS nf.
+int num_flavors(const DisMellinSettings& s, double qmax) {
+    if (s.nf != 0) return s.nf;
+    int n = 3;
+    for (double m : threshold_masses(s))
+        if (m < qmax * (1 - 1e-12)) ++n;
+    return n;
+}
+
 std::string info_text(const DisMellinSettings& s, std::size_t members, const std::vector<std::vector<double>>& blocks,
-                      const std::string& source) {
+                      const std::string& source, long set_index) {
     std::ostringstream out;
     const qcd::QcdSettings qs = s.qcd();
     std::vector<double> qs_knots, as_vals;
@@ -108,14 +142,16 @@ std::string info_text(const DisMellinSettings& s, std::size_t members, const std
         for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
         return os.str() + "]";
     };
-    out << "SetDesc: \"ensemblefit dis-mellin fit of " << source << "\"\nSetIndex: 0\nAuthors: ensemblefit\n"
+    out << "Particle: 2212\nSetDesc: \"ensemblefit dis-mellin fit of " << source << "\"\n";
+    if (set_index > 0) out << "SetIndex: " << set_index << "\n";
+    out << "Authors: ensemblefit\n"
         << "Reference: none\nFormat: lhagrid1\nDataVersion: 1\nNumMembers: " << members
-        << "\nParticles: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\nFlavors: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\n"
+        << "\nFlavors: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\n"
         << "OrderQCD: " << s.order - 1 << "\nFlavorScheme: " << (s.nf == 0 ? "variable" : "fixed")
-        << "\nNumFlavors: " << (s.nf == 0 ? 5 : s.nf) << "\nErrorType: replicas\nXMin: 1e-06\nXMax: 1\n"
+        << "\nNumFlavors: " << num_flavors(s, blocks.back().back()) << "\nErrorType: replicas\nXMin: 1e-06\nXMax: 1\n"
         << "QMin: " << std::setprecision(10) << blocks.front().front() << "\nQMax: " << blocks.back().back()
         << "\nMZ: " << s.mz << "\nMUp: 0\nMDown: 0\nMStrange: 0\nMCharm: " << s.mc << "\nMBottom: " << s.mb
-        << "\nMTop: " << (s.mt > 0 ? s.mt : 173.0) << "\nAlphaS_MZ: " << 16.0 * std::atan(1.0) * qcd::coupling_a(s.mz * s.mz, qs)
+        << (s.mt > 0 ? "\nMTop: " : "") << (s.mt > 0 ? fmt_list({s.mt}) : "") << "\nAlphaS_MZ: " << 16.0 * std::atan(1.0) * qcd::coupling_a(s.mz * s.mz, qs)
         << "\nAlphaS_OrderQCD: " << s.order - 1 << "\nAlphaS_Type: ipol\nAlphaS_Qs: " << yaml(qs_knots)
         << "\nAlphaS_Vals: " << yaml(as_vals) << "\n";
     return out.str();
@@ -156,15 +192,20 @@ void write_set(const std::string& dir, const std::string& name, const std::vecto
 int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(kLhapdfUsage);
     std::string source, target;
-    double qmax = 100.0;
+    double qmax = 1e4;
+    long set_index = 0;
     desc.add_options()("help,h", "this text")("output,o", po::value<std::string>(&target), "DIR/NAME (required)")(
-        "qmax", po::value<double>(&qmax), "largest Q in GeV (default 100)")("overwrite", "replace existing files")(
+        "qmax", po::value<double>(&qmax), "largest Q in GeV (default 1e4)")(
+        "set-index", po::value<long>(&set_index), "the set's LHAPDF ID, a positive integer (SetIndex)")(
+        "overwrite", "replace existing files")(
         "file", po::value<std::string>(&source), "the fit's result file");
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
     if (!parse_program_options("export lhapdf", args, desc, pos, vm, ctx)) return 0;
     if (source.empty() || target.empty()) throw usage_error("export lhapdf: usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME");
+    if (vm.count("set-index") && !(set_index > 0 && set_index < 100000000))
+        throw usage_error("export lhapdf: --set-index must be a positive integer below 1e8, got " + std::to_string(set_index));
     if (!ctx.is_root()) return 0;
     if (!file_exists(source)) throw usage_error(source + ": no such file");
     const ResultsContent c = read_results(source);
@@ -204,7 +245,7 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
             for (std::size_t m = 1; m < members.size(); ++m) sum += members[m][b][k];
             members[0][b][k] = sum / static_cast<double>(members.size() - 1);
         }
-    write_set(dir, name, x, blocks, members, info_text(s, members.size(), blocks, source), overwrite);
+    write_set(dir, name, x, blocks, members, info_text(s, members.size(), blocks, source, set_index), overwrite);
     std::fprintf(stderr, "export lhapdf: %s/%s: %zu members (0 = mean of %zu replicas), %zu subgrids\n", dir.c_str(),
                  name.c_str(), members.size(), members.size() - 1, blocks.size());
     return 0;

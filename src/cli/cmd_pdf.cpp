@@ -26,7 +26,7 @@ namespace {
 
 const char* kPdfUsage =
     "usage: ensemblefit pdf FILE.h5|CONFIG.ini --q2 LIST [--x LIST | --x-grid N]\n"
-    "                       [-o OUT.h5|OUT.csv] [--replicas] [--overwrite]\n\n"
+    "                       [-o OUT.h5|OUT.csv] [--replicas] [--overwrite] [--section.key VALUE]\n\n"
     "x f(x, Q2) of a dis-mellin fit for g, u, ubar, d, dbar, s, c, b, u_v, d_v and the light sea\n"
     "2 (ubar + dbar + s), for the central fit and every converged replica, evolved as the fit's\n"
     "tables evolve (the stored [model] settings: order, coupling, thresholds). Writes what\n"
@@ -36,7 +36,8 @@ const char* kPdfUsage =
     "above Q0^2. --x-grid N: N points log-spaced in [1e-5, 0.1) and N linear in [0.1, 0.9]\n"
     "(N at most 100000). At most 1e7 points (x values x Q2 values x 11) in one run.\n"
     "CONFIG.ini (a dis-mellin fit config, no fit needed): the PDFs at its [param.*] start values,\n"
-    "as the central column (no replicas); e.g. inputs/lh-toy.ini, the Les Houches toy input.\n\n"
+    "as the central column (no replicas); e.g. inputs/lh-toy.ini, the Les Houches toy input.\n"
+    "Every config key can be overridden as for `fit` (--model.order LO, --param.g_a.start 0.2).\n\n"
     "options";
 
 /// The documented limits of one pdf run (docs/operations.md): --x-grid N gives 2N x values; the
@@ -48,6 +49,7 @@ struct PdfArgs {
     std::string source, output = "-", q2_list, x_list;
     int x_grid = 0;
     bool replicas = false, overwrite = false;
+    std::vector<std::string> overrides;  ///< "--section.key=VALUE", for a CONFIG.ini
 };
 
 std::vector<double> parse_list(const std::string& what, const std::string& text) {
@@ -77,7 +79,33 @@ std::vector<double> x_values(const PdfArgs& a) {
     return x;
 }
 
-bool parse_pdf_args(const std::vector<std::string>& args, const MpiContext& ctx, PdfArgs& a) {
+bool is_config_path(const std::string& path) {
+    return path.size() > 4 && path.compare(path.size() - 4, 4, ".ini") == 0;
+}
+
+/// Moves the `--section.key VALUE` / `--section.key=VALUE` config overrides out of `args` (as
+/// `fit` takes them: a dot in the option's name) into `overrides`, as "--section.key=VALUE".
+std::vector<std::string> split_overrides(const std::vector<std::string>& args, std::vector<std::string>& overrides) {
+    std::vector<std::string> rest;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        const std::string name = a.substr(0, a.find('='));
+        if (a.rfind("--", 0) != 0 || name.find('.') == std::string::npos) {
+            rest.push_back(a);
+            continue;
+        }
+        if (a.find('=') != std::string::npos) {
+            overrides.push_back(a);
+        } else {
+            if (i + 1 >= args.size()) throw usage_error("pdf: " + a + " needs a value");
+            overrides.push_back(a + "=" + args[++i]);
+        }
+    }
+    return rest;
+}
+
+bool parse_pdf_args(const std::vector<std::string>& all_args, const MpiContext& ctx, PdfArgs& a) {
+    const std::vector<std::string> args = split_overrides(all_args, a.overrides);
     po::options_description desc(kPdfUsage);
     desc.add_options()("help,h", "this text")("q2", po::value<std::string>(&a.q2_list), "Q2 values in GeV^2, comma-separated")(
         "x", po::value<std::string>(&a.x_list), "x values, comma-separated")(
@@ -97,6 +125,9 @@ bool parse_pdf_args(const std::vector<std::string>& args, const MpiContext& ctx,
     if (vm.count("x-grid") && (a.x_grid < 2 || a.x_grid > kMaxXGrid))
         throw usage_error("pdf: --x-grid must be in 2.." + std::to_string(kMaxXGrid) + ", got " + std::to_string(a.x_grid));
     if (a.output == a.source) throw usage_error("pdf: -o '" + a.output + "' would replace the result file");
+    if (!a.overrides.empty() && !is_config_path(a.source))
+        throw usage_error("pdf: " + a.overrides.front().substr(0, a.overrides.front().find('=')) +
+                          ": --section.key overrides apply to a CONFIG.ini, not to a result file");
     return true;
 }
 
@@ -134,13 +165,10 @@ DataTable pdf_points(const std::vector<double>& x, const std::vector<double>& q2
     return t;
 }
 
-bool is_config_path(const std::string& path) {
-    return path.size() > 4 && path.compare(path.size() - 4, 4, ".ini") == 0;
-}
-
 /// A config's [model] settings and its parameters' start values in the layout's order.
-DisMellinSettings config_start(const std::string& path, std::vector<double>& start) {
-    const FitConfig cfg = load_fit_config(path, {});
+DisMellinSettings config_start(const std::string& path, const std::vector<std::string>& overrides,
+                               std::vector<double>& start) {
+    const FitConfig cfg = load_fit_config(path, overrides);
     if (cfg.model_name != "dis-mellin")
         throw usage_error(cfg.where("model.name") + ": pdf needs a dis-mellin config, got '" + cfg.model_name + "'");
     DisMellinSettings settings;
@@ -171,7 +199,7 @@ DisMellinSettings config_start(const std::string& path, std::vector<double>& sta
 /// pdf on a config: the start values' PDFs as the central column.
 int pdf_of_config(const PdfArgs& a) {
     std::vector<double> start;
-    const DisMellinSettings settings = config_start(a.source, start);
+    const DisMellinSettings settings = config_start(a.source, a.overrides, start);
     const std::vector<double> x = x_values(a), q2 = parse_list("--q2", a.q2_list);
     check_grid(x.size(), q2.size(), 0);
     const DisPdfEvaluator pdf(settings, x, q2);

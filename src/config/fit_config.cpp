@@ -244,7 +244,10 @@ std::string FitConfig::resolved_text() const {
     std::ostringstream os;
     os << "# config file: " << config_file << "\n[data]\n"
        << (commondata.empty() ? "file = " + data_file : commondata_text() + "\ncommondata = " + data_file) << "\n"
-       << canonical_text() << "chunk = " << chunk << "\n[output]\nfile = " << output_file
+       << canonical_text()
+       // [fit] again: canonical_text() may end in [normalisation.NAME] sections, and a second
+       // [fit] header is allowed (only a key set twice is refused), so the text runs as a config
+       << "[fit]\nchunk = " << chunk << "\n[output]\nfile = " << output_file
        << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
        << "\ngpu_round_loop = " << gpu_round_loop << "\n";

@@ -185,13 +185,13 @@ double whitened_chi2(const WhitenView& w, std::vector<double> r) {
     return s;
 }
 
-void whiten_problem(FitProblem& pb, const CorrelatedInputs& in, int threads) {
+CorrelatedFactor whiten_problem(FitProblem& pb, const CorrelatedInputs& in, int threads) {
     const FitConfig& cfg = pb.config;
-    if (!cfg.correlated()) return;
+    if (!cfg.correlated()) return {};
     const bool table_linear = std::holds_alternative<DisMellinModel>(pb.model->view);
     const int K = in.S + static_cast<int>(cfg.normalisations.size());
     check_correlated_config(pb, table_linear, K);
-    const std::vector<double> B = correlated_shifts(cfg, in, t0_prediction(pb));
+    std::vector<double> B = correlated_shifts(cfg, in, t0_prediction(pb));
     auto w = std::make_shared<Whitening>();
     if (cfg.covariance.empty()) {
         *w = structured_whitening(pb.data.sigma, B, K);
@@ -206,7 +206,8 @@ void whiten_problem(FitProblem& pb, const CorrelatedInputs& in, int threads) {
     whiten_in_place(w->view, pb.data.y.data());
     std::fill(pb.data.sigma.begin(), pb.data.sigma.end(), 1.0);
     if (table_linear) pb.model = whitened_table_model(*pb.model, w->view, threads);
-    else pb.whitening = std::move(w);
+    else pb.whitening = w;
+    return CorrelatedFactor{std::move(B), K, std::move(w)};
 }
 
 }  // namespace ef

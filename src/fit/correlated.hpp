@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ Whitening dense_whitening(const std::vector<double>& C, int n, const std::string
 /// whiten_in_place() on the column, for `threads` OpenMP threads.
 void whiten_columns(const WhitenView& w, double* T, long cols, int threads);
 
+/// What whiten_problem() built, kept for the fit's quality report (src/fit/fit_quality.hpp):
+/// the correlated shifts B (n x K, row-major, the t0 prediction's) and the factor of C.
+struct CorrelatedFactor {
+    std::vector<double> B;
+    int K = 0;
+    std::shared_ptr<const Whitening> whitening;  ///< null: uncorrelated data
+};
+
 /**
  * Turns `pb` into the equivalent uncorrelated problem, once, before any worker is made: reads
  * nothing (`in` from load_correlated), computes t0, factorises C = L L^T, replaces y by L^-1 y
@@ -58,7 +67,7 @@ void whiten_columns(const WhitenView& w, double* T, long cols, int threads);
  * uncertainties), solver = normal for a model that is not table-linear, a t0 prediction that
  * is not finite, more than 256 sources without a covariance file.
  */
-void whiten_problem(FitProblem& pb, const CorrelatedInputs& in, int threads);
+CorrelatedFactor whiten_problem(FitProblem& pb, const CorrelatedInputs& in, int threads);
 
 /// chi^2 = r^T C^-1 r through the factor (for tests and reports): |L^-1 r|^2.
 double whitened_chi2(const WhitenView& w, std::vector<double> r);

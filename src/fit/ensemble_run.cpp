@@ -27,6 +27,7 @@
 #include "src/comm/table_share.hpp"
 #include "src/config/ini_scan.hpp"
 #include "src/fit/correlated.hpp"
+#include "src/fit/fit_quality.hpp"
 #include "src/fit/fit_roofline.hpp"
 #include "src/io/results_file.hpp"
 #include "src/model/compiled_model.hpp"
@@ -184,6 +185,7 @@ class FitRun final : public RunProblem {
     void print_nothing_to_do() const;
     void print_run_plan() const;
     void fit_pending();
+    void write_quality(const ReplicaBlock& rows);
     void summarize_results();
     std::int64_t unit_size(std::int64_t M) const;
     std::int64_t unit_size_for(std::int64_t M, std::int64_t ranks) const;
@@ -210,6 +212,7 @@ class FitRun final : public RunProblem {
     DispatchStats dispatch_;
     int stopped_ = 0;               // the signal that stopped the run early
     std::int64_t stored_ = 0;       // replica fits written by this run (rank 0)
+    FitQualityInputs quality_in_;   // rank 0: for the fit-quality report (src/fit/fit_quality.hpp)
 };
 
 RunSettings FitRun::load_config() {
@@ -235,7 +238,13 @@ void FitRun::read_input() {
     const std::unique_ptr<TableShare> node_tables = make_node_table_share(ctx_);  // one copy per node
     pb_ = std::make_unique<FitProblem>(make_fit_problem(std::move(cfg), std::move(data), node_tables.get()));
     trace_.mark("model (tables)");
-    whiten_problem(*pb_, correlated, threads_.threads);  // correlated data: C = L L^T, once
+    // what the fit-quality report needs of the data as given (root reports it)
+    if (ctx_.is_root()) quality_in_ = quality_inputs(*pb_, correlated);
+    CorrelatedFactor factor = whiten_problem(*pb_, correlated, threads_.threads);  // C = L L^T, once
+    if (ctx_.is_root()) {
+        quality_in_.model_whitened = factor.whitening != nullptr && pb_->whitening == nullptr;
+        quality_in_.factor = std::move(factor);
+    }
     if (pb_->config.correlated()) trace_.mark("covariance (Cholesky, whitening)");
     ShardSpec shard;
     parse_shard(opt_.shard, shard.index, shard.count);
@@ -497,8 +506,23 @@ void FitRun::summarize_results() {
     const EnsembleSummary s = summarize(all.params, all.status, static_cast<int>(id_.param_names.size()));
     trace_.mark("summary statistics");
     out_->write_summary(s);
+    write_quality(all);
     print_summary(*pb_, out_->file(), all, s, std::cout);
     trace_.mark("summary written and printed");
+}
+
+/// /quality (src/fit/fit_quality.hpp) for a file that holds a central fit that converged or
+/// stopped at max_iterations: chi2 per data set, the sources' shifts and pulls, the replicas'
+/// chi2 against the central data.
+void FitRun::write_quality(const ReplicaBlock& rows) {
+    h5::File& f = out_->file();
+    if (!id_.span.central || !f.exists("/central/params")) return;
+    const std::int64_t st = f.read_int64("/central/status")[0];
+    if (st != 0 && st != 1) return;
+    const FitQuality q = fit_quality(*pb_, quality_in_, f.read_double("/central/params"), rows, id_.span.begin, threads_.threads);
+    f.reserve(fit_quality_bytes(rows.size(), q.dataset_n.size() + q.shift.size()), "the fit quality");
+    write_fit_quality(f, q);
+    trace_.mark("fit quality");
 }
 
 /// The fit's part of the run's timing (report_run_timing): the dispatcher's and the writer's

@@ -217,7 +217,7 @@ DataTable load_data(const FitConfig& cfg) {
     d.sigma = cfg.sigma_is_constant ? std::vector<double>(static_cast<size_t>(d.n), cfg.sigma_constant)
                                     : src.values[static_cast<size_t>(d.nx) + 1];
     auto where = [&](int i) {
-        return hdf5 ? cfg.data_file + ": row " + std::to_string(i)
+        return hdf5 ? cfg.data_file + ": row " + std::to_string(i + 1)
                     : cfg.data_file + ":" + std::to_string(src.lines[static_cast<size_t>(i)]);
     };
     for (int i = 0; i < d.n; ++i) {

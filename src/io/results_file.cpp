@@ -304,13 +304,13 @@ void check_values(const std::string& path, const ResultsContent& c) {
     for (size_t i = 0; i < c.replicas.index.size(); ++i)
         if (c.replicas.index[i] != c.id.span.begin + static_cast<std::int64_t>(i) &&
             !(c.replicas.index[i] == 0 && i < c.replicas.status.size() && c.replicas.status[i] == -1))
-            throw data_error(path + ": dataset /replicas/index: row " + std::to_string(i) + " holds replica " +
+            throw data_error(path + ": dataset /replicas/index: row " + std::to_string(i + 1) + " holds replica " +
                              std::to_string(c.replicas.index[i]) + ", expected " +
                              std::to_string(c.id.span.begin + static_cast<std::int64_t>(i)));
     auto check_status = [&](const std::vector<std::int64_t>& status, const char* name) {
         for (size_t i = 0; i < status.size(); ++i)
             if (status[i] < -1 || status[i] > 2)
-                throw data_error(path + ": dataset " + name + ": row " + std::to_string(i) + " has status " +
+                throw data_error(path + ": dataset " + name + ": row " + std::to_string(i + 1) + " has status " +
                                  std::to_string(status[i]) + " (allowed: -1 not done, 0, 1, 2)");
     };
     check_status(c.replicas.status, "/replicas/status");

@@ -512,7 +512,8 @@ void validate_qcd_settings(const DisMellinSettings& s) {
     require(s.mt == 0.0 || s.mt > s.mb, "mt", s.mt, "> mb = " + fmt(s.mb) + ", or 0 for no top");
     require(s.mur_over_muf >= 0.125 && s.mur_over_muf <= 8.0, "mur_over_muf", s.mur_over_muf,
             "1/8 .. 8");
-    const double a0 = qcd::coupling_a(s.q0_sq() * s.mur_over_muf * s.mur_over_muf, s.qcd());
+    const qcd::QcdSettings qs = s.qcd();
+    const double a0 = qcd::coupling_for_pdfs(s.q0_sq(), qcd::active_flavours(s.q0_sq(), qs), qs);
     if (!(a0 > 0.0 && std::isfinite(a0)))
         throw usage_error("model.q0: " + fmt(s.q0) + " GeV is below the Landau pole of the " +
                           (s.order == 2 ? "NLO" : "LO") + " coupling");
@@ -780,28 +781,30 @@ void dis_f2_coefficients(const Complex<double>& n,
 
 namespace {
 
-/// The checks every point needs on either path (x, Q^2, target).
-void check_point(int i, double x, double q2, double target) {
-    const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
+/// "data row N: " for point i (rows numbered from 1, as every error message numbers them).
+std::string row_of(int i) { return "data row " + std::to_string(i + 1) + ": "; }
+
+/// The checks every point needs on either path (x, Q^2, target), and Q^2 >= Q0^2: the PDFs are
+/// not evolved backwards from their input scale (`pdf` refuses the same Q^2).
+void check_point(int i, double x, double q2, double target, double q02) {
+    const std::string where = row_of(i);
     if (!(x > 0.0 && x < 1.0)) throw data_error(where + "x = " + fmt(x) + " must lie in (0, 1)");
     if (!(q2 > 0.0 && std::isfinite(q2)))
         throw data_error(where + "Q2 = " + fmt(q2) + " must be positive");
     if (!(target == 1.0 || target == 2.0 || target == 3.0))
         throw data_error(where + "target = " + fmt(target) +
                          " must be 1 (proton), 2 (neutron) or 3 (deuteron)");
+    if (!(q2 >= q02 * (1.0 - 1e-12)))
+        throw data_error(where + "Q2 = " + fmt(q2) + " GeV^2 is below Q0^2 = " + fmt(q02) +
+                         " GeV^2, the PDFs' input scale (cut the point or lower [model] q0)");
 }
 
-/// The qcd:: path's check: coupling defined at mu_R, no backward evolution across a threshold.
+/// The qcd:: path's check: the coupling defined at mu_R.
 void check_qcd_point(int i, double q2, const DisMellinSettings& s) {
-    const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
     const qcd::QcdSettings qs = s.qcd();
-    const double a = qcd::coupling_a(q2 * s.mur_over_muf * s.mur_over_muf, qs);
+    const double a = qcd::coupling_for_pdfs(q2, qcd::active_flavours(q2, qs), qs);
     if (!(a > 0.0 && std::isfinite(a)))
-        throw data_error(where + "Q2 = " + fmt(q2) + " is below the Landau pole");
-    const double q02 = s.q0_sq();
-    if (q2 < q02 && qs.nf_fixed == 0 && qcd::active_flavours(q2, qs) != qcd::active_flavours(q02, qs))
-        throw data_error(where + "Q2 = " + fmt(q2) + " is below Q0^2 = " + fmt(q02) +
-                         " across a heavy-quark threshold (not supported)");
+        throw data_error(row_of(i) + "Q2 = " + fmt(q2) + " is below the Landau pole");
 }
 
 }  // namespace
@@ -815,7 +818,7 @@ DisMellinTheory::DisMellinTheory(const DisMellinSettings& settings, const std::v
     points_ = static_cast<int>(rows.size() / 3);
     for (int i = 0; i < points_; ++i) {
         const std::size_t r = static_cast<std::size_t>(i) * 3;
-        check_point(i, rows[r], rows[r + 1], rows[r + 2]);
+        check_point(i, rows[r], rows[r + 1], rows[r + 2], settings_.q0_sq());
         if (settings_.uses_qcd()) check_qcd_point(i, rows[r + 1], settings_);
     }
     const MellinContour contour = settings_.contour();
@@ -849,19 +852,14 @@ std::pair<int, int> DisMellinTheory::allocate_table(std::size_t count, TableShar
 void DisMellinTheory::build_lo_table(const std::vector<double>& rows, const MellinContour& contour,
                                      TableShare* share) {
     using namespace dis_mellin;
-    const double q02 = settings_.q0_sq();
     std::vector<std::array<Segment, 3>> segs(static_cast<std::size_t>(points_));
     std::vector<int> nsegs(static_cast<std::size_t>(points_));
     for (int i = 0; i < points_; ++i) {
         const std::size_t iu = static_cast<std::size_t>(i);
         const double q2 = rows[3 * iu + 1];
-        const std::string where = "dis-mellin data point " + std::to_string(i) + ": ";
         if (!(a_lo(q2, settings_) > 0.0))
-            throw data_error(where + "Q2 = " + fmt(q2) + " is below the LO Landau pole");
+            throw data_error(row_of(i) + "Q2 = " + fmt(q2) + " is below the LO Landau pole");
         nsegs[iu] = evolution_segments(q2, settings_, segs[iu].data());
-        if (q2 < q02 && nsegs[iu] > 1)
-            throw data_error(where + "Q2 = " + fmt(q2) + " is below Q0^2 = " + fmt(q02) +
-                             " across a heavy-quark threshold (not supported)");
     }
     const std::size_t nn = contour.nodes.size();
     std::vector<NodeKernel> kernels(nn);
@@ -973,8 +971,8 @@ void DisMellinTheory::build_qcd_table(const std::vector<double>& rows, const Mel
         const double q2 = rows[3 * iu + 1];
         const int target = static_cast<int>(rows[3 * iu + 2]);
         const auto path = qcd::evolution_path(settings_.q0_sq(), q2, qs);
-        const double a = qcd::coupling_a(q2 * qs.mur_over_muf * qs.mur_over_muf, qs);
         const int nf = qcd::active_flavours(q2, qs);
+        const double a = qcd::coupling_for_pdfs(q2, nf, qs);  // the evolution's coupling
         double* out = table_.get() + iu * row;
         for (std::size_t k = 0; k < nn; ++k) {
             auto q = unit;

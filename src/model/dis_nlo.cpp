@@ -362,6 +362,32 @@ double coupling_a(double mu2, const QcdSettings& s) {
     return a;
 }
 
+double coupling_for_pdfs(double muf2, int nf, const QcdSettings& s) {
+    const double k2 = s.mur_over_muf * s.mur_over_muf;
+    if (s.nf_fixed > 0 || k2 == 1.0) return coupling_a(k2 * muf2, s);
+    const auto t = thresholds(s);
+    // the reference in coupling_a()'s flavour number at mu_R^2 = q2_ref (a heavy quark not
+    // active at its own mass), then the PDFs' thresholds: mu_F = m_h, mu_R^2 = k^2 m_h^2, where
+    // the NLO decoupling is a' = a (1 + (2/3) ln(k^2) a) (not continuous unless k = 1)
+    int at = active_flavours(s.q2_ref, s);
+    double mu2 = s.q2_ref;
+    double a = s.alphas_ref / (16.0 * std::atan(1.0));
+    const double c = s.order >= 2 ? 2.0 / 3.0 * std::log(k2) : 0.0;
+    for (; at < nf; ++at) {
+        const double edge = k2 * t[static_cast<std::size_t>(at - 3)];
+        a = run_segment(a, std::log(edge / mu2), at, s);
+        a *= 1.0 + c * a;
+        mu2 = edge;
+    }
+    for (; at > nf; --at) {
+        const double edge = k2 * t[static_cast<std::size_t>(at - 4)];
+        a = run_segment(a, std::log(edge / mu2), at, s);
+        a *= 1.0 - c * a;
+        mu2 = edge;
+    }
+    return run_segment(a, std::log(k2 * muf2 / mu2), nf, s);
+}
+
 struct NodeEvolution::Kernel : SegmentKernel {};
 
 NodeEvolution::NodeEvolution(Cx n, const QcdSettings& s) : settings_(s) {
@@ -379,17 +405,13 @@ NodeEvolution& NodeEvolution::operator=(NodeEvolution&&) noexcept = default;
 
 std::vector<PathSegment> evolution_path(double q2_from, double q2_to, const QcdSettings& s) {
     const std::vector<double> scales = scale_path(q2_from, q2_to, s);
-    const double k2 = s.mur_over_muf * s.mur_over_muf;
-    // mu_R != mu_F in the VFNS: the coupling changes nf at mu_R = m_h, the PDFs at mu_F = m_h; a
-    // segment's kernels use the PDFs' nf throughout (an approximation inside the window between)
-    const QcdSettings& coupling = s;
     std::vector<PathSegment> path;
     for (std::size_t j = 0; j + 1 < scales.size(); ++j) {
         if (scales[j] == scales[j + 1]) continue;
         PathSegment seg;
         seg.nf = active_flavours(std::sqrt(scales[j] * scales[j + 1]), s);
-        seg.a0 = coupling_a(k2 * scales[j], coupling);
-        seg.a1 = coupling_a(k2 * scales[j + 1], coupling);
+        seg.a0 = coupling_for_pdfs(scales[j], seg.nf, s);
+        seg.a1 = coupling_for_pdfs(scales[j + 1], seg.nf, s);
         path.push_back(seg);
     }
     return path;

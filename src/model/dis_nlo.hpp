@@ -104,6 +104,20 @@ int active_flavours(double mu2, const QcdSettings& s);
 /// alphas_ref at q2_ref across the thresholds (continuous at LO and NLO). NaN past a Landau pole.
 double coupling_a(double mu2, const QcdSettings& s);
 
+/**
+ * a at mu_R^2 = mur_over_muf^2 muf2 in the scheme of the PDFs' flavour number nf (the nf of the
+ * segment of mu_F^2 = muf2): the coupling the evolution kernels and the F2 coefficient functions
+ * at that mu_F take. With mu_R != mu_F in the VFNS the coupling changes flavour number where the
+ * PDFs do, at mu_F = m_h (mu_R^2 = k^2 m_h^2, k = mur_over_muf), with the NLO decoupling
+ * a^(nf+1) = a^(nf) (1 + (2/3) ln(k^2) a^(nf)); the reference alphas_ref at q2_ref is in the
+ * flavour number coupling_a() has there (a heavy quark not active at its own mass). This is
+ * the Les Houches benchmark's scheme (hep-ph/0204316, tables 3 and 4, the mu_R != mu_F parts,
+ * met to 4e-5). coupling_a(), thresholds at mu_R = m_h, would give the kernels of one nf the
+ * coupling of another inside the window between. Equal to coupling_a(muf2) for mu_R = mu_F and
+ * in the FFNS.
+ */
+double coupling_for_pdfs(double muf2, int nf, const QcdSettings& s);
+
 /// Parton moments at one N: q+ = q + qbar and q- = q - qbar per flavour (u, d, s, c, b, t) and g.
 constexpr int kFlavours = 6;
 struct PartonMoments {
@@ -116,7 +130,7 @@ struct PartonMoments {
  * Evolves the moments at one N from mu_F^2 = q2_from to q2_to (q2_to >= q2_from, or below it
  * within one flavour segment), splitting at the thresholds; a heavy flavour enters with zero
  * at its threshold (zero-mass VFNS, NLO matching is continuous). With mur_over_muf = k the
- * coupling is taken at mu_R^2 = k^2 mu_F^2 and P1 -> P1 - beta0 ln(k^2) P0.
+ * coupling is taken at mu_R^2 = k^2 mu_F^2 (coupling_for_pdfs) and P1 -> P1 + beta0 ln(k^2) P0.
  */
 PartonMoments evolve_moments(Cx n, double q2_from, double q2_to, const PartonMoments& in,
                              const QcdSettings& s);

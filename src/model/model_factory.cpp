@@ -176,10 +176,17 @@ void compile_dis_mellin_model(FitConfig& cfg, const DataTable& data, CompiledMod
         throw located(cfg, e);
     }
     check_table_memory(cfg, data, settings);
-    auto theory = std::make_shared<DisMellinTheory>(settings, data.x, share);
+    std::shared_ptr<DisMellinTheory> theory;
+    try {
+        theory = std::make_shared<DisMellinTheory>(settings, data.x, share);
+    } catch (const Error& e) {
+        if (e.code() != ExitCode::data) throw;
+        throw Error(e.code(), cfg.data_file + ": " + e.what());  // "FILE: data row N: ..."
+    }
     cm.view = theory->model();
     cm.param_names = names;
-    cm.description = "dis-mellin: LO F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
+    const std::string order = settings.order >= 2 ? "NLO" : "LO";
+    cm.description = "dis-mellin: " + order + " F2 of p/n from Mellin-space PDFs, " + std::to_string(theory->num_nodes()) +
                      " contour nodes, Q0 = " + std::to_string(settings.q0).substr(0, 4) + " GeV" +
                      (theory->table_note().empty() ? "" : "; " + theory->table_note());
     cm.flops_per_evaluation = theory->flops_per_evaluation(0);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +43,40 @@ void read_central(const h5::File& f, ResultsSummary& r) {
         r.chi2_per_ndf = f.attr_double("/central/covariance", "chi2_per_ndf");
 }
 
+/// Which central values sit on a bound of their free parameter ([param.NAME] lower, upper and
+/// fixed as the canonical config writes them; read line by line as formula_of() reads [model]).
+std::vector<int> bounds_hit(const std::string& canonical, const std::vector<std::string>& names,
+                            const std::vector<double>& central) {
+    std::vector<int> hit(names.size(), 0);
+    if (central.size() != names.size()) return hit;
+    std::istringstream in(canonical);
+    std::string line, param;
+    double lower = -INFINITY, upper = INFINITY;
+    auto finish = [&] {
+        const auto it = std::find(names.begin(), names.end(), param);
+        if (it == names.end()) return;
+        const double v = central[static_cast<std::size_t>(it - names.begin())];
+        auto on = [&](double b) { return std::isfinite(b) && std::abs(v - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
+        hit[static_cast<std::size_t>(it - names.begin())] = on(lower) ? -1 : on(upper) ? 1 : 0;
+    };
+    bool fixed = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("[", 0) == 0) {
+            if (!param.empty() && !fixed) finish();
+            param = line.rfind("[param.", 0) == 0 ? line.substr(7, line.size() - 8) : "";
+            lower = -INFINITY, upper = INFINITY, fixed = false;
+        } else if (!param.empty() && line.rfind("lower = ", 0) == 0) {
+            lower = std::strtod(line.c_str() + 8, nullptr);
+        } else if (!param.empty() && line.rfind("upper = ", 0) == 0) {
+            upper = std::strtod(line.c_str() + 8, nullptr);
+        } else if (!param.empty() && line == "fixed = true") {
+            fixed = true;
+        }
+    }
+    if (!param.empty() && !fixed) finish();
+    return hit;
+}
+
 }  // namespace
 
 ResultsSummary summary_of(const h5::File& f, const ReplicaBlock& reps, const EnsembleSummary& s) {
@@ -51,6 +86,8 @@ ResultsSummary summary_of(const h5::File& f, const ReplicaBlock& reps, const Ens
     r.formula = formula_of(r.id.canonical_config);
     if (f.has_attr("/", "merged_from")) r.merged_from = f.attr_strings("/", "merged_from");
     read_central(f, r);
+    r.quality = read_fit_quality(f);
+    if (!r.central_params.empty()) r.at_bound = bounds_hit(r.id.canonical_config, r.id.param_names, r.central_params);
     for (const std::int64_t st : reps.status) {
         if (st == 0) ++r.converged;
         else if (st == 1) ++r.max_iterations;

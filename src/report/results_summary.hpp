@@ -9,6 +9,7 @@
 #include <ensemblefit/core/replica_block.hpp>
 #include <ensemblefit/core/ensemble_summary.hpp>
 
+#include "src/io/fit_quality_io.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/results_file.hpp"
 
@@ -38,6 +39,12 @@ struct ResultsSummary {
     double chi2_per_ndf = 0.0;  ///< the factor applied with error_scale = chi2
     std::int64_t converged = 0, max_iterations = 0, failed = 0, not_done = 0;
     EnsembleSummary ensemble;  ///< over this file's converged replicas
+    /// Per parameter: -1 the central fit ended on its lower bound, +1 on its upper, 0 neither
+    /// (or fixed), from the stored config's [param.NAME] lower/upper; empty without a central fit.
+    std::vector<int> at_bound;
+    /// /quality: chi2 per data set, the sources' shifts and pulls, the replicas' chi2 against
+    /// the central data; empty (n = 0) for a file without it.
+    FitQuality quality;
 
     int P() const { return static_cast<int>(id.param_names.size()); }
     std::int64_t replicas_in_file() const { return converged + max_iterations + failed + not_done; }

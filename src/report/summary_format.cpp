@@ -107,9 +107,16 @@ void table_parameters(const ResultsSummary& s, std::ostream& os) {
         else
             os << pad(num(err[q]), 12) << pad(num(s.ensemble.mean[q]), 14) << pad(num(s.ensemble.std[q]), 12)
                << pad(num(s.ensemble.quantiles[P + q]), 14) << num(s.ensemble.quantiles[3 * P + q]);
+        if (q < s.at_bound.size() && s.at_bound[q] != 0)
+            os << (s.at_bound[q] < 0 ? "  * at its lower bound" : "  * at its upper bound");
         os << "\n";
     }
     if (!central_done(s)) return;
+    if (std::any_of(s.at_bound.begin(), s.at_bound.end(), [](int b) { return b != 0; }))
+        os << "(* the central fit ended on the parameter's bound: its +-fit is the curvature of chi2 there\n"
+              "   as if there were no bound, not an interval: the data do not constrain it beyond the\n"
+              "   bound. The replicas' 16%/84% quantiles are the uncertainty to quote, one-sided at the\n"
+              "   bound; or widen or free the bound)\n";
     if (s.errors.scale == ErrorScale::chi2)
         os << "(+-fit: sqrt of the diagonal of the central covariance (J^T W J)^-1 x chi2/ndf = "
            << num(s.chi2_per_ndf) << ", scaled: [fit] error_scale = chi2)\n";
@@ -131,6 +138,43 @@ void table_replicas(const ResultsSummary& s, std::ostream& os) {
         os << "statistics over the 1 converged replica (one replica has no spread: std '-')\n";
     else
         os << "statistics over the " << s.converged << " converged\n";
+}
+
+/// /quality: chi2 / N per data set and in total, the correlated sources' fitted shifts and
+/// pulls, the spread of the replicas' chi2 against the central data.
+void table_quality(const ResultsSummary& s, std::ostream& os) {
+    const FitQuality& q = s.quality;
+    if (q.empty()) return;
+    os << "\nfit quality of the central fit (chi2 with the data's full covariance, src/fit/fit_quality.hpp):\n";
+    os << "  " << pad("data set", 24) << pad("N", 8) << pad("chi2", 12) << "chi2/N\n";
+    for (size_t d = 0; d < q.dataset_names.size(); ++d)
+        os << "  " << pad(q.dataset_names[d], 24) << pad(std::to_string(q.dataset_n[d]), 8)
+           << pad(num(q.dataset_chi2[d]), 12) << num(q.dataset_chi2[d] / static_cast<double>(q.dataset_n[d])) << "\n";
+    os << "  " << pad("total", 24) << pad(std::to_string(q.n), 8) << pad(num(q.chi2), 12)
+       << num(q.chi2 / static_cast<double>(q.n)) << "\n";
+    if (!q.dataset_names.empty())
+        os << "  (a data set's chi2 uses its own block of the covariance: the parts add up to the total\n"
+              "   only when no correlated source spans two data sets)\n";
+    if (!q.source_names.empty()) {
+        os << "\ncorrelated sources, fitted shifts (nuisance parameters, in units of their 1 sigma, the theory\n"
+              "at the central fit):\n";
+        os << "  " << pad("source", 28) << pad("shift", 12) << pad("+-", 12) << "pull\n";
+        for (size_t k = 0; k < q.source_names.size(); ++k)
+            os << "  " << pad(q.source_names[k], 28) << pad(num(q.shift[k]), 12) << pad(num(q.shift_error[k]), 12)
+               << num(q.pull[k]) << (std::abs(q.pull[k]) > 3.0 ? "  * pull beyond 3" : "") << "\n";
+    }
+    std::vector<double> c;
+    for (double v : q.replica_chi2)
+        if (std::isfinite(v)) c.push_back(v);
+    if (!c.empty()) {
+        std::sort(c.begin(), c.end());
+        double mean = 0.0;
+        for (double v : c) mean += v;
+        mean /= static_cast<double>(c.size());
+        os << "replicas' chi2 against the central data (" << c.size() << "): mean " << num(mean) << ", median "
+           << num(c[c.size() / 2]) << ", min " << num(c.front()) << ", max " << num(c.back())
+           << " (each in /quality/replica_chi2)\n";
+    }
 }
 
 struct Pair {
@@ -260,6 +304,22 @@ void json_central(const ResultsSummary& s, std::ostream& os) {
        << ",\n    \"correlation\": " << json_matrix(s.central_correlation, P) << "}";
 }
 
+/// /quality (null for a file without it); each replica's chi2 stays in the file.
+void json_quality(const ResultsSummary& s, std::ostream& os) {
+    const FitQuality& q = s.quality;
+    if (q.empty()) {
+        os << "null";
+        return;
+    }
+    std::vector<double> n(q.dataset_n.begin(), q.dataset_n.end());
+    os << "{\"chi2\": " << exact(q.chi2, "null") << ", \"n\": " << q.n
+       << ",\n    \"datasets\": " << json_strings(q.dataset_names) << ", \"dataset_chi2\": "
+       << json_array(q.dataset_chi2.data(), q.dataset_chi2.size()) << ", \"dataset_n\": " << json_array(n.data(), n.size())
+       << ",\n    \"sources\": " << json_strings(q.source_names) << ", \"shift\": " << json_array(q.shift.data(), q.shift.size())
+       << ", \"shift_error\": " << json_array(q.shift_error.data(), q.shift_error.size())
+       << ", \"pull\": " << json_array(q.pull.data(), q.pull.size()) << "}";
+}
+
 void json_ensemble(const ResultsSummary& s, std::ostream& os) {
     const size_t P = static_cast<size_t>(s.P());
     if (!has_ensemble(s)) {
@@ -282,6 +342,7 @@ void write_summary_table(const ResultsSummary& s, bool all_correlations, std::os
     table_central_line(s, os);
     table_parameters(s, os);
     table_replicas(s, os);
+    table_quality(s, os);
     if (all_correlations) table_all_correlations(s, os);
     else table_top_correlations(s, os);
 }
@@ -315,6 +376,8 @@ void write_summary_json(const ResultsSummary& s, std::ostream& os) {
     json_central(s, os);
     os << ",\n  \"ensemble\": ";
     json_ensemble(s, os);
+    os << ",\n  \"quality\": ";
+    json_quality(s, os);
     os << "\n}\n";
 }
 

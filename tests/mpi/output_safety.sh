@@ -172,9 +172,9 @@ PY
 expect_error 3 "t_resize.h5: dataset /replicas/params has shape 17 x 10, expected 20 x 10" -- \
     "$EF" merge -o m.h5 s0.h5 t_resize.h5
 expect_error 3 "t_retype.h5: dataset /replicas/status is not of type int64" -- "$EF" merge -o m.h5 s0.h5 t_retype.h5
-expect_error 3 "t_index.h5: dataset /replicas/index: row 3 holds replica 1000000000" -- \
+expect_error 3 "t_index.h5: dataset /replicas/index: row 4 holds replica 1000000000" -- \
     "$EF" merge -o m.h5 s0.h5 t_index.h5
-expect_error 3 "t_status.h5: dataset /replicas/status: row 2 has status 7" -- "$EF" merge -o m.h5 s0.h5 t_status.h5
+expect_error 3 "t_status.h5: dataset /replicas/status: row 3 has status 7" -- "$EF" merge -o m.h5 s0.h5 t_status.h5
 expect_error 3 "t_missing.h5: dataset /replicas/chi2 is missing" -- "$EF" merge -o m.h5 s0.h5 t_missing.h5
 expect_error 3 "t_span.h5: attributes range_begin, range_end, has_central do not match" -- \
     "$EF" merge -o m.h5 s0.h5 t_span.h5

@@ -26,8 +26,8 @@ for cmd in summary predict; do
     [ $cmd = predict ] && extra=(--at at.csv)
     check params-wide "dataset /replicas/params has shape 5 x 3, expected 5 x 2" "$EF" $cmd FILE "${extra[@]}"
     check index-short "dataset /replicas/index has shape 4, expected 5" "$EF" $cmd FILE "${extra[@]}"
-    check status-unknown "dataset /replicas/status: row 1 has status 7" "$EF" $cmd FILE "${extra[@]}"
-    check central-status "dataset /central/status: row 0 has status -5" "$EF" $cmd FILE "${extra[@]}"
+    check status-unknown "dataset /replicas/status: row 2 has status 7" "$EF" $cmd FILE "${extra[@]}"
+    check central-status "dataset /central/status: row 1 has status -5" "$EF" $cmd FILE "${extra[@]}"
     check names-fixed "attribute 'param_names' on '/' is not a list of variable-length strings" "$EF" $cmd FILE \
         "${extra[@]}"
     check seed-text "attribute 'replicas_total' on '/' is not one number" "$EF" $cmd FILE "${extra[@]}"
@@ -53,7 +53,7 @@ expect_error 3 "lo-drop.h5: its stored config \(attribute canonical_config\) has
 expect_error 3 "lo-drop.h5: its stored config" -- "$EF" export lhapdf lo-drop.h5 -o lh/BAD
 [ ! -e lh/BAD/BAD.info ] || fail "a refused export wrote its set"
 $TAMPER status-unknown lo.h5 lo-status.h5
-expect_error 3 "lo-status.h5: dataset /replicas/status: row 1 has status 7" -- "$EF" pdf lo-status.h5 --q2 10 --x 0.1
+expect_error 3 "lo-status.h5: dataset /replicas/status: row 2 has status 7" -- "$EF" pdf lo-status.h5 --q2 10 --x 0.1
 "$EF" pdf lo.h5 --q2 10 --x 0.1 > /dev/null 2>&1 || fail "pdf of the good file"
 ok "pdf and export lhapdf: a stored layout unlike the datasets, a bad status refused"
 

@@ -5,6 +5,11 @@ NAME_0000.dat, interpolates x f log-bicubically (splines in ln x and ln Q^2 per 
 compares with the `mean` column of an `ensemblefit pdf` CSV (member 0 is the replica mean).
 
 usage: lhapdf_check.py DIR/NAME PDF.csv [TOL]     exit 0 when every value above 1e-6 agrees to TOL
+
+It also checks the .info against the LHAPDF 6 format and the grid: Particle 2212 (a proton set),
+NumMembers = the .dat files, QMin and QMax = the grid's ends, NumFlavors = 3 + the quark masses
+below QMax in a variable-flavour set, AlphaS_Qs and AlphaS_Vals one per Q knot, and no subgrid
+narrower in ln Q than the widest knot spacing of the others.
 """
 import csv
 import math
@@ -12,6 +17,7 @@ import os
 import sys
 
 import numpy as np
+import yaml
 from scipy.interpolate import RectBivariateSpline
 
 # dis_pdf_names() order -> PDG id (g, u, ubar, d, dbar, s, c, b)
@@ -46,6 +52,37 @@ def xf(blocks, pid, x, q2):
     raise ValueError("Q = %g outside the grid" % q)
 
 
+def check_info(target, name, blocks):
+    """Problems with the .info, as a list of strings (empty: none)."""
+    info = yaml.safe_load(open(os.path.join(target, name + ".info")))
+    bad = []
+    members = len([f for f in os.listdir(target) if f.startswith(name + "_") and f.endswith(".dat")])
+    if info.get("Particle") != 2212:
+        bad.append("Particle is %r, not 2212" % info.get("Particle"))
+    if info.get("Format") != "lhagrid1":
+        bad.append("Format is not lhagrid1")
+    if info.get("NumMembers") != members:
+        bad.append("NumMembers %r, %d .dat files" % (info.get("NumMembers"), members))
+    knots = [q for _, qs, _, _ in blocks for q in qs]
+    if abs(info["QMin"] - knots[0]) > 1e-9 * knots[0] or abs(info["QMax"] - knots[-1]) > 1e-9 * knots[-1]:
+        bad.append("QMin/QMax %r/%r, grid %r..%r" % (info["QMin"], info["QMax"], knots[0], knots[-1]))
+    if info.get("FlavorScheme") == "variable":
+        masses = [info[k] for k in ("MCharm", "MBottom", "MTop") if k in info]
+        want = 3 + sum(1 for m in masses if m < info["QMax"])
+        if info.get("NumFlavors") != want:
+            bad.append("NumFlavors %r, the masses below QMax give %d" % (info.get("NumFlavors"), want))
+    if len(info.get("AlphaS_Qs", [])) != len(knots) or len(info.get("AlphaS_Vals", [])) != len(knots):
+        bad.append("AlphaS_Qs/AlphaS_Vals not one per Q knot")
+    if "SetIndex" in info and not (isinstance(info["SetIndex"], int) and info["SetIndex"] > 0):
+        bad.append("SetIndex %r is not a positive integer" % info["SetIndex"])
+    widths = [math.log(qs[-1] / qs[0]) for _, qs, _, _ in blocks]
+    for i, (_, qs, _, _) in enumerate(blocks):
+        others = [max(np.diff(np.log(q))) for j, (_, q, _, _) in enumerate(blocks) if j != i]
+        if others and widths[i] < max(others) * (1 - 1e-9):
+            bad.append("subgrid %d spans %.3g in ln Q, less than the knot spacing %.3g of another" % (i, widths[i], max(others)))
+    return bad
+
+
 def main():
     target, csv_path = sys.argv[1], sys.argv[2]
     tol = float(sys.argv[3]) if len(sys.argv) > 3 else 1e-3
@@ -53,6 +90,9 @@ def main():
     info = open(os.path.join(target, name + ".info")).read()
     assert "Format: lhagrid1" in info and "NumMembers:" in info, "bad .info"
     blocks = read_member(os.path.join(target, name + "_0000.dat"))
+    problems = check_info(target, name, blocks)
+    for p in problems:
+        print("lhapdf_check: %s.info: %s" % (name, p))
     worst, checked = 0.0, 0
     with open(csv_path) as f:
         for row in csv.DictReader(f):
@@ -65,7 +105,7 @@ def main():
                 worst = max(worst, abs(got - want) / abs(want))
                 checked += 1
     print("lhapdf_check: %d values, worst relative deviation %.2e" % (checked, worst))
-    return 0 if checked > 0 and worst < tol else 1
+    return 0 if checked > 0 and worst < tol and not problems else 1
 
 
 if __name__ == "__main__":

@@ -725,7 +725,7 @@ TEST_CASE("parameter bounds keep the contour right of every pole", "[dis-mellin]
           }).rfind("param.g_a.start:", 0) == 0);
 }
 
-TEST_CASE("dis-mellin data are validated with the point index", "[dis-mellin][config]") {
+TEST_CASE("dis-mellin data are validated with the 1-based data row", "[dis-mellin][config]") {
     const ef::DisMellinSettings s;
     auto err = [&](std::vector<double> rows) {
         try {
@@ -737,10 +737,12 @@ TEST_CASE("dis-mellin data are validated with the point index", "[dis-mellin][co
         return std::string();
     };
 
-    CHECK(err({0.1, 10, 1, 1.0, 10, 1}).find("point 1: x = 1") != std::string::npos);
-    CHECK(err({0.1, -2, 1}).find("point 0: Q2") != std::string::npos);
-    CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 4}).find("point 2: target") != std::string::npos);
+    CHECK(err({0.1, 10, 1, 1.0, 10, 1}).find("data row 2: x = 1") != std::string::npos);
+    CHECK(err({0.1, -2, 1}).find("data row 1: Q2") != std::string::npos);
+    CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 4}).find("data row 3: target") != std::string::npos);
     CHECK(err({0.1, 10, 1, 0.2, 10, 2, 0.3, 10, 3}).empty());  // 3: deuteron
+    // below Q0^2 (q0 = 1.27 GeV by default): refused, not evolved backwards
+    CHECK(err({0.1, 10, 1, 0.2, 1.5, 1}).find("data row 2: Q2 = 1.5 GeV^2 is below Q0^2") != std::string::npos);
     CHECK(err({0.1, 10, 1, 0.2}).find("rows of") != std::string::npos);
 }
 
