@@ -25,7 +25,7 @@ took() { echo "setup:   done in $((SECONDS - $1)) s"; }
 
 packages=(g++ make cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 librandom123-dev libfftw3-dev libpng-dev libyaml-cpp-dev
-          python3-numpy python3-scipy python3-h5py python3-matplotlib)
+          python3-numpy python3-scipy python3-h5py python3-matplotlib python3-yaml)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
