@@ -21,6 +21,7 @@
 #include "src/io/output_file.hpp"
 #include "src/core/text.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/job_script.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_args.hpp"
 
@@ -121,6 +122,7 @@ int cores_of_this_process() {
 
 struct AdviseArgs {
     AdviseRequest req;
+    int node_gpus = 0;  ///< GPUs of the node advise plans for (the allocation's, else visible)
     std::vector<int> ranks_per_gpu{1, 2, 4};
     std::string output, workers;
 };
@@ -168,6 +170,7 @@ std::string decide_machine(AdviseArgs& a, int& gpus) {
     a.req.cores = env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node : cores_of_this_process();
     const int visible = static_cast<int>(probe_devices(false).size());
     gpus = env.slurm_gpus_on_node > 0 ? std::min(env.slurm_gpus_on_node, std::max(visible, 0)) : visible;
+    a.node_gpus = gpus;
     const std::string w = a.workers.empty() ? (gpus > 0 ? "cpu,gpu" : "cpu") : a.workers;
     a.req.cpu = w == "cpu" || w == "cpu,gpu" || w == "gpu,cpu";
     a.req.gpu = (w == "gpu" || w == "cpu,gpu" || w == "gpu,cpu") && gpus > 0;
@@ -258,6 +261,41 @@ void print_work(const AdviseRequest& req, const std::vector<advise::CalibrationP
                                                : "below both ceilings (latency of dependent steps)");
 }
 
+/**
+ * The sbatch line of the jobs/ script that gives placement `p` on the node advise plans for,
+ * only when the script's own rule (job_script_refusal, which the script asks at run time through
+ * `ensemblefit job-check`) accepts it; otherwise why no script does.
+ */
+void print_sbatch_line(const advise::Placement& p, const AdviseArgs& a, const std::string& tail) {
+    JobShape s;
+    s.tasks_per_node = p.ranks();
+    s.node_cpus = a.req.cores;
+    s.node_gpus = a.node_gpus;
+    s.gpus_per_node = p.gpus;
+    s.gpu_ranks = p.gpu_ranks();
+    std::string script = "rank-per-core.sbatch", workers = " --run.workers cpu";
+    if (p.gpus == 0) {
+        s.cpus_per_task = p.threads;
+    } else if (p.cpu_ranks == 0) {
+        script = "rank-per-gpu.sbatch";
+        workers = " --run.workers gpu";
+        s.cpus_per_task = std::max(1, a.req.cores / p.ranks());
+    } else {
+        script = "hybrid.sbatch";
+        workers = "";  // the script gives each rank its kind
+        s.cpus_per_task = p.threads;
+    }
+    const std::string why = a.req.recon ? "the jobs/ scripts run `ensemblefit fit`, not a reconstruction"
+                                        : job_script_refusal(script, s);
+    if (!why.empty()) {
+        std::printf("  Slurm: no jobs/ script gives this placement (%s); in a job holding the node, run the mpirun "
+                    "line above\n", why.c_str());
+        return;
+    }
+    std::printf("  Slurm: sbatch %s jobs/%s %s%s%s\n", job_script_options(script, s).c_str(), script.c_str(),
+                a.req.config.c_str(), workers.c_str(), tail.c_str());
+}
+
 /// The command line and Slurm options that give placement `p`.
 void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     const std::string cmd = a.req.recon ? "reconstruct" : "fit";
@@ -272,16 +310,7 @@ void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     else
         std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers %s --run.threads %d%s\n", p.ranks(),
                     cmd.c_str(), a.req.config.c_str(), p.gpus == 0 ? "cpu" : "gpu", p.threads, tail.c_str());
-    if (p.gpus == 0)
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --cpus-per-task=%d (jobs/rank-per-core.sbatch or hybrid.sbatch)\n",
-                    p.ranks(), p.threads);
-    else if (p.cpu_ranks == 0)
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=%d (ranks sharing GPUs: "
-                    "--gpus-per-task does not apply)\n",
-                    p.ranks(), p.gpus, std::max(1, a.req.cores / p.ranks()));
-    else
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=1 (jobs/hybrid.sbatch)\n",
-                    p.ranks(), p.gpus);
+    print_sbatch_line(p, a, tail);
 }
 
 void print_table(const std::vector<advise::Prediction>& rows, size_t pick) {

@@ -300,9 +300,25 @@ void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
 }
 
 std::vector<std::string> placement_warnings(const std::vector<std::string>& rows) {
+    std::vector<std::string> out = placement_core_warnings(rows);
+    std::string far;
+    for (const auto& r : rows) {
+        const std::vector<std::string> c = split_tabs(r);
+        const auto numa = c[6].find("(NUMA ");
+        const auto on = c[6].find(", cores on NUMA ");
+        if (numa != std::string::npos && on != std::string::npos && c[6].find('?') == std::string::npos &&
+            c[6].substr(numa + 6, on - numa - 6) != c[6].substr(on + 16, c[6].size() - on - 17))
+            far += (far.empty() ? "" : ", ") + c[0];
+    }
+    if (!far.empty()) out.insert(out.begin() + (out.empty() || out[0].rfind("more threads", 0) != 0 ? 0 : 1),
+                                 "rank(s) " + far + ": cores on another NUMA node than their GPU");
+    return out;
+}
+
+std::vector<std::string> placement_core_warnings(const std::vector<std::string>& rows) {
     std::vector<std::string> out;
     std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_host;
-    std::string crowded, far;
+    std::string crowded;
     bool omp_bound = false;  // OpenMP binds threads to places: OMP_PLACES / OMP_PROC_BIND
     for (const auto& r : rows) {
         const std::vector<std::string> c = split_tabs(r);
@@ -311,14 +327,8 @@ std::vector<std::string> placement_warnings(const std::vector<std::string>& rows
         omp_bound = omp_bound || c[5].find("omp-") != std::string::npos;
         if (!cpus.empty() && c[2].rfind("cpu", 0) == 0 && std::atoi(c[3].c_str()) > static_cast<int>(cpus.size()))
             crowded += (crowded.empty() ? "" : ", ") + c[0] + " (" + c[3] + " on " + c[4] + ")";
-        const auto numa = c[6].find("(NUMA ");
-        const auto on = c[6].find(", cores on NUMA ");
-        if (numa != std::string::npos && on != std::string::npos && c[6].find('?') == std::string::npos &&
-            c[6].substr(numa + 6, on - numa - 6) != c[6].substr(on + 16, c[6].size() - on - 17))
-            far += (far.empty() ? "" : ", ") + c[0];
     }
     if (!crowded.empty()) out.push_back("more threads than cores on rank(s) " + crowded);
-    if (!far.empty()) out.push_back("rank(s) " + far + ": cores on another NUMA node than their GPU");
     for (const auto& [host, ranks] : by_host) {
         std::set<std::string> names;
         std::set<int> shared;

@@ -70,4 +70,9 @@ void print_placement(const std::vector<std::string>& rows, std::ostream& os);
 /// cores, more threads than cores, a GPU rank's cores on another NUMA node than its GPU.
 std::vector<std::string> placement_warnings(const std::vector<std::string>& rows);
 
+/// The part of placement_warnings() that says a run's ranks did not each have cores of their
+/// own (ranks of one host sharing cores, more threads than a rank's cores): what makes a run's
+/// time no measure of its core count (`report` marks such runs).
+std::vector<std::string> placement_core_warnings(const std::vector<std::string>& rows);
+
 }  // namespace ef
