@@ -128,7 +128,7 @@ Study make_study(std::vector<RunTiming> runs, const StudyOptions& o) {
             s.base[g] = r;
         } else if (s.counts(r) && units_of(r) == units_of(s.base[g]) && baseline.empty() &&
                    scaling_input(r).items != scaling_input(s.base[g]).items) {
-            s.notes.push_back("several " + g + " runs have the fewest ranks and different work (" + s.base[g].file +
+            s.notes.push_back("several " + g + " runs have the fewest cores and different work (" + s.base[g].file +
                               ", " + r.file + "): one study per report, or name the baseline with --baseline");
         }
     }
@@ -306,7 +306,7 @@ void print_study(const Study& s, ScalingMode forced) {
         const RunTiming* top = nullptr;
         for (const RunTiming& r : s.runs)
             if (g != "mixed" && group_of(r) == g && s.counts(r) && units_of(r) > units_of(b) &&
-                (!top || units_of(r) >= units_of(*top)))
+                (!top || units_of(r) > units_of(*top)))  // of equal cores, the fewest ranks
                 top = &r;
         if (!top) continue;
         const ScalingPoint p = point_of(s, *top, forced);
@@ -377,7 +377,7 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::vector<std::string> files;
     std::string csv, baseline;
     desc.add_options()("help,h", "this text")("csv", po::value<std::string>(&csv), "also write the table as CSV")(
-        "baseline", po::value<std::string>(&baseline), "run to compare its group against (default: fewest ranks)")(
+        "baseline", po::value<std::string>(&baseline), "run to compare its group against (default: fewest cores)")(
         "weak", "weak scaling: the work grew with the ranks (default: detected)")(
         "strong", "strong scaling: the same work on every run (default: detected)")(
         "runs", "also one row per run record of each file, with its date and command line")(
