@@ -375,8 +375,9 @@ AllowedCpus allowed_cpus(const MpiContext& ctx) {
         a.note = held + ", and `scontrol show job -d` did not say which: ranks of other jobs may share these cores "
                         "(a Slurm that binds, TaskPlugin=task/affinity or task/cgroup, or --exclusive avoids it)";
     } else {
-        a.note = held + ", but its CPU_IDs " + format_cpus(ids) + " (Slurm's numbering) are not among them: ranks of other "
-                        "jobs may share these cores (TaskPlugin=task/affinity or task/cgroup, or --exclusive avoids it)";
+        a.note = held + ", but its CPU_IDs " + format_cpus(ids) + " (Slurm's numbering) are not " +
+                 std::to_string(env.slurm_job_cpus_on_node) + " of them: ranks of other jobs may share these cores "
+                 "(TaskPlugin=task/affinity or task/cgroup, or --exclusive avoids it)";
     }
     return a;
 }

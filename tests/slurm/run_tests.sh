@@ -213,13 +213,10 @@ printf '%s\n' "$A_BAD" "$M_BAD" >> "$JOBLIST"
 
 # advise inside a job of 2 CPUs: the sbatch line it prints is submitted in the second wave (the
 # named script's own check and Slurm must accept it). hybrid.sbatch in an allocation without
-# GPUs: refused by the script's check (the same rule), exit 2. Two one-CPU jobs at once under
-# task/none (every job sees the whole node): each rank on the CPU_IDs Slurm gave its job.
+# GPUs: refused by the script's check (the same rule), exit 2.
 J_ADV=$(submit advise --ntasks=1 --cpus-per-task=2 --wrap "$EF advise $CONFIG --budget 3")
-J_NOGPU=$(EF_OUTDIR=nogpu submit hybrid-nogpu --ntasks-per-node=2 --cpus-per-task=1 --gres=gpu:0 \
+J_NOGPU=$(EF_OUTDIR=nogpu submit hybrid-nogpu --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
     "$JOBS/hybrid.sbatch" "$CONFIG")
-J_ID1=$(EF_OUTDIR=ids1 EF_ARGS="--debug.slowdown 0:200" submit ids1 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
-J_ID2=$(EF_OUTDIR=ids2 EF_ARGS="--debug.slowdown 0:200" submit ids2 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
 
 # The CPU studies only: this Slurm's pretend GPUs (SLURM_GPUS_ON_NODE) would start the GPU and
 # mixed studies, which need a CUDA build.
@@ -249,7 +246,7 @@ if [ -f "$SRC/inputs/dis-mellin.ini" ] && "$EF" fit "$SRC/inputs/dis-mellin.ini"
     log "submitted: dis-mellin example with 8 replicas $J_DIS"
 fi
 
-wait_for "$J_ADV" "$J_NOGPU" "$J_ID1" "$J_ID2" "$J_CORE" "$J_ONE" "$J_NONE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
+wait_for "$J_ADV" "$J_NOGPU" "$J_CORE" "$J_ONE" "$J_NONE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
 set +e   # from here on every check runs, failed or not
 
 # ---------------------------------------------------------------- rank-per-core
@@ -292,22 +289,6 @@ check "hybrid.sbatch without GPUs exits 2" test "$(records "$J_NOGPU" | field Ex
 check "hybrid.sbatch without GPUs: one line saying why, from the shared rule" \
     grep -q "error: hybrid.sbatch: no GPUs in this allocation (--gpus-per-node)" "$glog"
 check "hybrid.sbatch without GPUs ran nothing" test ! -e nogpu/example.h5
-for j in "$J_ID1" "$J_ID2"; do check "one-CPU job $j completed" completed "$j" || show_log logs/ids*-"$j".out; done
-c1=$(place cores ids1/example.h5) c2=$(place cores ids2/example.h5)
-tp=$(scontrol show config | sed -n 's/^TaskPlugin *= *//p')
-if [[ "$tp" != *task/none* ]]; then
-    skip "one-CPU jobs: TaskPlugin=$tp binds the tasks to the job's CPUs itself"
-elif [ "$(grep -l "launcher of Slurm job's CPU_IDs" "logs/ids1-$J_ID1.out" "logs/ids2-$J_ID2.out" | wc -l)" = 2 ]; then
-    if [ "$c1" != "$c2" ]; then
-        ok "two one-CPU jobs at once under $tp: cores $c1 and $c2, each its job's CPU_IDs"
-    else
-        log "the two one-CPU jobs did not overlap in time (both got CPU $c1): distinctness not checked"
-    fi
-else
-    bad "one-CPU jobs under $tp: the placement line does not say the cores came from the job's CPU_IDs (cores $c1, $c2)"
-    show_log "logs/ids1-$J_ID1.out" "logs/ids2-$J_ID2.out"
-fi
-
 # ---------------------------------------------------------------- array + merge
 check "array job: 4 tasks completed" completed "$A_OK" || show_log array/logs/*_"$A_OK"_*.out
 check "merge job completed after the array" completed "$M_OK" || show_log array/logs/ef-merge_"$M_OK".out
@@ -362,7 +343,6 @@ read -r _ A_RQ M_RQ < <(EF_REQUEUE=1 EF_SHARDS=2 EF_OUTDIR=arq EF_ARGS="$SLOW" E
     "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
 read -r _ A_ST M_ST < <(EF_SHARDS=2 EF_OUTDIR=ast EF_ARGS="$SLOW" EF_SBATCH_ARGS="--ntasks=1 $EF_SBATCH_ARGS" \
     "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
-J_ADVISED=$(EF_OUTDIR=advised submit advised "${AOPTS[@]}" "$JOBS/$ascript" "${AARGS[@]}")
 printf '%s\n' "$J_OVER" "$J_REQ" "$J_STOP" "${SPLIT_IDS[@]}" "$M_SPLIT" "$A_RQ" "$M_RQ" "$A_ST" "$M_ST" >> "$JOBLIST"
 log "submitted: overwrite $J_OVER, requeue $J_REQ, stop $J_STOP, split arrays $A_SPLIT + merge $M_SPLIT," \
     "array with a requeued task $A_RQ + merge $M_RQ, array with a stopped task $A_ST + merge $M_ST"
@@ -380,10 +360,7 @@ stop_when_fitting "${A_ST}_1" ast/shards/example-1.h5 || bad "array task ${A_ST}
 # The requeued job waits out Slurm's requeue delay (about 2 min). Not cut short: a requeued job
 # started at once (scontrol update StartTime=now) was marked COMPLETED by its first run's
 # late exit, with its second run's step aborted (Slurm 22.05).
-wait_for "$J_ADVISED" "$J_OVER" "$J_REQ" "$J_STOP" "${SPLIT_IDS[@]}" "$M_SPLIT" "$A_RQ" "$M_RQ" "$A_ST" "$M_ST" || true
-check "advise's sbatch line ran to completion" completed "$J_ADVISED" || show_log "logs/advised-$J_ADVISED.out"
-check "advise's line: the script's check accepted it" grep -q "^job-check: $ascript: .*: accepted" "logs/advised-$J_ADVISED.out"
-check "advise's line result == mpirun result (bitwise)" same ref.h5 advised/example.h5
+wait_for "$J_OVER" "$J_REQ" "$J_STOP" "${SPLIT_IDS[@]}" "$M_SPLIT" "$A_RQ" "$M_RQ" "$A_ST" "$M_ST" || true
 check "EF_ARGS=--overwrite job completed" completed "$J_OVER" || show_log "logs/overwrite-$J_OVER.out"
 check "EF_ARGS=--overwrite: no '--resume and --overwrite' refusal" \
     bash -c "! grep -q 'exclude each other' logs/overwrite-$J_OVER.out"
@@ -430,6 +407,37 @@ check "4 shards, MaxArraySize 3: two arrays and the limit named" \
 for a in "${SPLIT_IDS[@]}"; do check "split array $a completed" completed "$a"; done
 check "the merge after both arrays completed" completed "$M_SPLIT" || show_log split/logs/ef-merge_"$M_SPLIT".out
 check "split arrays merged == mpirun result (bitwise)" same ref.h5 split/example.h5
+
+# ---------------------------------------------------------------- one-CPU jobs side by side
+# Two one-CPU jobs at once, on an otherwise idle node: under task/none every job sees the whole
+# node, and bind = auto takes the CPU_IDs Slurm gave each job (scontrol show job -d), so they run
+# on CPUs 0 and 1, not both on the first.
+J_ID1=$(EF_OUTDIR=ids1 EF_ARGS="--debug.slowdown 0:100" submit ids1 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+J_ID2=$(EF_OUTDIR=ids2 EF_ARGS="--debug.slowdown 0:100" submit ids2 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+# advise's sbatch line (from the first wave), after them: it takes the node's other CPUs.
+J_ADVISED=$(EF_OUTDIR=advised submit advised "${AOPTS[@]}" "$JOBS/$ascript" "${AARGS[@]}")
+wait_for "$J_ID1" "$J_ID2" "$J_ADVISED" || true
+check "advise's sbatch line ran to completion" completed "$J_ADVISED" || show_log "logs/advised-$J_ADVISED.out"
+check "advise's line: the script's check accepted it" grep -q "^job-check: $ascript: .*: accepted" "logs/advised-$J_ADVISED.out"
+check "advise's line result == mpirun result (bitwise)" same ref.h5 advised/example.h5
+for j in "$J_ID1" "$J_ID2"; do check "one-CPU job $j completed" completed "$j" || show_log logs/ids*-"$j".out; done
+c1=$(place cores ids1/example.h5) c2=$(place cores ids2/example.h5)
+tp=$(scontrol show config | sed -n 's/^TaskPlugin *= *//p')
+ilogs=("logs/ids1-$J_ID1.out" "logs/ids2-$J_ID2.out")
+if [[ "$tp" != *task/none* ]]; then
+    skip "one-CPU jobs: TaskPlugin=$tp binds the tasks to the job's CPUs itself"
+elif [ "$(grep -l "of Slurm job's CPU_IDs" "${ilogs[@]}" | wc -l)" = 2 ]; then
+    if [ "$c1" != "$c2" ]; then
+        ok "two one-CPU jobs at once under $tp: cores $c1 and $c2, each its job's CPU_IDs"
+    else
+        log "the two one-CPU jobs did not overlap in time (both got CPU $c1): distinctness not checked"
+    fi
+elif grep -q "(Slurm's numbering) are not 1 of them" "${ilogs[@]}"; then
+    skip "one-CPU jobs: Slurm gave CPU_IDs this machine does not have (the node declares $CPUS CPUs), warned"
+else
+    bad "one-CPU jobs under $tp: the placement line does not say the cores came from the job's CPU_IDs (cores $c1, $c2)"
+    show_log "${ilogs[@]}"
+fi
 
 # ---------------------------------------------------------------- GPU binding (pretend GPUs)
 if [ -n "${J_GPU:-}" ]; then
