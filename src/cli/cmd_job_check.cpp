@@ -12,10 +12,9 @@
 namespace ef {
 namespace {
 
-int cmd_job_check(const std::vector<std::string>& args, const MpiContext& ctx) {
+int job_check(const std::vector<std::string>& args) {
     if (args.empty() || args[0] == "-h" || args[0] == "--help") {
-        if (ctx.is_root())
-            std::printf("usage: ensemblefit job-check SCRIPT [--gpu-ranks N]\n\n"
+        std::printf("usage: ensemblefit job-check SCRIPT [--gpu-ranks N]\n\n"
                         "Inside a Slurm job: exits 0 when the job's allocation on this node suits the jobs/\n"
                         "script SCRIPT (rank-per-core.sbatch, rank-per-gpu.sbatch, hybrid.sbatch), else prints\n"
                         "why in one line and exits 2. The rule is the one `advise` checks its sbatch lines by.\n"
@@ -36,14 +35,24 @@ int cmd_job_check(const std::vector<std::string>& args, const MpiContext& ctx) {
     const JobShape s = job_shape_from_slurm(args[0], gpu_ranks);
     const std::string why = job_script_refusal(args[0], s);
     if (!why.empty()) throw usage_error(why);
-    if (ctx.is_root())
-        std::printf("job-check: %s: %d task(s) x %d CPU(s), %d GPU rank(s), %d GPU(s) on a node of %d CPU(s): accepted\n",
+    std::printf("job-check: %s: %d task(s) x %d CPU(s), %d GPU rank(s), %d GPU(s) on a node of %d CPU(s): accepted\n",
                     args[0].c_str(), s.tasks_per_node, s.cpus_per_task, s.gpu_ranks, s.gpus_per_node, s.node_cpus);
     return 0;
 }
 
+/// Listed with the other commands; main() runs it before MPI_Init (run_job_check_without_mpi).
 const CommandRegistrar reg("job-check", "SCRIPT: whether this Slurm job suits a jobs/ script (the scripts ask it)",
-                           &cmd_job_check);
+                           [](const std::vector<std::string>& args, const MpiContext&) { return job_check(args); });
 
 }  // namespace
+
+int run_job_check_without_mpi(const std::vector<std::string>& args) {
+    try {
+        return job_check(args);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "ensemblefit: error: %s\n", e.what());
+        return static_cast<int>(e.code());
+    }
+}
+
 }  // namespace ef
