@@ -66,7 +66,7 @@ bool measure_launch(int cores, advise::ProblemModel& m, std::string& how) {
 
 void advise_help() {
     std::printf(
-        "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS]\n"
+        "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS] [--node-cores N]\n"
         "                          [-o PREDICTION.tsv [--overwrite]] [--section.key VALUE ...]\n\n"
         "Runs short calibration units of the configured fit or reconstruction in this process\n"
         "(a few replica fits or mini-batches on each worker kind, within --budget seconds, 15 by\n"
@@ -79,6 +79,8 @@ void advise_help() {
         "  --workers LIST        cpu, gpu or cpu,gpu (default: cpu, and gpu when one is visible)\n"
         "  --ranks-per-gpu LIST  ranks sharing one GPU to compare (default 1,2,4)\n"
         "  --budget SECONDS      time for all calibration runs (default 15)\n"
+        "  --node-cores N        plan for a node of N cores (a compute node, from a login node); its\n"
+        "                        sbatch line is checked against the jobs/ script's rule for that node\n"
         "  -o FILE               write the predictions (TSV) for `fit/reconstruct --predicted FILE`,\n"
         "                        which stores the prediction beside the run's measured /timing\n"
         "  --overwrite           replace an existing -o FILE\n"
@@ -123,6 +125,7 @@ int cores_of_this_process() {
 struct AdviseArgs {
     AdviseRequest req;
     int node_gpus = 0;  ///< GPUs of the node advise plans for (the allocation's, else visible)
+    int node_cores = 0;  ///< --node-cores: plan for a node of this many cores (0: this machine's or the allocation's)
     std::vector<int> ranks_per_gpu{1, 2, 4};
     std::string output, workers;
 };
@@ -137,6 +140,12 @@ bool parse_advise_args(const std::vector<std::string>& args, AdviseArgs& a) {
          [&](const std::string& v) {
              a.req.budget = parse_number_arg("--budget", v);
              if (!(a.req.budget > 0 && a.req.budget <= 86400)) throw usage_error("--budget: expected seconds in (0, 86400]");
+         }},
+        {"--node-cores", true,
+         [&](const std::string& v) {
+             const double n = parse_number_arg("--node-cores", v);
+             if (n < 1 || n > 65536 || n != static_cast<int>(n)) throw usage_error("--node-cores: expected a whole number 1..65536");
+             a.node_cores = static_cast<int>(n);
          }},
         {"-o", true, [&](const std::string& v) { a.output = v; }},
         {"--output", true, [&](const std::string& v) { a.output = v; }},
@@ -167,7 +176,9 @@ std::string load_note(int cores) {
 /// Worker kinds, cores and GPUs: the allocation's inside Slurm, else this process's.
 std::string decide_machine(AdviseArgs& a, int& gpus) {
     const LauncherEnvironment& env = launcher_environment();
-    a.req.cores = env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node : cores_of_this_process();
+    a.req.cores = a.node_cores > 0               ? a.node_cores
+                  : env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node
+                                               : cores_of_this_process();
     const int visible = static_cast<int>(probe_devices(false).size());
     gpus = env.slurm_gpus_on_node > 0 ? std::min(env.slurm_gpus_on_node, std::max(visible, 0)) : visible;
     a.node_gpus = gpus;
@@ -176,12 +187,15 @@ std::string decide_machine(AdviseArgs& a, int& gpus) {
     a.req.gpu = (w == "gpu" || w == "cpu,gpu" || w == "gpu,cpu") && gpus > 0;
     if (!a.req.cpu && w != "gpu") throw usage_error("--workers: expected cpu, gpu or cpu,gpu, got '" + excerpt(w) + "'");
     std::string where = std::to_string(a.req.cores) + " cores";
-    if (env.slurm_ntasks > 0)
+    if (a.node_cores > 0)
+        where += " of the node given by --node-cores (calibrated on this machine's " +
+                 std::to_string(cores_of_this_process()) + ")";
+    else if (env.slurm_ntasks > 0)
         where += " of this node of the Slurm allocation (" + std::to_string(env.slurm_nodes) + " node(s), " +
                  std::to_string(env.slurm_ntasks) + " task(s)); the table is per node";
     else
         where += " on this machine";
-    where += load_note(a.req.cores);
+    where += load_note(a.node_cores > 0 ? cores_of_this_process() : a.req.cores);
     if (gpus > 0) return where + ", " + std::to_string(gpus) + " GPU(s)";
     if (w.find("gpu") != std::string::npos && !a.req.cpu)
         throw usage_error("advise: --workers gpu, but no GPU is visible" + std::string(EF_HAVE_CUDA ? "" : " (built without CUDA)"));

@@ -51,6 +51,16 @@ cpus=$(sed -n 's/.*--cpus-per-task=\([0-9]*\).*/\1/p' <<< "$line")
 echo "advise's line: $line"
 SLURM_CPUS_ON_NODE=$(getconf _NPROCESSORS_ONLN) SLURM_NTASKS_PER_NODE=$tasks SLURM_CPUS_PER_TASK=$cpus "$EF" job-check "$SRC/$script" > jc.log ||
     { cat jc.log; fail "$script refuses advise's line $line"; }
+# Told the node (--node-cores 64, a compute node seen from here): the line fills that node and
+# the script's rule accepts it there, not on this machine.
+"$EF" advise example.ini --fit.replicas 200 --budget 2 --node-cores 64 > node64.log
+grep -q "^machine: 64 cores of the node given by --node-cores" node64.log || { cat node64.log; fail "--node-cores not taken"; }
+line=$(sed -n 's/^  Slurm: sbatch //p' node64.log)
+tasks=$(sed -n 's/.*--ntasks-per-node=\([0-9]*\).*/\1/p' <<< "$line")
+cpus=$(sed -n 's/.*--cpus-per-task=\([0-9]*\).*/\1/p' <<< "$line")
+[ "$((tasks * cpus))" = 64 ] || { cat node64.log; fail "the line for a 64-core node does not fill it: $line"; }
+SLURM_CPUS_ON_NODE=64 SLURM_NTASKS_PER_NODE=$tasks SLURM_CPUS_PER_TASK=$cpus "$EF" job-check rank-per-core.sbatch > jc64.log ||
+    { cat jc64.log; fail "rank-per-core.sbatch refuses advise's line for a 64-core node: $line"; }
 expect_error 2 "hybrid.sbatch: no GPUs in this allocation \(--gpus-per-node\)" -- \
     env SLURM_CPUS_ON_NODE=2 SLURM_NTASKS_PER_NODE=2 "$EF" job-check "$SRC/jobs/hybrid.sbatch"
 expect_error 2 "rank-per-core.sbatch: 32 task\(s\) x 1 CPU\(s\) per task exceed the node's 2 CPU\(s\)" -- \
