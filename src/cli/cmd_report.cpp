@@ -81,11 +81,14 @@ void check_same_work(const Study& s, const StudyOptions& o) {
     if (o.different_work || s.runs.empty()) return;
     const std::string ask = ": different work is no scaling point (--different-work compares them anyway)";
     const RunTiming& first = s.runs.front();
-    for (const RunTiming& r : s.runs) {
-        const std::string d = work_difference(first.config, r.config, false);
+    std::vector<const RunTiming*> all;  // the runs and a --baseline given apart
+    for (const RunTiming& r : s.runs) all.push_back(&r);
+    for (const auto& [g, b] : s.base) all.push_back(&b);
+    for (const RunTiming* r : all) {
+        const std::string d = work_difference(first.config, r->config, false);
         if (!d.empty())
-            throw usage_error("report: " + first.file + " and " + r.file + " did different work (" +
-                              name_difference(d, first.file, r.file) + ")" + ask);
+            throw usage_error("report: " + first.file + " and " + r->file + " did different work (" +
+                              name_difference(d, first.file, r->file) + ")" + ask);
     }
     if (o.forced != ScalingMode::automatic) return;  // --strong / --weak: the comparison as asked
     for (const auto& [g, b] : s.base) {
