@@ -13,6 +13,8 @@ group (gpu, cpu, mixed) of each run), or the result files themselves, from which
 are computed the way `report` does (per group of workers; baseline: the file given, else the
 group's run with the fewest ranks; strong or weak from the items per rank unless --weak/--strong).
 
+With a report CSV the x axis counts cores (CPU ranks x threads) and GPU ranks, as report does, and
+runs whose ranks shared cores (column shared_cores) are drawn hollow with a red x, off the lines.
 Panels: (a) speedup against the group's baseline: strong T1/TN, weak the scaled speedup
 N x T1/TN, ideal = ranks / baseline ranks for both; (b) efficiency (strong: speedup / N, weak:
 T1/TN, mixed: throughput against the parts' own) and parallel efficiency (load balance x
@@ -175,10 +177,15 @@ def main():
     else:
         runs, _ = read_h5(a.inputs, a.baseline, a.mode)
     order = {"gpu": 0, "cpu": 1, "mixed": 2}
-    runs.sort(key=lambda r: (order.get(r["group"], 1), r["ranks"]))
+    for r in runs:  # report counts cores (CPU ranks x threads) and GPU ranks; older CSVs ranks
+        r["x"] = r.get("cores") or r["ranks"]
+        r["shared"] = r.get("shared_cores", 0) == 1
+    xname = "cores / GPU ranks" if any("cores" in r for r in runs) else "ranks"
+    runs.sort(key=lambda r: (order.get(r["group"], 1), r["x"]))
     groups = list(dict.fromkeys(r["group"] for r in runs))
     modes = sorted({r["mode"] for r in runs if r["group"] != "mixed"})
-    labels = [f"{r['group']} {r['ranks']:g}" if len(groups) > 1 else f"{r['ranks']:g}" for r in runs]
+    labels = [(f"{r['group']} " if len(groups) > 1 else "") + f"{r['x']:g}" + ("*" if r["shared"] else "")
+              for r in runs]
 
     fig, ax = plt.subplots(2, 2, figsize=(11, 9.5))
     fig.suptitle(a.title or f"{' and '.join(modes) or 'mixed'} scaling, {len(runs)} runs "
@@ -191,12 +198,24 @@ def main():
     for g in groups:
         rs = [r for r in runs if r["group"] == g]
         colour, marker = GROUP_STYLE.get(g, ("#1565c0", "o"))
-        x = np.array([r["ranks"] for r in rs])
+        # Runs whose ranks shared cores (report's shared_cores): drawn apart, hollow with a red x,
+        # off the lines, as report leaves them out of its baseline, mode and claims.
+        shared = [r for r in rs if r["shared"]]
+        rs = [r for r in rs if not r["shared"]] or rs
+        x = np.array([r["x"] for r in rs])
         what = "/".join(sorted({r["mode"] for r in rs}))
+        if shared:
+            sx = [r["x"] for r in shared]
+            for ax_, key in ((s, "speedup"), (e, "scaling_efficiency")):
+                if ax_ is s and g == "mixed":
+                    continue
+                ax_.plot(sx, [r[key] for r in shared], marker, color=colour, mfc="none", ms=9, ls="none")
+                ax_.plot(sx, [r[key] for r in shared], "x", color="#c62828", ms=7, ls="none",
+                         label=f"{g}: ranks shared cores (left out)")
         if g != "mixed":
             y = np.array([r["speedup"] for r in rs])
             x0 = x.min()
-            ideal_x = np.array([x0, x.max()])
+            ideal_x = np.array([x0, max([x.max()] + [r["x"] for r in shared])])
             s.plot(ideal_x, ideal_x / x0, "--", color=colour, lw=1, alpha=0.6, label=f"{g}: ideal")
             s.plot(x, y, marker + "-", color=colour,
                    label=f"{g}, {what}" + (" (scaled speedup)" if what == "weak" else ""))
@@ -211,14 +230,14 @@ def main():
                mfc="none", label=f"{g}: parallel efficiency (LB x comm)")
     s.set_xscale("log", base=2)
     s.set_yscale("log", base=2)
-    s.set_xlabel("ranks")
+    s.set_xlabel(xname)
     s.set_ylabel("speedup")
     s.set_title("(a) speedup")
     s.legend(fontsize=8)
     e.set_xscale("log", base=2)
     effs = [r["scaling_efficiency"] for r in runs if math.isfinite(r["scaling_efficiency"])]
     e.set_ylim(0, min(max([1.1] + [1.05 * v for v in effs]), 3.0))
-    e.set_xlabel("ranks")
+    e.set_xlabel(xname)
     e.set_ylabel("efficiency")
     e.set_title("(b) efficiency")
     e.legend(fontsize=7, loc="lower left")
@@ -247,7 +266,7 @@ def main():
         c.text(x, g / 2, f"{100 * g:.0f}%", ha="center", va="center", color="white", fontsize=8)
     c.set_xticks(pos, labels, fontsize=7)
     c.set_ylim(0, 1.0)
-    c.set_xlabel("ranks")
+    c.set_xlabel(xname + (" (* ranks shared cores)" if any(r["shared"] for r in runs) else ""))
     c.set_ylabel("share of ideal")
     c.set_title("(c) efficiency factors: global = LB x comm x comp. scal.")
     c.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
@@ -262,7 +281,7 @@ def main():
         bottom += vals
     d.set_xticks(pos, labels, fontsize=7)
     d.set_ylim(0, max(1.0, bottom.max() if len(bottom) else 1.0))
-    d.set_xlabel("ranks")
+    d.set_xlabel(xname)
     d.set_ylabel("share of the ranks' total time")
     d.set_title("(d) where the time went")
     if have:

@@ -22,6 +22,7 @@
 #include "src/io/output_file.hpp"
 #include "src/core/text.hpp"
 #include "src/run/environment.hpp"
+#include "src/run/job_script.hpp"
 #include "src/run/predicted_timing.hpp"
 #include "src/run/run_args.hpp"
 
@@ -66,7 +67,7 @@ bool measure_launch(int cores, advise::ProblemModel& m, std::string& how) {
 
 void advise_help() {
     std::printf(
-        "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS]\n"
+        "usage: ensemblefit advise CONFIG.ini [--workers cpu,gpu] [--ranks-per-gpu 1,2,4] [--budget SECONDS] [--node-cores N]\n"
         "                          [-o PREDICTION.tsv [--overwrite]] [--section.key VALUE ...]\n\n"
         "Runs short calibration units of the configured fit or reconstruction in this process\n"
         "(a few replica fits or mini-batches on each worker kind, within --budget seconds, 15 by\n"
@@ -79,6 +80,8 @@ void advise_help() {
         "  --workers LIST        cpu, gpu or cpu,gpu (default: cpu, and gpu when one is visible)\n"
         "  --ranks-per-gpu LIST  ranks sharing one GPU to compare (default 1,2,4)\n"
         "  --budget SECONDS      time for all calibration runs (default 15)\n"
+        "  --node-cores N        plan for a node of N cores (a compute node, from a login node); its\n"
+        "                        sbatch line is checked against the jobs/ script's rule for that node\n"
         "  -o FILE               write the predictions (TSV) for `fit/reconstruct --predicted FILE`,\n"
         "                        which stores the prediction beside the run's measured /timing\n"
         "  --overwrite           replace an existing -o FILE\n"
@@ -134,6 +137,8 @@ int cores_of_this_process() {
 
 struct AdviseArgs {
     AdviseRequest req;
+    int node_gpus = 0;  ///< GPUs of the node advise plans for (the allocation's, else visible)
+    int node_cores = 0;  ///< --node-cores: plan for a node of this many cores (0: this machine's or the allocation's)
     std::vector<int> ranks_per_gpu{1, 2, 4};
     std::string output, workers;
 };
@@ -148,6 +153,12 @@ bool parse_advise_args(const std::vector<std::string>& args, AdviseArgs& a) {
          [&](const std::string& v) {
              a.req.budget = parse_number_arg("--budget", v);
              if (!(a.req.budget > 0 && a.req.budget <= 86400)) throw usage_error("--budget: expected seconds in (0, 86400]");
+         }},
+        {"--node-cores", true,
+         [&](const std::string& v) {
+             const double n = parse_number_arg("--node-cores", v);
+             if (n < 1 || n > 65536 || n != static_cast<int>(n)) throw usage_error("--node-cores: expected a whole number 1..65536");
+             a.node_cores = static_cast<int>(n);
          }},
         {"-o", true, [&](const std::string& v) { a.output = v; }},
         {"--output", true, [&](const std::string& v) { a.output = v; }},
@@ -178,20 +189,26 @@ std::string load_note(int cores) {
 /// Worker kinds, cores and GPUs: the allocation's inside Slurm, else this process's.
 std::string decide_machine(AdviseArgs& a, int& gpus) {
     const LauncherEnvironment& env = launcher_environment();
-    a.req.cores = env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node : cores_of_this_process();
+    a.req.cores = a.node_cores > 0               ? a.node_cores
+                  : env.slurm_cpus_on_node > 0 ? env.slurm_cpus_on_node
+                                               : cores_of_this_process();
     const int visible = static_cast<int>(probe_devices(false).size());
     gpus = env.slurm_gpus_on_node > 0 ? std::min(env.slurm_gpus_on_node, std::max(visible, 0)) : visible;
+    a.node_gpus = gpus;
     const std::string w = a.workers.empty() ? (gpus > 0 ? "cpu,gpu" : "cpu") : a.workers;
     a.req.cpu = w == "cpu" || w == "cpu,gpu" || w == "gpu,cpu";
     a.req.gpu = (w == "gpu" || w == "cpu,gpu" || w == "gpu,cpu") && gpus > 0;
     if (!a.req.cpu && w != "gpu") throw usage_error("--workers: expected cpu, gpu or cpu,gpu, got '" + excerpt(w) + "'");
     std::string where = std::to_string(a.req.cores) + " cores";
-    if (env.slurm_ntasks > 0)
+    if (a.node_cores > 0)
+        where += " of the node given by --node-cores (calibrated on this machine's " +
+                 std::to_string(cores_of_this_process()) + ")";
+    else if (env.slurm_ntasks > 0)
         where += " of this node of the Slurm allocation (" + std::to_string(env.slurm_nodes) + " node(s), " +
                  std::to_string(env.slurm_ntasks) + " task(s)); the table is per node";
     else
         where += " on this machine";
-    where += load_note(a.req.cores);
+    where += load_note(a.node_cores > 0 ? cores_of_this_process() : a.req.cores);
     if (gpus > 0) return where + ", " + std::to_string(gpus) + " GPU(s)";
     if (w.find("gpu") != std::string::npos && !a.req.cpu)
         throw usage_error("advise: --workers gpu, but no GPU is visible" + std::string(EF_HAVE_CUDA ? "" : " (built without CUDA)"));
@@ -271,6 +288,41 @@ void print_work(const AdviseRequest& req, const std::vector<advise::CalibrationP
                                                : "below both ceilings (latency of dependent steps)");
 }
 
+/**
+ * The sbatch line of the jobs/ script that gives placement `p` on the node advise plans for,
+ * only when the script's own rule (job_script_refusal, which the script asks at run time through
+ * `ensemblefit job-check`) accepts it; otherwise why no script does.
+ */
+void print_sbatch_line(const advise::Placement& p, const AdviseArgs& a, const std::string& tail) {
+    JobShape s;
+    s.tasks_per_node = p.ranks();
+    s.node_cpus = a.req.cores;
+    s.node_gpus = a.node_gpus;
+    s.gpus_per_node = p.gpus;
+    s.gpu_ranks = p.gpu_ranks();
+    std::string script = "rank-per-core.sbatch", workers = " --run.workers cpu";
+    if (p.gpus == 0) {
+        s.cpus_per_task = p.threads;
+    } else if (p.cpu_ranks == 0) {
+        script = "rank-per-gpu.sbatch";
+        workers = " --run.workers gpu";
+        s.cpus_per_task = std::max(1, a.req.cores / p.ranks());
+    } else {
+        script = "hybrid.sbatch";
+        workers = "";  // the script gives each rank its kind
+        s.cpus_per_task = p.threads;
+    }
+    const std::string why = a.req.recon ? "the jobs/ scripts run `ensemblefit fit`, not a reconstruction"
+                                        : job_script_refusal(script, s);
+    if (!why.empty()) {
+        std::printf("  Slurm: no jobs/ script gives this placement (%s); in a job holding the node, run the mpirun "
+                    "line above\n", why.c_str());
+        return;
+    }
+    std::printf("  Slurm: sbatch %s jobs/%s %s%s%s\n", job_script_options(script, s).c_str(), script.c_str(),
+                a.req.config.c_str(), workers.c_str(), tail.c_str());
+}
+
 /// The command line and Slurm options that give placement `p`.
 void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     const std::string cmd = a.req.recon ? "reconstruct" : "fit";
@@ -285,16 +337,7 @@ void print_how_to_run(const advise::Placement& p, const AdviseArgs& a) {
     else
         std::printf("  mpirun --bind-to none -np %d ensemblefit %s %s --run.workers %s --run.threads %d%s\n", p.ranks(),
                     cmd.c_str(), a.req.config.c_str(), p.gpus == 0 ? "cpu" : "gpu", p.threads, tail.c_str());
-    if (p.gpus == 0)
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --cpus-per-task=%d (jobs/rank-per-core.sbatch or hybrid.sbatch)\n",
-                    p.ranks(), p.threads);
-    else if (p.cpu_ranks == 0)
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=%d (ranks sharing GPUs: "
-                    "--gpus-per-task does not apply)\n",
-                    p.ranks(), p.gpus, std::max(1, a.req.cores / p.ranks()));
-    else
-        std::printf("  Slurm: --nodes=1 --ntasks=%d --gpus-per-node=%d --cpus-per-task=1 (jobs/hybrid.sbatch)\n",
-                    p.ranks(), p.gpus);
+    print_sbatch_line(p, a, tail);
 }
 
 void print_table(const std::vector<advise::Prediction>& rows, size_t pick) {

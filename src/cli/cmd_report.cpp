@@ -32,38 +32,106 @@ ScalingInput scaling_input(const RunTiming& r) {
     ScalingInput s;
     s.workers = worker_mix(r.placement);
     if (s.workers.ranks() != static_cast<int>(r.ranks.size()))  // a file without placement rows
-        s.workers = WorkerMix{0, static_cast<int>(r.ranks.size())};
+        s.workers = WorkerMix{0, static_cast<int>(r.ranks.size()), 0};
     for (const RankTiming& k : r.ranks) s.items += static_cast<double>(k.replicas);
     s.runtime = r.metrics.runtime;
     return s;
 }
 
+/// What a report is asked to allow: runs whose ranks shared cores as points of the study
+/// (`--include-shared`), and runs that did different work side by side (`--different-work`).
+struct StudyOptions {
+    std::string baseline;
+    ScalingMode forced = ScalingMode::automatic;
+    bool include_shared = false;
+    bool different_work = false;
+};
+
 /// The runs grouped by workers (GPU ranks, CPU ranks, both), each group against its baseline:
-/// the given one for its group, else the group's run with the fewest ranks.
+/// the given one for its group, else the group's run with the fewest units (GPU ranks, CPU
+/// cores) whose ranks had cores of their own. Runs whose ranks shared cores are marked and,
+/// unless asked, take no part in the baseline, the mode or the group's claim.
 struct Study {
-    std::vector<RunTiming> runs;  ///< by group (gpu, cpu, mixed), then ranks
+    std::vector<RunTiming> runs;  ///< by group (gpu, cpu, mixed), then units
     std::map<std::string, RunTiming> base;
     std::map<std::string, ScalingMode> mode;  ///< per group: forced, detected, or automatic
     std::vector<std::string> notes;
+    bool include_shared = false;
+    /// Whether run `r` counts as a point of the study (its ranks had cores of their own, or asked).
+    bool counts(const RunTiming& r) const { return include_shared || r.shared_cores.empty(); }
 };
 
 std::string group_of(const RunTiming& r) { return scaling_input(r).workers.group(); }
+int units_of(const RunTiming& r) { return scaling_input(r).workers.units(); }
 
-Study make_study(std::vector<RunTiming> runs, const std::string& baseline, ScalingMode forced) {
+/// "key = 50 in a.h5, 10 in b.h5" from work_difference's "key = 50 here, 10 in the file".
+std::string name_difference(std::string d, const std::string& a, const std::string& b) {
+    const std::string here = " here, ", file = " in the file";
+    if (d.size() > file.size() && d.compare(d.size() - file.size(), file.size(), file) == 0)
+        d.replace(d.size() - file.size(), file.size(), " in " + b);
+    const auto h = d.find(here);
+    if (h != std::string::npos) d.replace(h, here.size(), " in " + a + ", ");
+    return d;
+}
+
+/// Refuses (exit 2, one line naming both files) runs that did different work, unless asked:
+/// another config than the first run's (placement and output aside), or, within a group whose
+/// mode is detected, replica counts neither the same nor proportional to the units.
+void check_same_work(const Study& s, const StudyOptions& o) {
+    if (o.different_work || s.runs.empty()) return;
+    const std::string ask = ": different work is no scaling point (--different-work compares them anyway)";
+    const RunTiming& first = s.runs.front();
+    std::vector<const RunTiming*> all;  // the runs and a --baseline given apart
+    for (const RunTiming& r : s.runs) all.push_back(&r);
+    for (const auto& [g, b] : s.base) all.push_back(&b);
+    for (const RunTiming* r : all) {
+        const std::string d = work_difference(first.config, r->config, false);
+        if (!d.empty())
+            throw usage_error("report: " + first.file + " and " + r->file + " did different work (" +
+                              name_difference(d, first.file, r->file) + ")" + ask);
+    }
+    if (o.forced != ScalingMode::automatic) return;  // --strong / --weak: the comparison as asked
+    for (const auto& [g, b] : s.base) {
+        if (g == "mixed" || s.mode.at(g) != ScalingMode::automatic) continue;
+        const ScalingInput bi = scaling_input(b);
+        const RunTiming* seen[3] = {nullptr, nullptr, nullptr};  // the first run of each mode
+        for (const RunTiming& r : s.runs) {
+            const ScalingInput ri = scaling_input(r);
+            if (group_of(r) != g || !s.counts(r) || ri.workers.units() == bi.workers.units()) continue;
+            const ScalingMode m = scaling_point(ri, bi, ScalingMode::automatic).mode;
+            if (!seen[static_cast<int>(m)]) seen[static_cast<int>(m)] = &r;
+        }
+        const RunTiming* x = seen[0] ? &b : seen[1];
+        const RunTiming* y = seen[0] ? seen[0] : seen[2];
+        if (!x || !y) continue;
+        const ScalingInput xi = scaling_input(*x), yi = scaling_input(*y);
+        char what[240];
+        std::snprintf(what, sizeof what, "%.0f items on %d unit(s), %.0f on %d: %s", xi.items, xi.workers.units(),
+                      yi.items, yi.workers.units(),
+                      seen[0] ? "neither the same nor proportional to the cores"
+                              : "one the same as the baseline's, the other proportional to the cores");
+        throw usage_error("report: " + x->file + " and " + y->file + " did different work (" + what + ")" + ask);
+    }
+}
+
+Study make_study(std::vector<RunTiming> runs, const StudyOptions& o) {
+    const std::string& baseline = o.baseline;
+    const ScalingMode forced = o.forced;
     Study s;
+    s.include_shared = o.include_shared;
     auto rank_of = [](const std::string& g) { return std::find(std::begin(kGroups), std::end(kGroups), g) - kGroups; };
     std::stable_sort(runs.begin(), runs.end(), [&](const RunTiming& a, const RunTiming& b) {
         const auto ga = rank_of(group_of(a)), gb = rank_of(group_of(b));
-        return ga != gb ? ga < gb : a.ranks.size() < b.ranks.size();
+        return ga != gb ? ga < gb : units_of(a) != units_of(b) ? units_of(a) < units_of(b) : a.ranks.size() < b.ranks.size();
     });
     s.runs = std::move(runs);
-    for (const RunTiming& r : s.runs) {
+    for (const RunTiming& r : s.runs) {  // a group whose every run shared cores keeps its smallest
         const std::string g = group_of(r);
-        if (s.base.count(g) == 0) {
+        if (s.base.count(g) == 0 || (!s.counts(s.base[g]) && s.counts(r))) {
             s.base[g] = r;
-        } else if (r.ranks.size() == s.base[g].ranks.size() && baseline.empty() &&
+        } else if (s.counts(r) && units_of(r) == units_of(s.base[g]) && baseline.empty() &&
                    scaling_input(r).items != scaling_input(s.base[g]).items) {
-            s.notes.push_back("several " + g + " runs have the fewest ranks and different work (" + s.base[g].file +
+            s.notes.push_back("several " + g + " runs have the fewest cores and different work (" + s.base[g].file +
                               ", " + r.file + "): one study per report, or name the baseline with --baseline");
         }
     }
@@ -74,9 +142,10 @@ Study make_study(std::vector<RunTiming> runs, const std::string& baseline, Scali
     for (auto& [g, b] : s.base) {
         std::vector<ScalingInput> in;
         for (const RunTiming& r : s.runs)
-            if (group_of(r) == g) in.push_back(scaling_input(r));
+            if (group_of(r) == g && s.counts(r)) in.push_back(scaling_input(r));
         s.mode[g] = forced != ScalingMode::automatic ? forced : detect_study_mode(in, scaling_input(b));
     }
+    check_same_work(s, o);
     return s;
 }
 
@@ -127,14 +196,15 @@ void print_row(const std::string& label, const RunTiming& r, const Study& s, Sca
     const std::string workers = describe_workers(r.placement);
     const std::string mode = mode_label(g, p);
     const std::string name = label.size() > 28 ? "..." + label.substr(label.size() - 25) : label;
-    std::printf("%-28s %5zu %-14s %-8s %-6s %9.3f %7.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f |", name.c_str(),
-                r.ranks.size(), workers.c_str(), r.policy.c_str(), mode.c_str(), m.runtime, p.speedup, p.efficiency,
+    const ScalingInput in = scaling_input(r);
+    const std::string cores = std::to_string(in.workers.units()) + (r.shared_cores.empty() ? "" : "*");
+    std::printf("%-28s %5zu %5s %-14s %-8s %-6s %9.3f %7.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f |", name.c_str(),
+                r.ranks.size(), cores.c_str(), workers.c_str(), r.policy.c_str(), mode.c_str(), m.runtime, p.speedup, p.efficiency,
                 m.parallel_efficiency, m.load_balance, m.communication_efficiency, m.computation_scalability,
                 m.global_efficiency);
     for (double x : share) std::printf(" %5.1f%%", 100 * x);
     std::printf("\n");
     if (!csv) return;
-    const ScalingInput in = scaling_input(r);
     std::fprintf(csv, "%s,%zu,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f", label.c_str(), r.ranks.size(),
                  workers.c_str(), r.policy.c_str(), m.runtime, p.speedup, p.efficiency, m.parallel_efficiency,
                  m.load_balance, m.communication_efficiency, m.computation_scalability, m.global_efficiency);
@@ -149,7 +219,7 @@ void print_row(const std::string& label, const RunTiming& r, const Study& s, Sca
         }
         std::fprintf(csv, ",%.6f,%.6f", mean, max);
     }
-    std::fprintf(csv, "\n");
+    std::fprintf(csv, ",%d,%d\n", in.workers.units(), r.shared_cores.empty() ? 0 : 1);
 }
 
 /// The CSV's table, built in memory (`buf`, `len`) and written through the output guard at the end.
@@ -162,7 +232,7 @@ std::FILE* open_csv(const std::string& path, char** buf, size_t* len) {
     for (const char* p : kPhases) std::fprintf(out, ",%s", p);
     std::fprintf(out, ",mode,group,gpu_ranks,cpu_ranks,items,baseline");
     for (const char* p : kPhases) std::fprintf(out, ",%s_mean_s,%s_max_s", p, p);
-    std::fprintf(out, "\n");
+    std::fprintf(out, ",cores,shared_cores\n");
     return out;
 }
 
@@ -202,10 +272,10 @@ void print_phases(const std::vector<RunTiming>& runs) {
     }
 }
 
-/// Whether every run of group `g` has its baseline's ranks (then nothing scaled).
+/// Whether every run of group `g` has its baseline's units (then nothing scaled).
 bool one_size(const Study& s, const std::string& g) {
     for (const RunTiming& r : s.runs)
-        if (group_of(r) == g && r.ranks.size() != s.base.at(g).ranks.size()) return false;
+        if (group_of(r) == g && units_of(r) != units_of(s.base.at(g))) return false;
     return true;
 }
 
@@ -235,13 +305,36 @@ void print_study(const Study& s, ScalingMode forced) {
                     : m == ScalingMode::strong ? "speedup = T1/TN, efficiency = speedup / N"
                                                : "efficiency = speedup / N");
     }
+    for (const auto& [g, b] : s.base) {  // the claim: the largest point that counts
+        const RunTiming* top = nullptr;
+        for (const RunTiming& r : s.runs)
+            if (g != "mixed" && group_of(r) == g && s.counts(r) && units_of(r) > units_of(b) &&
+                (!top || units_of(r) > units_of(*top)))  // of equal cores, the fewest ranks
+                top = &r;
+        if (!top) continue;
+        const ScalingPoint p = point_of(s, *top, forced);
+        std::printf("%s ranks: at %d %s, %s efficiency %.3f (speedup %.3f, %s)%s\n", g.c_str(), units_of(*top),
+                    g == "gpu" ? "GPU ranks" : "cores", to_string(p.mode), p.efficiency, p.speedup, top->file.c_str(),
+                    s.include_shared ? "" : " of the runs whose ranks had cores of their own");
+    }
+    bool shared = false;
+    for (const RunTiming& r : s.runs) {
+        if (r.shared_cores.empty()) continue;
+        if (!shared)
+            std::printf("* ranks without cores of their own (their time is no measure of their cores): %s\n",
+                        s.include_shared ? "counted as points all the same (--include-shared)"
+                                         : "left out of the baseline, the mode and the claims above "
+                                           "(--include-shared puts them back)");
+        shared = true;
+        std::printf("  %s: %s\n", r.file.c_str(), r.shared_cores.c_str());
+    }
     for (const std::string& n : s.notes) std::printf("note: %s\n", n.c_str());
 }
 
 /// The table over the study's runs (each file's totals over its run records; with `per_run`,
 /// every record on its own row below its file's).
 void print_report(const Study& s, ScalingMode forced, bool per_run, std::FILE* csv) {
-    std::printf("%-28s %5s %-14s %-8s %-6s %9s %7s %6s %6s %6s %6s %6s %6s | %s\n", "file", "ranks", "workers",
+    std::printf("%-28s %5s %5s %-14s %-8s %-6s %9s %7s %6s %6s %6s %6s %6s %6s | %s\n", "file", "ranks", "cores", "workers",
                 "policy", "mode", "wall_s", "speedup", "eff", "PE", "LB", "CommE", "CompSc", "GE",
                 "phase shares: setup compute comm sync sched idle io");
     for (const RunTiming& r : s.runs) {
@@ -269,12 +362,16 @@ ScalingMode forced_mode(const po::variables_map& vm) {
 int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     po::options_description desc(
         "usage: ensemblefit report FILE.h5 [FILE.h5 ...] [--csv OUT.csv] [--baseline FILE.h5] [--weak|--strong]\n"
-        "                          [--runs] [--roofline] [--overwrite]\n\n"
+        "                          [--include-shared] [--different-work] [--runs] [--roofline] [--overwrite]\n\n"
         "One row per file, grouped by workers (GPU ranks, CPU ranks, both). Each group is a scaling\n"
-        "study against its baseline (the given one, else its run with the fewest ranks): strong when\n"
+        "study against its baseline (the given one, else its run with the fewest cores): strong when\n"
         "every run did the same total work (speedup T1/TN, efficiency speedup/N), weak when the work\n"
-        "grew with the ranks (efficiency T1/TN, scaled speedup N x T1/TN), detected from the items\n"
-        "(replicas, positions) the ranks did unless --weak or --strong says. A mixed run is set\n"
+        "grew with the cores (efficiency T1/TN, scaled speedup N x T1/TN), detected from the items\n"
+        "(replicas, positions) the ranks did unless --weak or --strong says. N counts cores (CPU\n"
+        "ranks x threads) and GPU ranks. Runs whose ranks shared cores or had more threads than cores\n"
+        "(their stored placement says so) are marked * and left out of the baseline, the mode and the\n"
+        "claims unless --include-shared. Runs of other configs, or whose replicas are neither the same\n"
+        "nor proportional to the cores, are refused unless --different-work. A mixed run is set\n"
         "against the GPU-only run with as many GPUs and against its parts' throughputs. Then the POP\n"
         "efficiencies (parallel = load balance x communication; computation scalability and global\n"
         "efficiency against the baseline), each phase's share of the ranks' time, and where each run's\n"
@@ -283,11 +380,13 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     std::vector<std::string> files;
     std::string csv, baseline;
     desc.add_options()("help,h", "this text")("csv", po::value<std::string>(&csv), "also write the table as CSV")(
-        "baseline", po::value<std::string>(&baseline), "run to compare its group against (default: fewest ranks)")(
+        "baseline", po::value<std::string>(&baseline), "run to compare its group against (default: fewest cores)")(
         "weak", "weak scaling: the work grew with the ranks (default: detected)")(
         "strong", "strong scaling: the same work on every run (default: detected)")(
         "runs", "also one row per run record of each file, with its date and command line")(
         "overwrite", "replace an existing --csv file")(
+        "include-shared", "count runs whose ranks shared cores as points of the study (they are still marked)")(
+        "different-work", "compare runs of other configs or replica counts (default: refused)")(
         "roofline", "also each file's model work (/timing/kernels): FLOPs, bytes, time, rates, fraction of ceiling")(
         "files", po::value<std::vector<std::string>>(&files), "result files");
     po::positional_options_description pos;
@@ -302,7 +401,12 @@ int cmd_report(const std::vector<std::string>& args, const MpiContext& ctx) {
     if (!csv.empty()) check_output_file(csv, "report: --csv", vm.count("overwrite") > 0, inputs);
     std::vector<RunTiming> runs;
     for (const auto& f : files) runs.push_back(read_run_timing(f));
-    const Study study = make_study(std::move(runs), baseline, forced);
+    StudyOptions opt;
+    opt.baseline = baseline;
+    opt.forced = forced;
+    opt.include_shared = vm.count("include-shared") > 0;
+    opt.different_work = vm.count("different-work") > 0;
+    const Study study = make_study(std::move(runs), opt);
     char* table = nullptr;
     size_t table_size = 0;
     std::FILE* out = open_csv(csv, &table, &table_size);

@@ -31,4 +31,9 @@ bool run_extra_command(const std::string& cmd, const std::vector<std::string>& a
 /// "  name   summary" lines for the usage text.
 std::string extra_command_help();
 
+/// `ensemblefit job-check SCRIPT ...`, which main() runs before MPI_Init: a job script calls it
+/// beside other jobs' processes, and concurrent MPI singletons race on Open MPI's session folder
+/// (/tmp/ompi.HOST.UID/jf.0: "A call to mkdir was unable to create the desired directory").
+int run_job_check_without_mpi(const std::vector<std::string>& args);
+
 }  // namespace ef

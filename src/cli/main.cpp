@@ -168,6 +168,8 @@ int main(int argc, char** argv) {
         const auto now = std::chrono::steady_clock::now();
         return std::chrono::duration<double>(now - std::exchange(t, now)).count();
     };
+    if (argc > 1 && std::string(argv[1]) == "job-check")  // no MPI (commands.hpp says why)
+        return run_job_check_without_mpi(std::vector<std::string>(argv + 2, argv + argc));
     prepare_mpi_singleton();  // no launcher: no orted, no UCX (src/run/environment.hpp)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     int code = 0;

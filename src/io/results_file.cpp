@@ -184,6 +184,8 @@ std::map<std::string, std::string> config_keys(const std::string& text) {
     return keys;
 }
 
+}  // namespace
+
 /// Every key whose value differs between the file's config and this run's, with both values.
 std::vector<std::string> config_differences(const std::string& file_text, const std::string& run_text) {
     const auto a = config_keys(file_text), b = config_keys(run_text);
@@ -199,6 +201,8 @@ std::vector<std::string> config_differences(const std::string& file_text, const 
         if (value(a, k) != value(b, k)) out.push_back(k + " = " + value(b, k) + " here, " + value(a, k) + " in the file");
     return out;
 }
+
+namespace {
 
 /// Checks that `id` may finish the file whose identity is `old`; returns whether it grows it
 /// (only fit.replicas larger, unsharded: replicas R+1..R' are added).

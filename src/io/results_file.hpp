@@ -56,6 +56,10 @@ struct RunIdentity {
 std::string plugin_difference(const RunIdentity& a, const std::string& a_is, const RunIdentity& b,
                               const std::string& b_is);
 
+/// Every key ("section.key") whose value differs between two config texts ("key = value" lines
+/// under "[section]"s, as a file's canonical_config), each as "key = RUN here, FILE in the file".
+std::vector<std::string> config_differences(const std::string& file_text, const std::string& run_text);
+
 /// Rows per chunk of the /replicas datasets of a file of `replicas` rows of `P` parameters.
 std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P);
 

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "src/report/scaling_study.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+
+#include "src/io/results_file.hpp"
 
 namespace ef {
 
@@ -34,6 +38,8 @@ WorkerMix worker_mix(const std::vector<std::string>& placement) {
         const size_t b = a == std::string::npos ? a : row.find('\t', a + 1);
         const std::string worker = b == std::string::npos ? "" : row.substr(b + 1, 3);
         (worker == "gpu" ? m.gpu : m.cpu) += 1;
+        const size_t c = b == std::string::npos ? b : row.find('\t', b + 1);
+        if (worker != "gpu") m.cpu_cores += c == std::string::npos ? 1 : std::max(1, std::atoi(row.c_str() + c + 1));
     }
     return m;
 }
@@ -50,7 +56,7 @@ ScalingMode detect_scaling_mode(double work_ratio, double unit_ratio) {
 
 ScalingPoint scaling_point(const ScalingInput& run, const ScalingInput& base, ScalingMode forced) {
     ScalingPoint p;
-    const int n = run.workers.ranks(), n0 = base.workers.ranks();
+    const int n = run.workers.units(), n0 = base.workers.units();
     p.unit_ratio = n0 > 0 ? static_cast<double>(n) / n0 : 0.0;
     p.work_ratio = base.items > 0 ? run.items / base.items : 0.0;
     p.mode = forced == ScalingMode::automatic ? detect_scaling_mode(p.work_ratio, p.unit_ratio) : forced;
@@ -64,7 +70,7 @@ ScalingPoint scaling_point(const ScalingInput& run, const ScalingInput& base, Sc
 ScalingMode detect_study_mode(const std::vector<ScalingInput>& runs, const ScalingInput& base) {
     ScalingMode seen = ScalingMode::automatic;
     for (const ScalingInput& r : runs) {
-        if (r.workers.ranks() == base.workers.ranks()) continue;  // tells nothing: both fit
+        if (r.workers.units() == base.workers.units()) continue;  // tells nothing: both fit
         const ScalingMode m = scaling_point(r, base, ScalingMode::automatic).mode;
         if (m == ScalingMode::automatic) return m;
         if (seen != ScalingMode::automatic && m != seen) return ScalingMode::automatic;
@@ -74,13 +80,25 @@ ScalingMode detect_study_mode(const std::vector<ScalingInput>& runs, const Scali
 }
 
 double rank_throughput(const ScalingInput& run) {
-    const int n = run.workers.ranks();
+    const int n = run.workers.units();
     return run.runtime > 0 && n > 0 ? run.items / run.runtime / n : 0.0;
 }
 
 double mixed_efficiency(const ScalingInput& run, double gpu_rank_throughput, double cpu_rank_throughput) {
-    const double ideal = run.workers.gpu * gpu_rank_throughput + run.workers.cpu * cpu_rank_throughput;
+    const double ideal = run.workers.gpu * gpu_rank_throughput + run.workers.cpu_units() * cpu_rank_throughput;
     return ideal > 0 && run.runtime > 0 ? run.items / run.runtime / ideal : 0.0;
+}
+
+std::string work_difference(const std::string& config_a, const std::string& config_b, bool replicas_too) {
+    for (const std::string& d : config_differences(config_b, config_a)) {
+        const std::string key = d.substr(0, d.find(" = "));
+        const std::string section = key.substr(0, key.find('.'));
+        if (section == "run" || section == "output" || section == "sched" || section == "tuning" || section == "debug")
+            continue;
+        if (key == "fit.replicas" && !replicas_too) continue;
+        return d;
+    }
+    return "";
 }
 
 }  // namespace ef

@@ -11,17 +11,22 @@ namespace ef {
 enum class ScalingMode { automatic, strong, weak };
 const char* to_string(ScalingMode m);
 
-/// The workers of a run, from its placement rows: ranks whose worker is a GPU, and the others.
+/// The workers of a run, from its placement rows: ranks whose worker is a GPU, and the others,
+/// with the cores (OpenMP threads) of the others: 1 rank x 2 threads is 2 cores, as 2 x 1 is.
 struct WorkerMix {
     int gpu = 0;
     int cpu = 0;
+    int cpu_cores = 0;  ///< the CPU ranks' threads summed (0: not known, one core per rank)
     int ranks() const { return gpu + cpu; }
+    /// What a scaling study counts: GPU ranks, and cores (ranks x threads) of the CPU ranks.
+    int units() const { return gpu + (cpu_cores > 0 ? cpu_cores : cpu); }
+    int cpu_units() const { return cpu_cores > 0 ? cpu_cores : cpu; }
     /// "gpu", "cpu" or "mixed": runs of one group are compared with each other.
     std::string group() const;
 };
 
-/// Placement rows ("rank\thost\tworker\t..."): a worker text starting with "gpu" counts as a
-/// GPU rank, every other as a CPU rank.
+/// Placement rows ("rank\thost\tworker\tthreads\t..."): a worker text starting with "gpu" counts
+/// as a GPU rank, every other as a CPU rank with its threads as cores.
 WorkerMix worker_mix(const std::vector<std::string>& placement);
 
 /// What a scaling point needs of a run: its workers, the items it processed (replica fits, or
@@ -34,7 +39,7 @@ struct ScalingInput {
 
 /**
  * One run against the study's baseline (normally its 1-unit run). With work ratio w = items /
- * base items and unit ratio n = ranks / base ranks:
+ * base items and unit ratio n = units / base units (WorkerMix::units: GPU ranks, CPU cores):
  *   strong (w = 1):  speedup = T_base / T,          efficiency = speedup / n;
  *   weak   (w = n):  speedup = n x T_base / T (scaled speedup), efficiency = T_base / T;
  *   otherwise:       speedup = w x T_base / T (throughput ratio),  efficiency = speedup / n.
@@ -63,13 +68,19 @@ ScalingMode detect_study_mode(const std::vector<ScalingInput>& runs, const Scali
 
 /**
  * A mixed run (GPU and CPU ranks) against what its parts deliver alone: ideal throughput =
- * gpu ranks x one GPU rank's throughput + cpu ranks x one CPU rank's (items per second per rank,
+ * gpu ranks x one GPU rank's throughput + cpu cores x one CPU core's (items per second per unit,
  * from the studies' own baselines; 0 when the study has no such run). Returns measured /
  * ideal throughput, 0 when no ideal is known.
  */
 double mixed_efficiency(const ScalingInput& run, double gpu_rank_throughput, double cpu_rank_throughput);
 
-/// Items per second per rank of a run (its throughput shared evenly over its ranks).
+/// Items per second per unit of a run (its throughput shared evenly over its GPU ranks and cores).
 double rank_throughput(const ScalingInput& run);
+
+/// The first setting that makes two runs' work differ, as "key = A_VALUE here, B_VALUE in the file"
+/// (empty when none does): their configs (the `canonical_config`, else the `config` attribute) compared key by
+/// key, leaving out how a run was placed and written ([run], [output], [sched], [tuning],
+/// [debug]) and, with `replicas_too` false, fit.replicas (a study's mode judges those).
+std::string work_difference(const std::string& config_a, const std::string& config_b, bool replicas_too);
 
 }  // namespace ef

@@ -7,6 +7,8 @@
 
 #include <ensemblefit/core/error.hpp>
 
+#include "src/run/placement.hpp"
+
 namespace ef {
 
 namespace {
@@ -47,6 +49,8 @@ RunTiming read_timing_at(const h5::File& f, const std::string& group) {
         for (size_t r = 0; r < t.ranks.size(); ++r) t.ranks[r].extra.push_back(r < v.size() ? v[r] : 0.0);
     }
     if (f.has_attr(group, "placement")) t.placement = f.attr_strings(group, "placement");
+    for (const std::string& w : placement_core_warnings(t.placement))
+        t.shared_cores += (t.shared_cores.empty() ? "" : "; ") + w;
     if (f.has_attr(group, "policy")) t.policy = f.attr_string(group, "policy");
     if (f.has_attr(group, "command")) t.command = f.attr_string(group, "command");
     if (f.has_attr(group, "date")) t.date = f.attr_string(group, "date");
@@ -107,6 +111,12 @@ RunTiming read_run_timing(const h5::File& f) {
     for (const std::string& g : run_record_groups(f)) runs.push_back(read_timing_at(f, g));
     if (runs.empty()) throw data_error(f.path() + ": no /timing (not a finished ensemblefit run?)");
     RunTiming t = runs.size() == 1 ? runs.front() : sum_runs(runs);
+    t.shared_cores.clear();  // any record's (a resumed file's first run may have shared cores)
+    for (const RunTiming& r : runs)
+        if (!r.shared_cores.empty() && t.shared_cores.find(r.shared_cores) == std::string::npos)
+            t.shared_cores += (t.shared_cores.empty() ? "" : "; ") + r.shared_cores;
+    for (const char* name : {"canonical_config", "config"})
+        if (t.config.empty() && f.has_attr("/", name)) t.config = f.attr_string("/", name);
     t.runs = runs;
     return t;
 }

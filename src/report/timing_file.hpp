@@ -19,6 +19,10 @@ struct RunTiming {
     PopMetrics metrics;
     TimingColumns columns;
     std::string command, date;  ///< of a run record (empty for a file from before records)
+    /// Why this run's time is no measure of its cores (placement_core_warnings: ranks sharing
+    /// cores, more threads than cores), "; "-joined over its records; empty when each rank had its own.
+    std::string shared_cores;
+    std::string config;  ///< the file's canonical_config (a fit), else its config attribute
     /// What `ensemblefit advise` predicted for the run (--predicted): 0 and empty when nothing.
     double predicted_wall = 0.0;     ///< the whole command
     double predicted_runtime = 0.0;  ///< what /timing measures: compare with metrics.runtime

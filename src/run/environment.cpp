@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 
 #include <unistd.h>
 
@@ -39,6 +40,32 @@ bool env_is_one(const char* name) {
 
 }  // namespace
 
+int slurm_per_node_value(const std::string& text, int node) {
+    size_t at = 0;
+    while (at < text.size()) {
+        size_t used = 0;
+        int value = 0, times = 1;
+        try {
+            value = std::stoi(text.substr(at), &used);
+            at += used;
+            if (text.compare(at, 2, "(x") == 0) {
+                times = std::stoi(text.substr(at + 2), &used);
+                at += 2 + used;
+                if (at >= text.size() || text[at] != ')') return 0;
+                ++at;
+            }
+        } catch (const std::exception&) {
+            return 0;
+        }
+        if (value < 0 || times < 1) return 0;
+        if (node < times) return value;
+        node -= times;
+        if (at < text.size() && text[at] != ',') return 0;
+        ++at;
+    }
+    return 0;
+}
+
 const LauncherEnvironment& launcher_environment() {
     static const LauncherEnvironment env = [] {
         LauncherEnvironment e;
@@ -51,6 +78,15 @@ const LauncherEnvironment& launcher_environment() {
         e.slurm_ntasks = env_positive_int("SLURM_NTASKS");
         e.slurm_cpus_on_node = env_positive_int("SLURM_CPUS_ON_NODE");
         e.slurm_gpus_on_node = env_positive_int("SLURM_GPUS_ON_NODE");
+        const std::optional<long> node = env_long("SLURM_NODEID");
+        const int id = node && *node >= 0 && *node < INT_MAX ? static_cast<int>(*node) : 0;
+        auto text = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
+        e.slurm_tasks_per_node = env_positive_int("SLURM_NTASKS_PER_NODE");
+        if (e.slurm_tasks_per_node == 0) e.slurm_tasks_per_node = slurm_per_node_value(text("SLURM_TASKS_PER_NODE"), id);
+        e.slurm_job_cpus_on_node = slurm_per_node_value(text("SLURM_JOB_CPUS_PER_NODE"), id);
+        e.slurm_job_id = text("SLURM_JOB_ID");
+        e.slurmd_nodename = text("SLURMD_NODENAME");
+        e.slurm_cpu_bind_type = text("SLURM_CPU_BIND_TYPE");
         return e;
     }();
     return env;

@@ -23,7 +23,19 @@ struct LauncherEnvironment {
     /// The Slurm allocation this process runs in (advise plans for it; 0: unset or not Slurm):
     /// SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_CPUS_ON_NODE, SLURM_GPUS_ON_NODE.
     int slurm_nodes = 0, slurm_ntasks = 0, slurm_cpus_on_node = 0, slurm_gpus_on_node = 0;
+    /// Tasks of the job on this node: SLURM_NTASKS_PER_NODE, else this node's entry of
+    /// SLURM_TASKS_PER_NODE ("2(x3),1"; the node: SLURM_NODEID). 0: not known.
+    int slurm_tasks_per_node = 0;
+    /// CPUs the job holds on this node (this node's entry of SLURM_JOB_CPUS_PER_NODE; 0: not known),
+    /// the job's id (SLURM_JOB_ID, empty outside Slurm), this node's name (SLURMD_NODENAME) and
+    /// how Slurm bound the task (SLURM_CPU_BIND_TYPE, e.g. "mask_cpu:", "none"; empty: unset).
+    int slurm_job_cpus_on_node = 0;
+    std::string slurm_job_id, slurmd_nodename, slurm_cpu_bind_type;
 };
+
+/// Entry `node` of a Slurm per-node list such as SLURM_TASKS_PER_NODE ("2(x3),1": 2, 2, 2, 1);
+/// 0 when the text is malformed or has no such entry.
+int slurm_per_node_value(const std::string& text, int node);
 
 /// The launcher's variables of this process, read on first call.
 const LauncherEnvironment& launcher_environment();

@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -209,25 +211,210 @@ std::vector<std::string> split_tabs(const std::string& row) {
 std::string affinity_list() { return format_cpus(current_cpus()); }
 
 namespace {
+
+CpuList intersect(const CpuList& a, const CpuList& b) {
+    CpuList out;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    return out;
+}
+
+/// The CPUs Linux has online ("0-3", /sys/devices/system/cpu/online).
+CpuList online_cpus() { return parse_cpus(read_line("/sys/devices/system/cpu/online")); }
+
+}  // namespace
+
+CgroupCpus cgroup_cpuset(const std::string& proc_cgroup, const std::string& root) {
+    std::ifstream in(proc_cgroup);
+    std::string line, v2_path, v1_path;
+    while (std::getline(in, line)) {  // "0::/path" (v2), "3:cpuset:/path" or "3:cpu,cpuset:/path" (v1)
+        const auto a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+        if (b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        if (line.compare(0, a, "0") == 0 && controllers.empty()) v2_path = path;
+        std::stringstream ss(controllers);
+        std::string c;
+        while (std::getline(ss, c, ','))
+            if (c == "cpuset") v1_path = path;
+    }
+    CgroupCpus out;
+    if (!v1_path.empty()) {  // a v1 cpuset hierarchy holds the controller (v2 then has none)
+        for (const char* file : {"cpuset.effective_cpus", "cpuset.cpus"}) {
+            const std::string text = read_line(root + "/cpuset" + v1_path + "/" + file);
+            if (text.empty()) continue;
+            out.cpus = parse_cpus(text);
+            out.source = "cgroup v1 cpuset " + v1_path;
+            return out;
+        }
+    }
+    if (v2_path.empty()) return out;
+    for (const std::string& mount : {root, root + "/unified"}) {
+        const std::string text = read_line(mount + v2_path + "/cpuset.cpus.effective");
+        if (text.empty()) continue;
+        out.cpus = parse_cpus(text);
+        out.source = "cgroup v2 cpuset " + v2_path;
+        return out;
+    }
+    return out;
+}
+
+namespace {
+
+/// "vm", "node[01-03,7]" -> whether `name` is one of them (Slurm's host lists, one bracket).
+bool in_host_list(const std::string& list, const std::string& name) {
+    int depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= list.size(); ++i) {  // split at commas outside brackets
+        if (i < list.size() && list[i] == '[') ++depth;
+        if (i < list.size() && list[i] == ']') --depth;
+        if (i < list.size() && (list[i] != ',' || depth > 0)) continue;
+        const std::string item = list.substr(start, i - start);
+        start = i + 1;
+        const auto lb = item.find('['), rb = item.find(']');
+        if (lb == std::string::npos || rb == std::string::npos) {
+            if (item == name) return true;
+            continue;
+        }
+        const std::string prefix = item.substr(0, lb), suffix = item.substr(rb + 1);
+        if (name.compare(0, prefix.size(), prefix) != 0 || name.size() < prefix.size() + suffix.size() ||
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+            continue;
+        const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+        std::stringstream ss(item.substr(lb + 1, rb - lb - 1));
+        std::string range;
+        while (std::getline(ss, range, ',')) {
+            const auto dash = range.find('-');
+            const std::string lo = range.substr(0, dash), hi = dash == std::string::npos ? lo : range.substr(dash + 1);
+            if (mid.size() == lo.size() && mid >= lo && mid <= hi) return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+CpuList slurm_job_cpu_ids(const std::string& scontrol_text, const std::string& node) {
+    std::istringstream in(scontrol_text);
+    std::string word;
+    std::string nodes;
+    while (in >> word) {  // "... Nodes=vm CPU_IDs=0-1 Mem=100 ..." per node group
+        if (word.rfind("Nodes=", 0) == 0) nodes = word.substr(6);
+        if (word.rfind("CPU_IDs=", 0) == 0 && in_host_list(nodes, node)) return parse_cpus(word.substr(8));
+    }
+    return {};
+}
+
+namespace {
+
+/// `scontrol show job -d ID`'s output (empty when it cannot be run).
+std::string run_scontrol(const std::string& job) {
+    for (char c : job)
+        if (!std::isdigit(static_cast<unsigned char>(c)) && c != '_') return "";
+    std::string out;
+    if (std::FILE* p = ::popen(("scontrol show job -d " + job + " 2>/dev/null").c_str(), "r")) {
+        char buf[4096];
+        size_t n = 0;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        ::pclose(p);
+    }
+    return out;
+}
+
+/**
+ * The CPUs this rank may use and where that set came from: the launcher's mask, within the
+ * cgroup's cpuset where the node has one, and, where Slurm says the job holds fewer CPUs on this
+ * node than the mask has (TaskPlugin=task/none: every job sees the whole node), the CPU_IDs
+ * `scontrol show job -d` gives for this node (asked by the node's first rank only). Collective
+ * over the node's ranks. `note`: why the set may still hold other jobs' CPUs.
+ */
+struct AllowedCpus {
+    CpuList cpus;
+    std::string source;
+    std::string note;
+};
+
+AllowedCpus allowed_cpus(const MpiContext& ctx) {
+    AllowedCpus a;
+    a.cpus = launcher_cpus();
+    const CpuList online = online_cpus();
+    const LauncherEnvironment& env = launcher_environment();
+    if (!online.empty() && a.cpus.size() < online.size())
+        a.source = !env.slurm_cpu_bind_type.empty() && env.slurm_cpu_bind_type.find("none") == std::string::npos
+                       ? "Slurm's binding"
+                       : "affinity";
+    const CgroupCpus cg = cgroup_cpuset();
+    if (!cg.cpus.empty()) {
+        const CpuList x = intersect(a.cpus, cg.cpus);
+        if (!x.empty() && (online.empty() || cg.cpus.size() < online.size()) && x.size() <= a.cpus.size()) {
+            if (x.size() < a.cpus.size() || a.source.empty() || a.source == "affinity") a.source = cg.source;
+            a.cpus = x;
+        }
+    }
+    // Slurm's count of the job's CPUs on this node, below what the mask offers: ask which.
+    int ask = env.slurm_job_cpus_on_node > 0 && !env.slurm_job_id.empty() &&
+              static_cast<size_t>(env.slurm_job_cpus_on_node) < a.cpus.size();
+    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ask, 1, MPI_INT, MPI_MAX, ctx.node()));
+    if (!ask) return a;
+    std::vector<char> text;
+    if (ctx.local_rank() == 0) {
+        const std::string out = run_scontrol(env.slurm_job_id);
+        text.assign(out.begin(), out.end());
+    }
+    int size = static_cast<int>(text.size());
+    EF_MPI_CHECK(MPI_Bcast(&size, 1, MPI_INT, 0, ctx.node()));
+    text.resize(static_cast<size_t>(size));
+    if (size > 0) EF_MPI_CHECK(MPI_Bcast(text.data(), size, MPI_CHAR, 0, ctx.node()));
+    const std::string node = env.slurmd_nodename.empty() ? ctx.host() : env.slurmd_nodename;
+    const CpuList ids = slurm_job_cpu_ids(std::string(text.begin(), text.end()), node);
+    const CpuList x = intersect(a.cpus, ids);
+    const std::string held = "job " + env.slurm_job_id + " holds " + std::to_string(env.slurm_job_cpus_on_node) +
+                             " of the " + std::to_string(a.cpus.size()) + " CPUs " + format_cpus(a.cpus) + " it sees";
+    if (!x.empty() && x.size() == static_cast<size_t>(env.slurm_job_cpus_on_node)) {
+        a.cpus = x;
+        a.source = "Slurm job's CPU_IDs";
+    } else if (ids.empty()) {
+        a.note = held + ", and `scontrol show job -d` did not say which: ranks of other jobs may share these cores "
+                        "(a Slurm that binds, TaskPlugin=task/affinity or task/cgroup, or --exclusive avoids it)";
+    } else {
+        a.note = held + ", but its CPU_IDs " + format_cpus(ids) + " (Slurm's numbering) are not " +
+                 std::to_string(env.slurm_job_cpus_on_node) + " of them: ranks of other jobs may share these cores "
+                 "(TaskPlugin=task/affinity or task/cgroup, or --exclusive avoids it)";
+    }
+    return a;
+}
+
+}  // namespace
+
+namespace {
 CpuList g_rank_cpus;  // what apply_binding decided this rank's cores are (empty before)
 }  // namespace
 
 std::string apply_binding(const MpiContext& ctx, const std::string& mode) {
-    const CpuList mine = launcher_cpus();
-    g_rank_cpus = mine;
+    g_rank_cpus = launcher_cpus();
+    if (mode == "none") return "none";
+    const AllowedCpus allowed = allowed_cpus(ctx);
+    if (!allowed.note.empty() && ctx.local_rank() == 0)
+        std::fprintf(stderr, "ensemblefit: warning: %s: %s\n", ctx.host().c_str(), allowed.note.c_str());
+    const CpuList& mine = allowed.cpus;
+    const std::string from = allowed.source.empty() ? "" : " of " + allowed.source;
     const std::vector<CpuList> masks = node_masks(ctx, mine);
     const bool shared = std::all_of(masks.begin(), masks.end(), [&](const CpuList& m) { return m == masks[0]; });
-    if (mode == "none" || ctx.local_size() == 1 || (mode == "auto" && !shared)) return mode == "none" ? "none" : "launcher";
-    std::set<int> all;
-    for (const CpuList& m : masks) all.insert(m.begin(), m.end());
-    const CpuList block = block_of(CpuList(all.begin(), all.end()), ctx.local_rank(), ctx.local_size());
-    set_cpus(block);
+    CpuList block = mine;
+    if (ctx.local_size() > 1 && (mode == "cores" || shared)) {
+        std::set<int> all;
+        for (const CpuList& m : masks) all.insert(m.begin(), m.end());
+        block = block_of(CpuList(all.begin(), all.end()), ctx.local_rank(), ctx.local_size());
+    }
+    const bool moved = block != g_rank_cpus;
+    int any = moved ? 1 : 0;  // the label says what the node's ranks did, the same on all of them
+    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, ctx.node()));
+    if (!any) return "launcher" + from;
+    if (moved) set_cpus(block);
     g_rank_cpus = block;
-    if (omp_binds()) {
+    if (moved && omp_binds()) {
         const LauncherEnvironment& env = launcher_environment();
         pin_openmp_team(block, std::max({static_cast<int>(block.size()), env.omp_num_threads, env.slurm_cpus_per_task}));
     }
-    return mode;
+    return mode + from;
 }
 
 ThreadPlan resolve_threads(int configured, int local_ranks) {
@@ -324,10 +511,26 @@ void print_placement(const std::vector<std::string>& rows, std::ostream& os) {
 }
 
 std::vector<std::string> placement_warnings(const std::vector<std::string>& rows) {
+    std::vector<std::string> out = placement_core_warnings(rows);
+    std::string far;
+    for (const auto& r : rows) {
+        const std::vector<std::string> c = split_tabs(r);
+        const auto numa = c[6].find("(NUMA ");
+        const auto on = c[6].find(", cores on NUMA ");
+        if (numa != std::string::npos && on != std::string::npos && c[6].find('?') == std::string::npos &&
+            c[6].substr(numa + 6, on - numa - 6) != c[6].substr(on + 16, c[6].size() - on - 17))
+            far += (far.empty() ? "" : ", ") + c[0];
+    }
+    if (!far.empty()) out.insert(out.begin() + (out.empty() || out[0].rfind("more threads", 0) != 0 ? 0 : 1),
+                                 "rank(s) " + far + ": cores on another NUMA node than their GPU");
+    return out;
+}
+
+std::vector<std::string> placement_core_warnings(const std::vector<std::string>& rows) {
     std::vector<std::string> out;
     std::map<std::string, std::vector<std::pair<std::string, CpuList>>> by_node;
     std::map<std::string, std::string> host_of;
-    std::string crowded, far;
+    std::string crowded;
     bool omp_bound = false;  // OpenMP binds threads to places: OMP_PLACES / OMP_PROC_BIND
     for (const auto& r : rows) {
         const std::vector<std::string> c = split_tabs(r);
@@ -340,14 +543,8 @@ std::vector<std::string> placement_warnings(const std::vector<std::string>& rows
         omp_bound = omp_bound || c[5].find("omp-") != std::string::npos;
         if (!cpus.empty() && c[2].rfind("cpu", 0) == 0 && std::atoi(c[3].c_str()) > static_cast<int>(cpus.size()))
             crowded += (crowded.empty() ? "" : ", ") + c[0] + " (" + c[3] + " on " + c[4] + ")";
-        const auto numa = c[6].find("(NUMA ");
-        const auto on = c[6].find(", cores on NUMA ");
-        if (numa != std::string::npos && on != std::string::npos && c[6].find('?') == std::string::npos &&
-            c[6].substr(numa + 6, on - numa - 6) != c[6].substr(on + 16, c[6].size() - on - 17))
-            far += (far.empty() ? "" : ", ") + c[0];
     }
     if (!crowded.empty()) out.push_back("more threads than cores on rank(s) " + crowded);
-    if (!far.empty()) out.push_back("rank(s) " + far + ": cores on another NUMA node than their GPU");
     for (const auto& [node, ranks] : by_node) {
         const std::string& host = host_of[node];
         std::set<std::string> names;

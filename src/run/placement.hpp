@@ -40,20 +40,36 @@ DevicePlan choose_device(const std::string& want, int gpus, int local_rank, bool
 
 /**
  * `[run] bind = auto | none | cores`, applied before any OpenMP region (threads inherit the
- * main thread's cores). `auto`: when the ranks of a node all got the same mask (the launcher
- * did not bind them), each node-local rank takes its own contiguous block of that mask's CPUs;
- * a launcher's binding is kept. `cores`: the blocks always, over the union of the node's masks.
- * `none`: the launcher's masks as they are. With OpenMP's binding on (OMP_PROC_BIND,
+ * main thread's cores). The CPUs a rank may use are its mask within its cgroup's cpuset and,
+ * where Slurm says the job holds fewer of the node's CPUs than the mask shows (task/none), the
+ * job's CPU_IDs on this node (allowed_cpus in placement.cpp). `auto`: when the ranks of a node
+ * all got the same set (the launcher did not bind them), each node-local rank takes its own
+ * contiguous block of it (a lone rank the whole set); a launcher's binding is kept. `cores`: the
+ * blocks always, over the union of the node's sets. `none`: the launcher's masks as they are. With OpenMP's binding on (OMP_PROC_BIND,
  * OMP_PLACES), the launcher's mask is the union of OpenMP's places (OpenMP pinned the main thread
  * to the first one before main()), and a rebound rank's team threads are moved onto its block
  * too (OpenMP would place them by its places, the same cores for every rank). Collective over
  * the node's ranks. Returns how this rank's cores were decided ("launcher", "auto", "cores" or
- * "none").
+ * "none"), followed by where the set came from when not the whole node (" of cgroup v2 cpuset
+ * /path", " of Slurm job's CPU_IDs", " of affinity", " of Slurm's binding").
  */
 std::string apply_binding(const MpiContext& ctx, const std::string& mode);
 
 /// The CPUs this process may run on, as a list like "0-3,8".
 std::string affinity_list();
+
+/// The cpuset of this process's cgroup and where it was read ("cgroup v2 cpuset /path" from
+/// cpuset.cpus.effective, or "cgroup v1 cpuset /path" from cpuset.effective_cpus); empty where
+/// there is none. The files are parameters for tests.
+struct CgroupCpus {
+    std::vector<int> cpus;
+    std::string source;
+};
+CgroupCpus cgroup_cpuset(const std::string& proc_cgroup = "/proc/self/cgroup", const std::string& root = "/sys/fs/cgroup");
+
+/// The CPU_IDs of node `node` in `scontrol show job -d` output ("Nodes=n[1-2] CPU_IDs=0-3 ..."),
+/// empty when the node is not listed.
+std::vector<int> slurm_job_cpu_ids(const std::string& scontrol_text, const std::string& node);
 
 /**
  * The placement table: one row per rank, "rank\thost\tworker\tthreads\tcores\tbinding\tgpu\tnode",
@@ -74,5 +90,10 @@ std::string ranks_per_node(const std::vector<std::string>& rows);
 /// What is wrong with a placement, one line each naming the ranks: ranks of one host sharing
 /// cores, more threads than cores, a GPU rank's cores on another NUMA node than its GPU.
 std::vector<std::string> placement_warnings(const std::vector<std::string>& rows);
+
+/// The part of placement_warnings() that says a run's ranks did not each have cores of their
+/// own (ranks of one host sharing cores, more threads than a rank's cores): what makes a run's
+/// time no measure of its core count (`report` marks such runs).
+std::vector<std::string> placement_core_warnings(const std::vector<std::string>& rows);
 
 }  // namespace ef

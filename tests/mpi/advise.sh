@@ -25,7 +25,8 @@ check_advice() {  # LOG BUDGET ELAPSED
     grep -q "<- recommended" "$log" || { cat "$log"; fail "no recommended row"; }
     grep -q "^recommended: .*: " "$log" || { cat "$log"; fail "no reason for the recommendation"; }
     grep -q "^  mpirun --bind-to none -np [0-9]* ensemblefit" "$log" || { cat "$log"; fail "no command line"; }
-    grep -q "^  Slurm: --nodes=1 --ntasks=" "$log" || { cat "$log"; fail "no Slurm options"; }
+    grep -q "^  Slurm: \(sbatch --nodes=1 --ntasks-per-node=[0-9]* --cpus-per-task=[0-9]* .*jobs/[a-z-]*\.sbatch \|no jobs/ script gives this placement (\)" "$log" ||
+        { cat "$log"; fail "no Slurm line"; }
     # The budget bounds the calibration; start-up and the in-process set-up come on top.
     [ "$elapsed" -le $((budget + 30)) ] || fail "advise took ${elapsed} s with --budget $budget"
 }
@@ -39,6 +40,32 @@ grep -q "^  cpu  *1 " fit_advice.log || { cat fit_advice.log; fail "no one-threa
 # Start-up measured: advise (a singleton here) times mpirun itself, in the environment it started with.
 grep -q "^  start-up measured: \`mpirun -np 1 ensemblefit --version\` [0-9.]* s, [0-9.]* s; -np 2 [0-9.]* s" \
     fit_advice.log || { cat fit_advice.log; fail "mpirun's start-up not measured"; }
+# The sbatch line names a script whose own check (`ensemblefit job-check`, which the script runs
+# first) accepts the allocation the line asks for on this machine's cores; the issue's two lines
+# that the scripts refused are refused by it too, each in one line (exit 2).
+line=$(sed -n 's/^  Slurm: sbatch //p' fit_advice.log)
+[ -n "$line" ] || { cat fit_advice.log; fail "no sbatch line for a fit"; }
+script=$(grep -o 'jobs/[a-z-]*\.sbatch' <<< "$line" | head -n 1)
+tasks=$(sed -n 's/.*--ntasks-per-node=\([0-9]*\).*/\1/p' <<< "$line")
+cpus=$(sed -n 's/.*--cpus-per-task=\([0-9]*\).*/\1/p' <<< "$line")
+echo "advise's line: $line"
+SLURM_CPUS_ON_NODE=$(getconf _NPROCESSORS_ONLN) SLURM_NTASKS_PER_NODE=$tasks SLURM_CPUS_PER_TASK=$cpus "$EF" job-check "$SRC/$script" > jc.log ||
+    { cat jc.log; fail "$script refuses advise's line $line"; }
+# Told the node (--node-cores 64, a compute node seen from here): the line fills that node and
+# the script's rule accepts it there, not on this machine.
+"$EF" advise example.ini --fit.replicas 200 --budget 2 --node-cores 64 > node64.log
+grep -q "^machine: 64 cores of the node given by --node-cores" node64.log || { cat node64.log; fail "--node-cores not taken"; }
+line=$(sed -n 's/^  Slurm: sbatch //p' node64.log)
+tasks=$(sed -n 's/.*--ntasks-per-node=\([0-9]*\).*/\1/p' <<< "$line")
+cpus=$(sed -n 's/.*--cpus-per-task=\([0-9]*\).*/\1/p' <<< "$line")
+[ "$((tasks * cpus))" = 64 ] || { cat node64.log; fail "the line for a 64-core node does not fill it: $line"; }
+SLURM_CPUS_ON_NODE=64 SLURM_NTASKS_PER_NODE=$tasks SLURM_CPUS_PER_TASK=$cpus "$EF" job-check rank-per-core.sbatch > jc64.log ||
+    { cat jc64.log; fail "rank-per-core.sbatch refuses advise's line for a 64-core node: $line"; }
+expect_error 2 "hybrid.sbatch: no GPUs in this allocation \(--gpus-per-node\)" -- \
+    env SLURM_CPUS_ON_NODE=2 SLURM_NTASKS_PER_NODE=2 "$EF" job-check "$SRC/jobs/hybrid.sbatch"
+expect_error 2 "rank-per-core.sbatch: 32 task\(s\) x 1 CPU\(s\) per task exceed the node's 2 CPU\(s\)" -- \
+    env SLURM_CPUS_ON_NODE=2 SLURM_NTASKS_PER_NODE=32 "$EF" job-check rank-per-core.sbatch
+expect_error 2 "job-check: not inside a Slurm job" -- env -u SLURM_CPUS_ON_NODE "$EF" job-check rank-per-core.sbatch
 ok "fit: CPU table, recommendation, command line, mpirun's start-up measured in $(( $(date +%s) - start )) s"
 
 start=$(date +%s)

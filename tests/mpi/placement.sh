@@ -61,4 +61,39 @@ grep -q "launcher" launcher.log || { cat launcher.log; fail "the launcher's bind
 mapfile -t c < <(cores launcher.h5)
 [ "${c[0]}" != "${c[1]}" ] || fail "launcher binding: ranks share cores"
 ok "launcher binding kept: cores ${c[0]} and ${c[1]}"
+# Where a rank's set of cores came from, in the placement line: a mask narrower than the node's
+# (taskset) is "of affinity"; a cgroup whose cpuset holds one CPU is "of cgroup v1/v2 cpuset
+# PATH" (Linux also narrows the mask to it: the line names the cgroup as the reason).
+last=$((ncpu - 1))
+taskset -c "$last" "$MPIEXEC" --oversubscribe --bind-to none -np 1 "$EF" fit example.ini $ARGS --output.file ts.h5 > ts.log 2>&1
+[ "$(cores ts.h5)" = "$last" ] || { cat ts.log; fail "taskset -c $last: cores $(cores ts.h5)"; }
+grep -q "^  0 .* $last  *launcher of affinity, free" ts.log || { cat ts.log; fail "taskset: the placement line does not say 'of affinity'"; }
+ok "taskset -c $last: core $last, 'launcher of affinity' in the placement line"
+# make_cgroup CPU: a cgroup whose cpuset is CPU (v2 where the cpuset controller is there, else
+# v1), its folder in $CG and the file to move a process in in $CG_PROCS; false where it cannot be made.
+CG=
+make_cgroup() {
+    local v2=/sys/fs/cgroup
+    [ "$(id -u)" = 0 ] || return 1
+    if grep -qw cpuset $v2/cgroup.controllers 2> /dev/null; then
+        grep -qw cpuset $v2/cgroup.subtree_control || echo +cpuset > $v2/cgroup.subtree_control 2> /dev/null || return 1
+        CG=$v2/ef-test-$$ && mkdir "$CG" && echo "$1" > "$CG/cpuset.cpus" && CG_PROCS=$CG/cgroup.procs && return 0
+    elif [ -d $v2/cpuset ] && [ -w $v2/cpuset ]; then
+        CG=$v2/cpuset/ef-test-$$ && mkdir "$CG" && echo "$1" > "$CG/cpuset.cpus" &&
+            cat $v2/cpuset/cpuset.mems > "$CG/cpuset.mems" && CG_PROCS=$CG/tasks && return 0
+    fi
+    return 1
+}
+if make_cgroup "$last"; then
+    trap 'rm -rf "$WORK"; rmdir "$CG" 2> /dev/null' EXIT
+    sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$CG_PROCS" "$MPIEXEC" --oversubscribe --bind-to none -np 1 "$EF" fit \
+        example.ini $ARGS --output.file cg.h5 > cg.log 2>&1 || { cat cg.log; fail "run in cgroup $CG"; }
+    [ "$(cores cg.h5)" = "$last" ] || { cat cg.log; fail "cgroup cpuset $last: cores $(cores cg.h5)"; }
+    grep -q "^  0 .* $last  *launcher of cgroup v[12] cpuset /\(.*/\)\?ef-test-$$, free" cg.log ||
+        { cat cg.log; fail "cgroup: the placement line does not name the cgroup's cpuset"; }
+    $H5CHECK equal auto.h5 cg.h5 /replicas || fail "the cgroup changed the bits"
+    ok "cgroup $CG with cpuset $last: core $last, the placement line names the cgroup"
+else
+    echo "placement: skip - no cgroup with a restricted cpuset could be made here (needs root and a writable cpuset controller under /sys/fs/cgroup)"
+fi
 echo "placement: all checks passed"

@@ -54,7 +54,8 @@ run_np 1 fit peaks.ini --fit.replicas 40 --output.file one.h5 > one.log
 run_np 2 fit peaks.ini --fit.replicas 40 --output.file two.h5 --baseline one.h5 > two.log
 grep -q "vs baseline: speedup" two.log || fail "fit --baseline printed no speedup"
 $H5CHECK get two.h5 /timing computation_scalability > /dev/null || fail "no computation_scalability"
-"$EF" report two.h5 one.h5 static.h5 --csv report.csv > report.log
+# static.h5 (639 replicas) is other work than one.h5 and two.h5 (40): compared only when asked.
+"$EF" report two.h5 one.h5 static.h5 --different-work --csv report.csv > report.log
 [ "$(wc -l < report.csv)" = 4 ] || { cat report.csv; fail "report.csv should have a header and 3 rows"; }
 head -1 report.csv | grep -q "file,ranks,workers,policy,wall_s,speedup" || fail "report.csv header"
 [ "$(sed -n 2p report.csv | cut -d, -f2)" = 1 ] || fail "report rows are not sorted by ranks"
@@ -133,4 +134,37 @@ assert g2["baseline"] == "gpu1.h5" and c1["baseline"] == "one.h5", (g2, c1)
 print("mixed: efficiency", m["scaling_efficiency"], "speedup vs 2 GPUs alone", m["speedup"])
 PY
 ok "report: gpu, cpu and mixed groups on real (relabelled) runs; the mixed row against its parts"
+# Honest points. Cores, not ranks: 1 rank x 2 threads (t2.h5, unbound) is 2 cores, as two.h5 is.
+# Two ranks pinned to one core (taskset -c 0: bind = auto splits a one-core mask, so they share
+# it) are marked and left out of the baseline, the mode and the claim: with 60 replicas they
+# would make the strong series neither strong nor weak, which --include-shared then refuses.
+# Runs of another config (max_iterations) are refused naming both files unless --different-work.
+"$MPIEXEC" --oversubscribe --bind-to none -np 1 "$EF" fit peaks.ini --fit.replicas 40 --run.threads 2 \
+    --output.file t2.h5 > t2.log
+taskset -c 0 "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$EF" fit peaks.ini --fit.replicas 60 \
+    --output.file shared.h5 > shared.log 2>&1
+grep -q "warning: ranks 0, 1 on .* share cores 0 " shared.log || { cat shared.log; fail "no shared-cores warning"; }
+run_np 1 fit peaks.ini --fit.replicas 40 --fit.max_iterations 10 --output.file it10.h5 > it10.log
+"$EF" report one.h5 two.h5 t2.h5 shared.h5 --csv honest.csv > honest.log || { cat honest.log; fail "report of honest.csv"; }
+grep -q '^shared.h5  *2    2\* ' honest.log || { cat honest.log; fail "the shared run is not marked * in the table"; }
+grep -q "^  shared.h5: ranks 0, 1 on .* share cores 0 " honest.log && grep -q "left out of the baseline, the mode" honest.log ||
+    { cat honest.log; fail "report does not say why shared.h5 is marked"; }
+grep -q "^cpu ranks: strong scaling (detected" honest.log && grep -q "^cpu ranks: at 2 cores, strong efficiency .*, t2.h5) of the runs whose ranks had cores of their own" honest.log ||
+    { cat honest.log; fail "the shared run was not left out of the mode and the claim"; }
+/usr/bin/python3 - honest.csv <<'PY' || { cat honest.log; fail "report's cores arithmetic"; }
+import csv, sys
+rs = {r["file"]: r for r in csv.DictReader(open(sys.argv[1]))}
+assert {f: (r["cores"], r["shared_cores"]) for f, r in rs.items()} == \
+    {"one.h5": ("1", "0"), "two.h5": ("2", "0"), "t2.h5": ("2", "0"), "shared.h5": ("2", "1")}, rs
+t1 = float(rs["one.h5"]["wall_s"])
+for f in ("two.h5", "t2.h5"):   # strong: speedup T1/TN, efficiency speedup / cores (2 for both)
+    tn = float(rs[f]["wall_s"])
+    assert abs(float(rs[f]["scaling_efficiency"]) - t1 / tn / 2) <= 1e-5 * max(1, t1 / tn), rs[f]
+PY
+expect_error 2 "report: one.h5 and shared.h5 did different work \(41 items on 1 unit\(s\), 61 on 2: neither the same nor proportional" \
+    -- "$EF" report one.h5 two.h5 shared.h5 --include-shared
+expect_error 2 "report: one.h5 and it10.h5 did different work \(fit.max_iterations = 1000 in one.h5, 10 in it10.h5\).*--different-work" \
+    -- "$EF" report one.h5 it10.h5
+"$EF" report one.h5 it10.h5 --different-work > diff.log || { cat diff.log; fail "--different-work was refused"; }
+ok "report: cores = ranks x threads; a shared-core run marked and left out (--include-shared puts it back); other work refused unless --different-work"
 echo "sched: all checks passed"

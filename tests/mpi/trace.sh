@@ -83,7 +83,7 @@ check_rows window.h5 window_forward:fb window_backward:fb probe_spectrum object_
 run_np 1 reconstruct ptycho.ini --solver.iterations 2 --output.previews false --positions.correct true \
     --output.file positions.h5 > positions.log
 check_rows positions.h5 fft_probe_gradient:fb probe_spectrum_positions || fail "position correction's rows"
-"$EF" report fit.h5 table.h5 recon.h5 window.h5 --roofline > roof.log
+"$EF" report fit.h5 table.h5 recon.h5 window.h5 --roofline --different-work > roof.log
 for row in lm gemm moments lm_steps gradient exit_waves_fft window_forward object_step; do
     grep -q "^  $row  " roof.log || { cat roof.log; fail "report --roofline: no row $row"; }
 done

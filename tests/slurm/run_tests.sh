@@ -211,6 +211,13 @@ read -r _ A_BAD M_BAD < <(EF_SHARDS=4 EF_CONCURRENT=4 EF_OUTDIR=failed EF_SBATCH
     "$JOBS/submit-array.sh" "$CONFIG" | tail -n 1 | sed 's/array=\([0-9]*\) merge=\([0-9]*\)/x \1 \2/')
 printf '%s\n' "$A_BAD" "$M_BAD" >> "$JOBLIST"
 
+# advise inside a job of 2 CPUs: the sbatch line it prints is submitted in the second wave (the
+# named script's own check and Slurm must accept it). hybrid.sbatch in an allocation without
+# GPUs: refused by the script's check (the same rule), exit 2.
+J_ADV=$(submit advise --ntasks=1 --cpus-per-task=2 --wrap "$EF advise $CONFIG --budget 3")
+J_NOGPU=$(EF_OUTDIR=nogpu submit hybrid-nogpu --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
+    "$JOBS/hybrid.sbatch" "$CONFIG")
+
 # The CPU studies only: this Slurm's pretend GPUs (SLURM_GPUS_ON_NODE) would start the GPU and
 # mixed studies, which need a CUDA build.
 J_SCALE=$(EF_OUTDIR=scaling EF_RANKS="$RANKS" EF_STUDIES="cpu-strong cpu-weak" submit scaling --ntasks="$MAXR" \
@@ -239,7 +246,7 @@ if [ -f "$SRC/inputs/dis-mellin.ini" ] && "$EF" fit "$SRC/inputs/dis-mellin.ini"
     log "submitted: dis-mellin example with 8 replicas $J_DIS"
 fi
 
-wait_for "$J_CORE" "$J_ONE" "$J_NONE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
+wait_for "$J_ADV" "$J_NOGPU" "$J_CORE" "$J_ONE" "$J_NONE" "$A_OK" "$M_OK" "$A_BAD" "$M_BAD" "$J_SCALE" "${GPU_JOBS[@]}" ${J_DIS:+"$J_DIS"} || true
 set +e   # from here on every check runs, failed or not
 
 # ---------------------------------------------------------------- rank-per-core
@@ -264,6 +271,24 @@ else
     check "bind none, shared cores: ensemblefit warns naming ranks 0, 1" grep -q "warning: ranks 0, 1 on .* share cores" "$nlog"
 fi
 
+# ---------------------------------------------------------------- advise's lines, the scripts' rule
+check "advise job completed" completed "$J_ADV" || show_log "logs/advise-$J_ADV.out"
+aline=$(sed -n 's/^  Slurm: sbatch //p' "logs/advise-$J_ADV.out")
+log "advise's sbatch line in a 2-CPU job: $aline"
+check "advise names a jobs/ script in its sbatch line" bash -c "[[ '$aline' == *' jobs/'*'.sbatch '* ]]"
+read -r -a AOPTS <<< "${aline%% jobs/*}"
+ascript=$(sed 's/.* jobs\/\([a-z-]*\.sbatch\) .*/\1/' <<< "$aline")
+read -r -a AARGS <<< "${aline#* jobs/$ascript }"
+check "sbatch --test-only accepts advise's line" sbatch --test-only "${SITE_ARGS[@]}" "${AOPTS[@]}" "$JOBS/$ascript" "${AARGS[@]}"
+if [ "$CPUS" -lt 32 ]; then
+    check "sbatch refuses the line advise printed before (--ntasks with the script's 32 tasks per node)" \
+        bash -c "! sbatch --test-only ${SITE_ARGS[*]} --nodes=1 --ntasks=2 --cpus-per-task=1 $JOBS/rank-per-core.sbatch $CONFIG 2> /dev/null"
+fi
+glog=logs/hybrid-nogpu-$J_NOGPU.out
+check "hybrid.sbatch without GPUs exits 2" test "$(records "$J_NOGPU" | field ExitCode)" = 2:0 || show_log "$glog"
+check "hybrid.sbatch without GPUs: one line saying why, from the shared rule" \
+    grep -q "error: hybrid.sbatch: no GPUs in this allocation (--gpus-per-node)" "$glog"
+check "hybrid.sbatch without GPUs ran nothing" test ! -e nogpu/example.h5
 # ---------------------------------------------------------------- array + merge
 check "array job: 4 tasks completed" completed "$A_OK" || show_log array/logs/*_"$A_OK"_*.out
 check "merge job completed after the array" completed "$M_OK" || show_log array/logs/ef-merge_"$M_OK".out
@@ -382,6 +407,37 @@ check "4 shards, MaxArraySize 3: two arrays and the limit named" \
 for a in "${SPLIT_IDS[@]}"; do check "split array $a completed" completed "$a"; done
 check "the merge after both arrays completed" completed "$M_SPLIT" || show_log split/logs/ef-merge_"$M_SPLIT".out
 check "split arrays merged == mpirun result (bitwise)" same ref.h5 split/example.h5
+
+# ---------------------------------------------------------------- one-CPU jobs side by side
+# Two one-CPU jobs at once, on an otherwise idle node: under task/none every job sees the whole
+# node, and bind = auto takes the CPU_IDs Slurm gave each job (scontrol show job -d), so they run
+# on CPUs 0 and 1, not both on the first.
+J_ID1=$(EF_OUTDIR=ids1 EF_ARGS="--debug.slowdown 0:100" submit ids1 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+J_ID2=$(EF_OUTDIR=ids2 EF_ARGS="--debug.slowdown 0:100" submit ids2 --ntasks-per-node=1 "$JOBS/rank-per-core.sbatch" "$CONFIG")
+# advise's sbatch line (from the first wave), after them: it takes the node's other CPUs.
+J_ADVISED=$(EF_OUTDIR=advised submit advised "${AOPTS[@]}" "$JOBS/$ascript" "${AARGS[@]}")
+wait_for "$J_ID1" "$J_ID2" "$J_ADVISED" || true
+check "advise's sbatch line ran to completion" completed "$J_ADVISED" || show_log "logs/advised-$J_ADVISED.out"
+check "advise's line: the script's check accepted it" grep -q "^job-check: $ascript: .*: accepted" "logs/advised-$J_ADVISED.out"
+check "advise's line result == mpirun result (bitwise)" same ref.h5 advised/example.h5
+for j in "$J_ID1" "$J_ID2"; do check "one-CPU job $j completed" completed "$j" || show_log logs/ids*-"$j".out; done
+c1=$(place cores ids1/example.h5) c2=$(place cores ids2/example.h5)
+tp=$(scontrol show config | sed -n 's/^TaskPlugin *= *//p')
+ilogs=("logs/ids1-$J_ID1.out" "logs/ids2-$J_ID2.out")
+if [[ "$tp" != *task/none* ]]; then
+    skip "one-CPU jobs: TaskPlugin=$tp binds the tasks to the job's CPUs itself"
+elif [ "$(grep -l "of Slurm job's CPU_IDs" "${ilogs[@]}" | wc -l)" = 2 ]; then
+    if [ "$c1" != "$c2" ]; then
+        ok "two one-CPU jobs at once under $tp: cores $c1 and $c2, each its job's CPU_IDs"
+    else
+        log "the two one-CPU jobs did not overlap in time (both got CPU $c1): distinctness not checked"
+    fi
+elif grep -q "(Slurm's numbering) are not 1 of them" "${ilogs[@]}"; then
+    skip "one-CPU jobs: Slurm gave CPU_IDs this machine does not have (the node declares $CPUS CPUs), warned"
+else
+    bad "one-CPU jobs under $tp: the placement line does not say the cores came from the job's CPU_IDs (cores $c1, $c2)"
+    show_log "${ilogs[@]}"
+fi
 
 # ---------------------------------------------------------------- GPU binding (pretend GPUs)
 if [ -n "${J_GPU:-}" ]; then

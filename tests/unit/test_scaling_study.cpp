@@ -108,3 +108,30 @@ TEST_CASE("mixed runs against their parts' throughputs", "[scaling]") {
 }
 
 }  // namespace
+
+TEST_CASE("a study counts cores: 1 rank x 2 threads is 2 units, as 2 ranks x 1 thread", "[scaling]") {
+    const ef::WorkerMix threads = ef::worker_mix({"0\tvm\tcpu, 2 threads\t2\t0-1\tauto, free\t-"});
+    const ef::WorkerMix ranks = ef::worker_mix({"0\tvm\tcpu, 1 thread\t1\t0\tauto, free\t-",
+                                                "1\tvm\tcpu, 1 thread\t1\t1\tauto, free\t-"});
+    CHECK(threads.ranks() == 1);
+    CHECK(threads.units() == 2);
+    CHECK(ranks.units() == 2);
+    ef::ScalingInput a{threads, 41, 5.0}, b{ranks, 41, 4.0};
+    const auto p = ef::scaling_point(a, run(0, 1, 41, 8.0), ef::ScalingMode::automatic);
+    CHECK(p.unit_ratio == 2.0);
+    CHECK(p.efficiency == Approx(8.0 / 5.0 / 2));
+    CHECK(ef::scaling_point(b, run(0, 1, 41, 8.0), ef::ScalingMode::automatic).unit_ratio == 2.0);
+    // 2 threads of a CPU rank beside a GPU rank: 3 units
+    const ef::WorkerMix mixed = ef::worker_mix({"0\tvm\tgpu 0: test\t1\t0\tauto, free\t0", "1\tvm\tcpu, 2 threads\t2\t1-2\tauto, free\t-"});
+    CHECK(mixed.units() == 3);
+}
+
+TEST_CASE("different work: another setting than placement and output, replicas only when asked", "[scaling]") {
+    const std::string a = "[fit]\nreplicas = 40\nmax_iterations = 1000\n[run]\nthreads = 1\n[output]\nfile = a.h5\n";
+    const std::string b = "[fit]\nreplicas = 80\nmax_iterations = 1000\n[run]\nthreads = 4\n[output]\nfile = b.h5\n";
+    const std::string c = "[fit]\nreplicas = 40\nmax_iterations = 10\n[run]\nthreads = 1\n[output]\nfile = a.h5\n";
+    CHECK(ef::work_difference(a, b, false).empty());
+    CHECK(ef::work_difference(a, b, true) == "fit.replicas = 40 here, 80 in the file");
+    CHECK(ef::work_difference(a, c, false) == "fit.max_iterations = 1000 here, 10 in the file");
+    CHECK(ef::work_difference(a, a, true).empty());
+}
