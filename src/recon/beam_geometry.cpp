@@ -63,8 +63,9 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
         g.defocus_from = cfg.where("beam.defocus_nm");
     }
     // The data file's attributes (open_ptycho_dataset has read the file; a dataset made in memory,
-    // as in the unit tests, has only the config's).
-    if (!file_exists(ds.path)) return g;
+    // as in the unit tests, has only the config's). An EMPAD raw file has no attributes: its
+    // geometry comes from the config's keys alone.
+    if (ds.format == "empad" || !file_exists(ds.path)) return g;
     const h5::File f = h5::File::open_read(ds.path);
     const std::string file = ds.path + ": ";
     set(g.wavelength, g.wavelength_from, 1e-10 * positive(f, "wavelength_angstrom"), file + "wavelength_angstrom");
