@@ -40,6 +40,9 @@
 #                     second of the writer thread's own write time; writer_busy: that time over
 #                     the window
 #   ctxt_per_s        context switches of the whole machine per second of the mpirun (/proc/stat)
+#   disp_us_recv, disp_us_store  disp_us_unit's parts: the thread's seconds in MPI calls receiving
+#                     results, and storing them (handing them to the writer, the progress line),
+#                     per unit (the rest is answering requests)
 # Usage: perf/dispatch.sh curves BINARY [RANKS...]   (default ranks: 4 8 16 32 64)
 #   env: MODES ("sleep default"), UNIT_SLEEP, UNITS, DEFAULT_PER_RANK, OUT (folder,
 #        default perf/out), MPIRUN (mpirun), TIMEOUT_S (per run, 120), DEADLINE (date +%s after
@@ -75,7 +78,7 @@ tsv=$out/dispatch-curves.tsv
     echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
     printf 'mode\tranks\tunit_sleep_s\treplicas\tunits\tmpirun_wall_s\twindow_s\tunits_per_s\tdemand_units_per_s\t'
     printf 'disp_us_request\tdisp_us_unit\tdisp_units_per_s_max\tdisp_busy\twait_us_mean\twait_us_p95\twait_us_max\twriter_rows\t'
-    printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\n'
+    printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\tdisp_us_recv\tdisp_us_store\n'
 } > "$tsv"
 ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 for mode in "${modes[@]}"; do
@@ -122,7 +125,8 @@ row = [mode, n, sleep_s, rows, units, "%.3f" % wall, "%.4f" % window, "%.4g" % (
        "%.4g" % demand, "%.3f" % disp["microseconds_per_request"], "%.3f" % (1e6 * busy_s / max(1, units)),
        "%.4g" % (units / busy_s if busy_s > 0 else 0), "%.3f" % (busy_s / window), "%.1f" % (sum(waits) / len(waits)), "%.1f" % p95, "%.1f" % waits[-1], rows,
        "%.4f" % w, "%.4g" % (rows / w if w > 0 else 0), "%.4g" % (rows * 8 * (P + 4) / w / 1e6 if w > 0 else 0),
-       "%.3f" % (w / window), "%.4g" % ((int(c1) - int(c0)) / wall)]
+       "%.3f" % (w / window), "%.4g" % ((int(c1) - int(c0)) / wall),
+       "%.3f" % (1e6 * disp["comm_seconds"] / max(1, units)), "%.3f" % (1e6 * disp["io_seconds"] / max(1, units))]
 print("\t".join(str(x) for x in row))
 PY
         tail -1 "$tsv" | awk -F'\t' '{printf "%-8s %5d ranks: %9s units/s (asked %9s), dispatcher %s us/unit (max %s units/s), busy %s; wait/unit %s us (p95 %s); writer %s rows/s %s MB/s\n", $1, $2, $8, $9, $11, $12, $13, $14, $15, $19, $20}'
