@@ -59,6 +59,7 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet, bool acc
     stats.mpi_bytes += bytes;
     stats.comm += seconds_since(t0);
     if (flag) return Event::result;
+    ++stats.results_received_later;
     receiving_.push_back(req);
     receiving_bytes_.push_back(std::move(packet));  // a vector's move keeps its data where MPI writes
     packet = {};

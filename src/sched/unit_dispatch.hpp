@@ -34,6 +34,9 @@ struct DispatchStats {
     /// Requests answered while the store was full and results waited with their senders: what
     /// a dispatcher that waited for the store could not have answered.
     std::int64_t requests_store_full = 0;
+    /// Results whose bytes arrived after the poll that found them (their sender was not inside
+    /// MPI to send the rest): received meanwhile without waiting, completed at a later poll.
+    std::int64_t results_received_later = 0;
     std::int64_t mpi_calls = 0;
     std::int64_t mpi_bytes = 0;
     /// Service time per answered request, microseconds (0 without requests).
