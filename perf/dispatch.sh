@@ -75,7 +75,7 @@ printf 'x,y\n0,1\n1,3\n2,5.1\n3,6.9\n' > line.csv
 printf '[data]\nfile = line.csv\nx = x\ny = y\nsigma = 0.1\n[model]\nname = linear\n[param.a]\nstart = 0\n[param.b]\nstart = 1\n[output]\nfile = out.h5\n' > line.ini
 tsv=$out/dispatch-curves.tsv
 {
-    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
+    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank$(env | grep '^OMPI_MCA_btl' | sed 's/^/ /' | tr -d '\n')"
     printf 'mode\tranks\tunit_sleep_s\treplicas\tunits\tmpirun_wall_s\twindow_s\tunits_per_s\tdemand_units_per_s\t'
     printf 'disp_us_request\tdisp_us_unit\tdisp_units_per_s_max\tdisp_busy\twait_us_mean\twait_us_p95\twait_us_max\twriter_rows\t'
     printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\tdisp_us_recv\tdisp_us_store\n'
@@ -99,8 +99,9 @@ for mode in "${modes[@]}"; do
         c0=$(ctxt); t0=$(date +%s.%N)
         if ! timeout "${TIMEOUT_S:-120}" ${MPIRUN:-mpirun} --oversubscribe --bind-to none -np "$n" "$EF" fit line.ini \
             --workers cpu --overwrite --progress-interval 0 "${args[@]}" > run.log 2>&1; then
-            echo "$mode $n ranks: failed or timed out (last lines below); row skipped" >&2
+            echo "$mode $n ranks: failed or timed out (last lines below, all in $out/failed-$mode-$n.log); row skipped" >&2
             tail -5 run.log >&2
+            tail -200 run.log > "$out/failed-$mode-$n.log"
             continue
         fi
         t1=$(date +%s.%N); c1=$(ctxt)
@@ -185,8 +186,10 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 # to ~2.5e5 asked), sleep mode with 10 ms units of 500 fits at 16 64 (RANKS_CHUNK: the
 # receive of 24 kB results), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
 # dispatch-curves-{sleep10ms,sleep1ms,sleep10ms-chunk500,default}.tsv, their saturation lines, lscpu.txt and
-# run.txt (mpirun version, /dev/shm, the fd limit). Runs not started within BUDGET_S (420)
-# seconds are skipped, so the command ends within about 8 minutes whatever 1,024 ranks cost.
+# run.txt (mpirun version, /dev/shm, the fd and process limits, seccomp), failed-MODE-N.log
+# for a run that failed. SERIES (all four: "sleep10ms sleep1ms sleep10ms-chunk500 default")
+# picks series. Runs not started within BUDGET_S (420) seconds are skipped, so the command ends
+# within about 8 minutes whatever 1,024 ranks cost.
 cmd_device() (
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -196,7 +199,11 @@ export OUT=${OUT:-$PWD/perf/out}
 mkdir -p "$OUT"
 export DEADLINE=$(($(date +%s) + ${BUDGET_S:-420}))
 lscpu > "$OUT/lscpu.txt" 2>&1
-{ mpirun --version | head -1; df -h /dev/shm /tmp; ulimit -n -H; } > "$OUT/run.txt" 2>&1
+# Whether Open MPI can copy between processes itself (CMA: process_vm_readv, refused by a
+# container's seccomp filter without CAP_SYS_PTRACE): without it a result over 4 kB arrives only
+# while its sender is inside MPI (docs/scale-model.md).
+{ mpirun --version | head -1; df -h /dev/shm /tmp; ulimit -n -H; ulimit -u; grep -E '^(CapEff|Seccomp):' /proc/self/status
+  cat /proc/sys/kernel/yama/ptrace_scope /proc/sys/kernel/pid_max; } > "$OUT/run.txt" 2>&1
 # Open MPI's shared-memory segments (one per rank) go to /dev/shm; a container's is often small.
 shm_free=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
 if [ "${shm_free:-0}" -lt $((8 << 20)) ]; then
@@ -210,10 +217,11 @@ series() {  # NAME MODE UNIT_SLEEP RANKS...
     mv "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-$name.tsv"
     mv "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-$name.txt"
 }
-series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
-series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
-CHUNK=500 UNITS=5000 series sleep10ms-chunk500 sleep 0.01 ${RANKS_CHUNK:-16 64}
-series default default 0 ${DEFAULT_RANKS:-64 256 1024}
+want() { case " ${SERIES:-sleep10ms sleep1ms sleep10ms-chunk500 default} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+! want sleep10ms || series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
+! want sleep1ms || series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
+! want sleep10ms-chunk500 || CHUNK=500 UNITS=5000 series sleep10ms-chunk500 sleep 0.01 ${RANKS_CHUNK:-16 64}
+! want default || series default default 0 ${DEFAULT_RANKS:-64 256 1024}
 )
 
 cmd=${1:-}
