@@ -40,6 +40,9 @@
 #                     second of the writer thread's own write time; writer_busy: that time over
 #                     the window
 #   ctxt_per_s        context switches of the whole machine per second of the mpirun (/proc/stat)
+#   disp_us_recv, disp_us_store  disp_us_unit's parts: the thread's seconds in MPI calls receiving
+#                     results, and storing them (handing them to the writer, the progress line),
+#                     per unit (the rest is answering requests)
 # Usage: perf/dispatch.sh curves BINARY [RANKS...]   (default ranks: 4 8 16 32 64)
 #   env: MODES ("sleep default"), UNIT_SLEEP, UNITS, DEFAULT_PER_RANK, OUT (folder,
 #        default perf/out), MPIRUN (mpirun), TIMEOUT_S (per run, 120), DEADLINE (date +%s after
@@ -72,10 +75,10 @@ printf 'x,y\n0,1\n1,3\n2,5.1\n3,6.9\n' > line.csv
 printf '[data]\nfile = line.csv\nx = x\ny = y\nsigma = 0.1\n[model]\nname = linear\n[param.a]\nstart = 0\n[param.b]\nstart = 1\n[output]\nfile = out.h5\n' > line.ini
 tsv=$out/dispatch-curves.tsv
 {
-    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank"
+    echo "# perf/dispatch.sh curves $(basename "$EF") ${ranks[*]}; $machine; $(date -u +%FT%TZ); UNIT_SLEEP=$sleep_s CHUNK=$chunk UNITS=$units_total DEFAULT_PER_RANK=$default_per_rank$(env | grep '^OMPI_MCA_btl' | sed 's/^/ /' | tr -d '\n')"
     printf 'mode\tranks\tunit_sleep_s\treplicas\tunits\tmpirun_wall_s\twindow_s\tunits_per_s\tdemand_units_per_s\t'
     printf 'disp_us_request\tdisp_us_unit\tdisp_units_per_s_max\tdisp_busy\twait_us_mean\twait_us_p95\twait_us_max\twriter_rows\t'
-    printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\n'
+    printf 'writer_s\twriter_rows_per_s\twriter_MB_per_s\twriter_busy\tctxt_per_s\tdisp_us_recv\tdisp_us_store\n'
 } > "$tsv"
 ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 for mode in "${modes[@]}"; do
@@ -96,8 +99,9 @@ for mode in "${modes[@]}"; do
         c0=$(ctxt); t0=$(date +%s.%N)
         if ! timeout "${TIMEOUT_S:-120}" ${MPIRUN:-mpirun} --oversubscribe --bind-to none -np "$n" "$EF" fit line.ini \
             --workers cpu --overwrite --progress-interval 0 "${args[@]}" > run.log 2>&1; then
-            echo "$mode $n ranks: failed or timed out (last lines below); row skipped" >&2
+            echo "$mode $n ranks: failed or timed out (last lines below, all in $out/failed-$mode-$n.log); row skipped" >&2
             tail -5 run.log >&2
+            tail -200 run.log > "$out/failed-$mode-$n.log"
             continue
         fi
         t1=$(date +%s.%N); c1=$(ctxt)
@@ -122,7 +126,8 @@ row = [mode, n, sleep_s, rows, units, "%.3f" % wall, "%.4f" % window, "%.4g" % (
        "%.4g" % demand, "%.3f" % disp["microseconds_per_request"], "%.3f" % (1e6 * busy_s / max(1, units)),
        "%.4g" % (units / busy_s if busy_s > 0 else 0), "%.3f" % (busy_s / window), "%.1f" % (sum(waits) / len(waits)), "%.1f" % p95, "%.1f" % waits[-1], rows,
        "%.4f" % w, "%.4g" % (rows / w if w > 0 else 0), "%.4g" % (rows * 8 * (P + 4) / w / 1e6 if w > 0 else 0),
-       "%.3f" % (w / window), "%.4g" % ((int(c1) - int(c0)) / wall)]
+       "%.3f" % (w / window), "%.4g" % ((int(c1) - int(c0)) / wall),
+       "%.3f" % (1e6 * disp["comm_seconds"] / max(1, units)), "%.3f" % (1e6 * disp["io_seconds"] / max(1, units))]
 print("\t".join(str(x) for x in row))
 PY
         tail -1 "$tsv" | awk -F'\t' '{printf "%-8s %5d ranks: %9s units/s (asked %9s), dispatcher %s us/unit (max %s units/s), busy %s; wait/unit %s us (p95 %s); writer %s rows/s %s MB/s\n", $1, $2, $8, $9, $11, $12, $13, $14, $15, $19, $20}'
@@ -181,8 +186,10 @@ echo "bundle: .dispatch-run.tar.xz ($(du -h .dispatch-run.tar.xz | cut -f1)); ca
 # to ~2.5e5 asked), sleep mode with 10 ms units of 500 fits at 16 64 (RANKS_CHUNK: the
 # receive of 24 kB results), default mode at 64 256 1024 (DEFAULT_RANKS). Under $OUT:
 # dispatch-curves-{sleep10ms,sleep1ms,sleep10ms-chunk500,default}.tsv, their saturation lines, lscpu.txt and
-# run.txt (mpirun version, /dev/shm, the fd limit). Runs not started within BUDGET_S (420)
-# seconds are skipped, so the command ends within about 8 minutes whatever 1,024 ranks cost.
+# run.txt (mpirun version, /dev/shm, the fd and process limits, seccomp), failed-MODE-N.log
+# for a run that failed. SERIES (all four: "sleep10ms sleep1ms sleep10ms-chunk500 default")
+# picks series. Runs not started within BUDGET_S (420) seconds are skipped, so the command ends
+# within about 8 minutes whatever 1,024 ranks cost.
 cmd_device() (
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -192,7 +199,11 @@ export OUT=${OUT:-$PWD/perf/out}
 mkdir -p "$OUT"
 export DEADLINE=$(($(date +%s) + ${BUDGET_S:-420}))
 lscpu > "$OUT/lscpu.txt" 2>&1
-{ mpirun --version | head -1; df -h /dev/shm /tmp; ulimit -n -H; } > "$OUT/run.txt" 2>&1
+# Whether Open MPI can copy between processes itself (CMA: process_vm_readv, refused by a
+# container's seccomp filter without CAP_SYS_PTRACE): without it a result over 4 kB arrives only
+# while its sender is inside MPI (docs/scale-model.md).
+{ mpirun --version | head -1; df -h /dev/shm /tmp; ulimit -n -H; ulimit -u; grep -E '^(CapEff|Seccomp):' /proc/self/status
+  cat /proc/sys/kernel/yama/ptrace_scope /proc/sys/kernel/pid_max; } > "$OUT/run.txt" 2>&1
 # Open MPI's shared-memory segments (one per rank) go to /dev/shm; a container's is often small.
 shm_free=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
 if [ "${shm_free:-0}" -lt $((8 << 20)) ]; then
@@ -206,10 +217,11 @@ series() {  # NAME MODE UNIT_SLEEP RANKS...
     mv "$OUT/dispatch-curves.tsv" "$OUT/dispatch-curves-$name.tsv"
     mv "$OUT/dispatch-saturation.txt" "$OUT/dispatch-saturation-$name.txt"
 }
-series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
-series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
-CHUNK=500 UNITS=5000 series sleep10ms-chunk500 sleep 0.01 ${RANKS_CHUNK:-16 64}
-series default default 0 ${DEFAULT_RANKS:-64 256 1024}
+want() { case " ${SERIES:-sleep10ms sleep1ms sleep10ms-chunk500 default} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+! want sleep10ms || series sleep10ms sleep 0.01 ${RANKS_10MS:-16 64 256 512 1024}
+! want sleep1ms || series sleep1ms sleep 0.001 ${RANKS_1MS:-16 64 256}
+! want sleep10ms-chunk500 || CHUNK=500 UNITS=5000 series sleep10ms-chunk500 sleep 0.01 ${RANKS_CHUNK:-16 64}
+! want default || series default default 0 ${DEFAULT_RANKS:-64 256 1024}
 )
 
 cmd=${1:-}

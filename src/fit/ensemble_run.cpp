@@ -108,6 +108,7 @@ void write_dispatch_timing(h5::File& f, const std::string& group, const Dispatch
     f.set_attr(group, "dispatcher_sched_seconds", ds.sched);
     f.set_attr(group, "dispatch_requests", ds.requests);
     f.set_attr(group, "dispatch_requests_store_full", ds.requests_store_full);
+    f.set_attr(group, "dispatch_results_received_later", ds.results_received_later);
     f.set_attr(group, "dispatch_microseconds_per_request", ds.microseconds_per_request());
     f.set_attr(group, "writer_seconds", ws.write_seconds);  // its own thread, beside the fit
     f.set_attr(group, "writer_wait_seconds", ws.wait_seconds);  // the run waiting for it
@@ -118,9 +119,11 @@ std::string dispatch_json(const DispatchStats& ds, const ReplicaWriter::Stats& w
     char extra[768];
     std::snprintf(extra, sizeof extra,
                   "  \"policy\": \"%s\",\n  \"dispatcher\": {\"io_seconds\": %.9g, \"comm_seconds\": %.9g, "
-                  "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g},\n"
+                  "\"sched_seconds\": %.9g, \"requests\": %lld, \"microseconds_per_request\": %.9g, "
+                  "\"results_received_later\": %lld},\n"
                   "  \"writer\": {\"seconds\": %.9g, \"wait_seconds\": %.9g, \"blocks\": %lld}",
                   to_string(policy), ds.io, ds.comm, ds.sched, static_cast<long long>(ds.requests), ds.microseconds_per_request(),
+                  static_cast<long long>(ds.results_received_later),
                   ws.write_seconds, ws.wait_seconds, static_cast<long long>(ws.writes));
     return extra;
 }

@@ -31,19 +31,19 @@ std::string percent(double f) { return format(f < 0.1 ? "%.2g %%" : "%.0f %%", 1
 
 }  // namespace
 
-// unit_seconds and writer_block_seconds: `perf/dispatch.sh curves build/ensemblefit 16 32`,
-// sleep rows (one-replica units, ranks that sleep 1 ms per unit), tree 76c67b0 + this change,
-// the 2-core VM at a load of ~90 from other builds: 5.9 us per unit at 16 ranks (8.3 at 32; the
-// quietest rows), the writer 3.4e6 one-row blocks per second (0.3 us each). PLACEHOLDERS,
-// 2-core figures, until the 16-core device's (`perf/dispatch.sh device`, docs/scale-model.md).
-// writer_bytes_per_second: rank 0's writer on the 4 x H100 node, spot 1e8 replicas, 6.87 GB in
-// 3.1-3.4 s of writer time (perf/RESULTS.md, "Scaling on one node", 2026-11-27).
+// unit_seconds and writer_block_seconds: the 16-core device (1 x H200 host, Intel Xeon, 16
+// cores), 2026-11-29, tree ec918fc, `bash perf/dispatch.sh device`, sleep mode with 10 ms units
+// of one replica at 512 ranks, the largest row that kept up (46,590 units/s of 50,360 asked):
+// 3.6 us of the dispatcher thread per unit (2.8-7.0 over 16-512 ranks), the writer 5.4e6 one-row
+// blocks per second (0.19 us each). Units of one row: the receive of a large result adds to it
+// (docs/scale-model.md). writer_bytes_per_second: rank 0's writer on the 4 x H100 node, spot 1e8
+// replicas, 6.87 GB in 3.1-3.4 s of writer time (perf/RESULTS.md, "Scaling on one node", 2026-11-27).
 DispatchCapacity measured_dispatch_capacity() {
     DispatchCapacity c;
-    c.unit_seconds = 5.9e-6;
-    c.writer_block_seconds = 0.3e-6;
+    c.unit_seconds = 3.6e-6;
+    c.writer_block_seconds = 0.19e-6;
     c.writer_bytes_per_second = 2.0e9;
-    c.source = "2-core VM placeholders and the H100 node's writer, docs/scale-model.md";
+    c.source = "a 16-core H200 host's, 2026-11-29, and the H100 node's writer, docs/scale-model.md";
     return c;
 }
 

@@ -29,18 +29,41 @@ DispatchChannel::Event DispatchChannel::poll(std::vector<char>& packet, bool acc
         return Event::request;
     }
     if (!accept_results) return Event::none;
-    EF_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kResultTag, ctx_.world(), &flag, &st));
+    if (!receiving_.empty()) {  // a result begun earlier whose bytes have arrived
+        const auto t0 = std::chrono::steady_clock::now();
+        int index = MPI_UNDEFINED;
+        EF_MPI_CHECK(MPI_Testany(static_cast<int>(receiving_.size()), receiving_.data(), &index, &flag, MPI_STATUS_IGNORE));
+        stats.comm += seconds_since(t0);
+        if (flag && index != MPI_UNDEFINED) {
+            const auto at = static_cast<std::ptrdiff_t>(index);
+            packet = std::move(receiving_bytes_[static_cast<size_t>(index)]);
+            receiving_.erase(receiving_.begin() + at);
+            receiving_bytes_.erase(receiving_bytes_.begin() + at);
+            return Event::result;
+        }
+    }
+    // At most one result a rank in flight on average: beyond that the others wait with their senders.
+    if (receiving_.size() >= static_cast<size_t>(ctx_.size())) return Event::none;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    EF_MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, kResultTag, ctx_.world(), &flag, &message, &st));
     if (!flag) return Event::none;
     heard(st.MPI_SOURCE, -1);
     const auto t0 = std::chrono::steady_clock::now();
     int bytes = 0;
     EF_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
     packet.resize(static_cast<size_t>(bytes));
-    EF_MPI_CHECK(MPI_Recv(packet.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kResultTag, ctx_.world(), MPI_STATUS_IGNORE));
+    MPI_Request req = MPI_REQUEST_NULL;
+    EF_MPI_CHECK(MPI_Imrecv(packet.data(), bytes, MPI_BYTE, &message, &req));
+    EF_MPI_CHECK(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));  // small results are here already
     stats.mpi_calls += 1;
     stats.mpi_bytes += bytes;
     stats.comm += seconds_since(t0);
-    return Event::result;
+    if (flag) return Event::result;
+    ++stats.results_received_later;
+    receiving_.push_back(req);
+    receiving_bytes_.push_back(std::move(packet));  // a vector's move keeps its data where MPI writes
+    packet = {};
+    return Event::receiving;
 }
 
 UnitSpan DispatchChannel::next(int rank, double throughput) {

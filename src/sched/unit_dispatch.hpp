@@ -34,6 +34,9 @@ struct DispatchStats {
     /// Requests answered while the store was full and results waited with their senders: what
     /// a dispatcher that waited for the store could not have answered.
     std::int64_t requests_store_full = 0;
+    /// Results whose bytes arrived after the poll that found them (their sender was not inside
+    /// MPI to send the rest): received meanwhile without waiting, completed at a later poll.
+    std::int64_t results_received_later = 0;
     std::int64_t mpi_calls = 0;
     std::int64_t mpi_bytes = 0;
     /// Service time per answered request, microseconds (0 without requests).
@@ -46,13 +49,21 @@ struct DispatchStats {
  */
 class DispatchChannel {
    public:
-    enum class Event { none, request, result };
+    /// What a poll did: nothing, answered a request, has a whole result in `packet`, or began
+    /// receiving a result whose bytes are still on their way (a later poll returns it).
+    enum class Event { none, request, result, receiving };
     DispatchChannel(const MpiContext& ctx, WorkQueue& queue, std::mutex& queue_mutex)
         : ctx_(ctx), queue_(queue), queue_mutex_(queue_mutex) {}
     /// One non-blocking look at the messages; a result's bytes go to `packet`. Work requests
     /// come first, whatever arrived before them: a rank waiting for its next unit never waits
     /// behind a result being received or stored. Results are received only while
     /// `accept_results` (the store has room); until then they stay with their senders.
+    /// Results are received without waiting (MPI_Imrecv): a result too large to travel eagerly
+    /// (24 kB of 500 rows) needs its sender inside MPI to arrive where the MPI library cannot
+    /// copy between processes by itself (Open MPI's shared memory without CMA, TCP), and a sender
+    /// computing its next unit is not; a blocking receive kept this thread waiting ~1 ms per
+    /// unit for that (docs/scale-model.md). Such a result completes at a later poll.
+    /// On the failure path (the thread leaves with receives pending) the process ends.
     Event poll(std::vector<char>& packet, bool accept_results = true);
     /// Other ranks told that there is no more work.
     int finished() const { return finished_; }
@@ -95,6 +106,8 @@ class DispatchChannel {
     std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank
     std::vector<int> held_;                                     // units assigned, not yet returned
     std::vector<double> unit_seconds_;  // the last unit's expected time at the rank's speed (-1: unknown)
+    std::vector<MPI_Request> receiving_;             // results begun, bytes still on their way
+    std::vector<std::vector<char>> receiving_bytes_;  // their buffers, in the same order
 };
 
 /// A polling loop's sleep: 1 us after any message, doubling to 250 us when idle.
