@@ -47,7 +47,8 @@ done
 run_np 2 fit small.ini --fit.replicas 2 --fit.solver qr --output.file qr2.h5 > qr2.log
 grep -q "set-up:" qr2.log && { cat qr2.log; fail "the QR path claims a Gram set-up"; }
 ok "QR path: no Gram set-up line"
-# A data error is still one clean line from every rank of the node (validated before the window).
+# A data error is still one clean line from every rank of the node (validated before the window;
+# rows are numbered from 1 in messages: index 5 is row 6).
 /usr/bin/python3 - <<'PY'
 import h5py
 with h5py.File("small.h5", "r") as f, h5py.File("bad.h5", "w") as g:
@@ -55,5 +56,5 @@ with h5py.File("small.h5", "r") as f, h5py.File("bad.h5", "w") as g:
     g["Q2"][5] = -1.0
 PY
 sed -e 's/^file = small.h5/file = bad.h5/' small.ini > bad.ini
-expect_error 3 "point 5" -- "$MPIEXEC" --oversubscribe -np 2 "$EF" fit bad.ini --fit.replicas 2 --output.file x.h5
+expect_error 3 "data row 6: Q2 = -1" -- "$MPIEXEC" --oversubscribe -np 2 "$EF" fit bad.ini --fit.replicas 2 --output.file x.h5
 echo "node_tables: all checks passed"
