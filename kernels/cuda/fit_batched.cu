@@ -88,7 +88,11 @@ __global__ void gram_columns_kernel(int n, std::uint64_t seed, const std::int64_
 // Table GEMM F(n x cols) = T(n x Kt, row-major) W(Kt x cols, column-major): 128 x 128 outputs
 // per block of 16 x 16 threads, 8 x 8 per thread (rows ty + 16 i, columns tx + 16 j), k tiles of
 // 8 through shared memory with the next tile prefetched into registers. Each output is one
-// accumulator updated by fma in ascending k: the same bits as the CPU's table_gemm.
+// accumulator updated by fma in ascending k: the same bits as the CPU's table_gemm. Any Kt: in
+// the last tile the k past Kt load T = +0 and W = -0, whose product -0 leaves every accumulator
+// as it was (-0 + -0 = -0, x + -0 = x), so the bits are the chain's over k < Kt alone. The Gram
+// path's products have Kt = the data's point count (G = T^T (W T), b = T^T E), which need not be
+// a multiple of 8 (reading on into the next row there gave issue 37's wrong G and b).
 constexpr int kBM = 128;
 constexpr int kBN = 128;
 constexpr int kBK = 8;
@@ -137,12 +141,13 @@ __global__ void __launch_bounds__(256) table_gemm_kernel(const double* __restric
     const int lr = tid / kBK;
     double ra[4], rb[4];
     auto load = [&](int k0) {
+        const int k = k0 + lk;  // past Kt (its last tile, Kt not a multiple of 8): +0 times -0
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const long row = row0 + lr + 32 * r;
-            ra[r] = row < n ? T[row * Kt + k0 + lk] : 0.0;
+            ra[r] = row < n && k < Kt ? T[row * Kt + k] : 0.0;
             const long col = col0 + lr + 32 * r;
-            rb[r] = col < cols ? W[col * Kt + k0 + lk] : 0.0;
+            rb[r] = col < cols ? (k < Kt ? W[col * Kt + k] : -0.0) : 0.0;
         }
     };
     load(0);
@@ -216,12 +221,13 @@ __global__ void __launch_bounds__(256) table_gemm_pairs_kernel(const double* __r
     const int lr = tid / kBK;
     double ra[4], rb[4];
     auto load = [&](int k0) {
+        const int k = k0 + lk;  // past Kt (its last tile, Kt not a multiple of 8): +0 times -0
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const long row = row0 + lr + 32 * r;
-            ra[r] = row < n ? T[row * Kt + k0 + lk] : 0.0;
+            ra[r] = row < n && k < Kt ? T[row * Kt + k] : 0.0;
             const long col = col0 + lr + 32 * r;
-            rb[r] = col < cols ? W[col * Kt + k0 + lk] : 0.0;
+            rb[r] = col < cols ? (k < Kt ? W[col * Kt + k] : -0.0) : 0.0;
         }
     };
     auto put = [&](int buf) {
