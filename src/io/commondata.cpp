@@ -241,20 +241,25 @@ CommondataSet read_commondata_set(const std::string& folder, const std::string& 
     return s;
 }
 
-void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
-    std::vector<CommondataSet> sets;
-    for (const auto& name : cfg.commondata_sets) sets.push_back(read_commondata_set(cfg.commondata, name));
+namespace {
 
-    // Correlated columns: each CORR source of a set, and each shared type name once.
-    std::vector<std::string> cols;
+/// The correlated columns of the sets in order: each CORR source of a set ("SET/source"), and each
+/// shared type name (BCDMSNORM, ...) once, with its treatment (1 = MULT).
+struct CommondataColumns {
+    std::vector<std::string> names;
     std::vector<unsigned char> mult;
-    std::map<std::string, std::string> first_seen;  // shared type -> "FILE: source" that set its treatment
-    auto column_of = [&](const CommondataSet& s, size_t k) -> long {
+    /// Column of source k of set s; -1 for UNCORR (on the diagonal), -2 for one not assigned yet.
+    long of(const CommondataSet& s, size_t k) const {
         if (s.type[k] == "UNCORR") return -1;
         const std::string col = s.type[k] == "CORR" ? s.name + "/" + s.source[k] : s.type[k];
-        const auto it = std::find(cols.begin(), cols.end(), col);
-        return it == cols.end() ? -2 : it - cols.begin();
-    };
+        const auto it = std::find(names.begin(), names.end(), col);
+        return it == names.end() ? -2 : it - names.begin();
+    }
+};
+
+CommondataColumns commondata_columns(const std::vector<CommondataSet>& sets) {
+    CommondataColumns cols;
+    std::map<std::string, std::string> first_seen;  // shared type -> "SET source" that set its treatment
     for (const auto& s : sets) {
         std::vector<std::string> mine;
         for (size_t k = 0; k < s.source.size(); ++k) {
@@ -265,62 +270,77 @@ void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
                 throw data_error(s.folder + ": sources of type " + col + " twice in one set (source " + s.source[k] +
                                  "): ensemblefit correlates a type name across sets, one source per set");
             mine.push_back(col);
-            const long c = column_of(s, k);
+            const long c = cols.of(s, k);
             if (c >= 0) {
-                if (mult[static_cast<size_t>(c)] != m)
+                if (cols.mult[static_cast<size_t>(c)] != m)
                     throw data_error(s.folder + ": source " + s.source[k] + " of type " + col + " is " +
                                      (m ? "MULT" : "ADD") + ", but " + first_seen[col] + " of the same type is " +
                                      (m ? "ADD" : "MULT") + " (one shared type needs one treatment)");
                 continue;
             }
-            cols.push_back(col);
-            mult.push_back(m);
+            cols.names.push_back(col);
+            cols.mult.push_back(m);
             first_seen[col] = s.name + " " + s.source[k];
         }
     }
+    return cols;
+}
 
-    const size_t S = cols.size();
+/// Appends the points of set d that pass the cuts: x, Q2, target; F2; sigma from the UNCORR
+/// sources; a row of the correlated columns (MULT relative to the central value: times t0 in the
+/// covariance). Returns how many were kept.
+int append_set_points(const FitConfig& cfg, const CommondataSet& s, size_t d, const CommondataColumns& cols,
+                      DataTable& data, CorrelatedInputs& in) {
+    const size_t S = cols.names.size(), ns = s.source.size();
+    std::vector<long> col(ns);
+    for (size_t k = 0; k < ns; ++k) col[k] = cols.of(s, k);
+    int kept = 0;
+    for (size_t i = 0; i < s.x.size(); ++i) {
+        const double x = s.x[i], q2 = s.q2[i], w2 = q2 * (1.0 - x) / x;
+        if (!(q2 > cfg.q2_min && w2 > cfg.w2_min && x >= cfg.x_min && x <= cfg.x_max)) continue;
+        ++kept;
+        data.x.insert(data.x.end(), {x, q2, static_cast<double>(s.target)});
+        data.y.push_back(s.f2[i]);
+        double var = 0.0;
+        std::vector<double> row(S, 0.0);
+        for (size_t k = 0; k < ns; ++k) {
+            const double u = s.values[i * ns + k];
+            if (col[k] < 0) {
+                var += u * u;
+            } else if (s.treatment[k] == CommondataTreatment::mult) {
+                if (s.f2[i] == 0.0)
+                    throw data_error(s.folder + ": point " + std::to_string(i + 1) + ": MULT source " + s.source[k] +
+                                     " on a central value of 0 (its relative size is undefined)");
+                row[static_cast<size_t>(col[k])] = u / s.f2[i];
+            } else {
+                row[static_cast<size_t>(col[k])] = u;
+            }
+        }
+        if (!(var > 0.0))
+            throw data_error(s.folder + ": point " + std::to_string(i + 1) + " (x = " + fmt(x) + ", Q2 = " + fmt(q2) +
+                             "): its UNCORR uncertainties are all zero (sigma must be positive)");
+        data.sigma.push_back(std::sqrt(var));
+        in.syst.insert(in.syst.end(), row.begin(), row.end());
+        in.dataset.push_back(static_cast<double>(d));
+    }
+    return kept;
+}
+
+}  // namespace
+
+void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
+    std::vector<CommondataSet> sets;
+    for (const auto& name : cfg.commondata_sets) sets.push_back(read_commondata_set(cfg.commondata, name));
+    const CommondataColumns cols = commondata_columns(sets);
     data = DataTable{};
     data.nx = 3;
     data.x_names = cfg.x_columns;
     in = CorrelatedInputs{};
-    in.S = static_cast<int>(S);
+    in.S = static_cast<int>(cols.names.size());
     for (size_t d = 0; d < sets.size(); ++d) {
         const CommondataSet& s = sets[d];
         in.dataset_names.push_back(s.name);
-        std::vector<long> col(s.source.size());
-        for (size_t k = 0; k < s.source.size(); ++k) col[k] = column_of(s, k);
-        const size_t ns = s.source.size();
-        int kept = 0;
-        for (size_t i = 0; i < s.x.size(); ++i) {
-            const double x = s.x[i], q2 = s.q2[i], w2 = q2 * (1.0 - x) / x;
-            if (!(q2 > cfg.q2_min && w2 > cfg.w2_min && x >= cfg.x_min && x <= cfg.x_max)) continue;
-            ++kept;
-            data.x.insert(data.x.end(), {x, q2, static_cast<double>(s.target)});
-            data.y.push_back(s.f2[i]);
-            double var = 0.0;
-            std::vector<double> row(S, 0.0);
-            for (size_t k = 0; k < ns; ++k) {
-                const double u = s.values[i * ns + k];
-                if (col[k] < 0) {
-                    var += u * u;
-                } else if (s.treatment[k] == CommondataTreatment::mult) {
-                    if (s.f2[i] == 0.0)
-                        throw data_error(s.folder + ": point " + std::to_string(i + 1) + ": MULT source " + s.source[k] +
-                                         " on a central value of 0 (its relative size is undefined)");
-                    row[static_cast<size_t>(col[k])] = u / s.f2[i];  // relative: times t0 in the covariance
-                } else {
-                    row[static_cast<size_t>(col[k])] = u;
-                }
-            }
-            if (!(var > 0.0))
-                throw data_error(s.folder + ": point " + std::to_string(i + 1) + " (x = " + fmt(x) + ", Q2 = " + fmt(q2) +
-                                 "): its UNCORR uncertainties are all zero (sigma must be positive)");
-            data.sigma.push_back(std::sqrt(var));
-            in.syst.insert(in.syst.end(), row.begin(), row.end());
-            in.dataset.push_back(static_cast<double>(d));
-        }
-        if (kept == 0)
+        if (append_set_points(cfg, s, d, cols, data, in) == 0)
             throw data_error(cfg.where("data.sets") + ": set " + s.name + ": the cuts (Q2 > " + fmt(cfg.q2_min) +
                              ", W2 > " + fmt(cfg.w2_min) + ", " + fmt(cfg.x_min) + " <= x <= " + fmt(cfg.x_max) +
                              ") leave none of its " + std::to_string(s.x.size()) + " points");
@@ -333,8 +353,8 @@ void load_commondata(FitConfig& cfg, DataTable& data, CorrelatedInputs& in) {
         throw data_error(cfg.where("data.sets") + ": " + std::to_string(data.n) + " points after cuts for " +
                          std::to_string(free_params) + " free parameters");
     data.checksum = checksum_of(data);
-    cfg.systematics = cols;
-    cfg.systematic_mult = mult;
+    cfg.systematics = cols.names;
+    cfg.systematic_mult = cols.mult;
 }
 
 }  // namespace ef
