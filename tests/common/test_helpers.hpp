@@ -23,9 +23,10 @@ namespace ef_test {
 /// src/fit/correlated.hpp).
 inline ef::FitProblem load_problem(const std::string& ini, const std::vector<std::string>& overrides = {},
                                    int threads = 8) {
-    const ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
-    ef::DataTable data = ef::load_data(cfg);
-    const ef::CorrelatedInputs correlated = ef::load_correlated(cfg, data);
+    ef::FitConfig cfg = ef::load_fit_config(ini, overrides);
+    ef::DataTable data;
+    ef::CorrelatedInputs correlated;
+    ef::load_fit_data(cfg, data, correlated);  // as the run loads it: commondata sets included
     ef::FitProblem pb = ef::make_fit_problem(cfg, std::move(data));
     ef::whiten_problem(pb, correlated, threads);
     return pb;
