@@ -514,12 +514,15 @@ void FitRun::summarize_results() {
     trace_.mark("summary written and printed");
 }
 
-/// /quality (src/fit/fit_quality.hpp) for a file that holds a central fit that converged or
-/// stopped at max_iterations: chi2 per data set, the sources' shifts and pulls, the replicas'
-/// chi2 against the central data.
+/// /quality (src/fit/fit_quality.hpp) for correlated data (systematics, a covariance,
+/// normalisations or commondata) and a file that holds a central fit that converged or stopped at
+/// max_iterations: chi2 per data set, the sources' shifts and pulls, the replicas' chi2 against
+/// the central data. Uncorrelated fits have none of the first two and their total chi2 in
+/// /central; the replicas' chi2 would cost rank 0 a model evaluation per replica and point after
+/// the run (1e8 spot replicas: minutes, against a 3 s whole command), so they get no /quality.
 void FitRun::write_quality(const ReplicaBlock& rows) {
     h5::File& f = out_->file();
-    if (!id_.span.central || !f.exists("/central/params")) return;
+    if (!pb_->config.correlated() || !id_.span.central || !f.exists("/central/params")) return;
     const std::int64_t st = f.read_int64("/central/status")[0];
     if (st != 0 && st != 1) return;
     const FitQuality q = fit_quality(*pb_, quality_in_, f.read_double("/central/params"), rows, id_.span.begin, threads_.threads);
