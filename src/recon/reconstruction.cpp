@@ -63,6 +63,19 @@ std::vector<std::vector<double>> parse_debug_speeds(const std::string& spec, int
     return out;
 }
 
+/// Every rank's `count` frames of n pixels summed pixel by pixel over all ranks (frame by frame in
+/// order, in double), with `extra` appended and summed alike: the detector's decision and the mean
+/// pattern both start from it.
+std::vector<double> pixel_sums(MPI_Comm world, const std::vector<float>& frames, std::int64_t count,
+                                   std::int64_t n, const std::vector<double>& extra = {}) {
+    std::vector<double> sum(static_cast<size_t>(n), 0.0);
+    for (std::int64_t j = 0; j < count; ++j)
+        for (std::int64_t q = 0; q < n; ++q) sum[static_cast<size_t>(q)] += frames[static_cast<size_t>(j * n + q)];
+    sum.insert(sum.end(), extra.begin(), extra.end());
+    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(sum.size()), MPI_DOUBLE, MPI_SUM, world));
+    return sum;
+}
+
 }  // namespace
 
 RunSettings Reconstruction::load_config() {
@@ -285,11 +298,8 @@ void Reconstruction::load_share(const std::vector<std::int64_t>& bounds) {
  * reports each step in one line (docs/reconstruction.md, "Instrument data").
  */
 void Reconstruction::decide_detector(const std::vector<float>& frames, std::int64_t count, std::int64_t negatives) {
-    std::vector<double> sum(static_cast<size_t>(n_) + 1, 0.0);
-    for (std::int64_t j = 0; j < count; ++j)
-        for (std::int64_t q = 0; q < n_; ++q) sum[static_cast<size_t>(q)] += frames[static_cast<size_t>(j * n_ + q)];
-    sum[static_cast<size_t>(n_)] = static_cast<double>(negatives);  // exact in double below 2^53
-    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(sum.size()), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+    // the negatives counted while reading: exact in double below 2^53
+    std::vector<double> sum = pixel_sums(ctx_.world(), frames, count, n_, {static_cast<double>(negatives)});
     const auto clipped = static_cast<std::int64_t>(sum.back());
     sum.pop_back();
     for (double& v : sum) v /= static_cast<double>(ds_.count);
@@ -338,10 +348,7 @@ void Reconstruction::report_residence() {
 
 /// The mean pattern (FFT order) over all ranks: the probe's first guess and its power.
 void Reconstruction::read_mean_pattern(const std::vector<float>& share) {
-    std::vector<double> sum(static_cast<size_t>(n_), 0.0);
-    for (std::int64_t j = 0; j < my_count_; ++j)
-        for (std::int64_t q = 0; q < n_; ++q) sum[static_cast<size_t>(q)] += share[static_cast<size_t>(j * n_ + q)];
-    EF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(n_), MPI_DOUBLE, MPI_SUM, ctx_.world()));
+    const std::vector<double> sum = pixel_sums(ctx_.world(), share, my_count_, n_);
     mean_pattern_.resize(sum.size());
     mean_total_ = 0;
     for (size_t q = 0; q < sum.size(); ++q) {
