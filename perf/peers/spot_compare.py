@@ -12,12 +12,14 @@ z = (peer - ensemblefit) / sqrt(std_peer^2 / N_peer + std_ef^2 / N_ef), agreemen
 |z| < 5. The peer stops at a 1e-4 relative chi^2 change where ensemblefit goes on to float's
 precision: on the same replicas (2e5, host) that left the peer's s 0.0012 standard deviations
 below ensemblefit's on average, which at 1e7 replicas is about 2.7 of the z above; the line also
-gives each difference in units of the ensemble's standard deviation.
+gives each difference in units of the ensemble's standard deviation, and the peer's phases
+(seconds inside its process: init, generate+fit, copy, write, process).
 """
 import json
 import sys
 
 NAMES = ("a", "u", "v", "s", "c")
+PHASES = ("init_s", "generate_fit_s", "copy_s", "write_s", "process_s")
 
 
 def main():
@@ -50,8 +52,10 @@ def main():
     rel = (p_mean - ef_mean) / ef_std
     agree = bool(np.all(np.abs(z) < 5))
     parts = ", ".join(f"{n} {m:.5g} z {zz:+.2f} ({r:+.4f} sd)" for n, m, zz, r in zip(NAMES, p_mean, z, rel))
+    phases = ", ".join(f"{k[:-2].replace('_', '+')} {peer[k]:.3f}" for k in PHASES if k in peer)
     print(f"peer means against ensemblefit's ({p_n} and {ef_n} replicas): {parts}; "
-          f"max |z| {np.max(np.abs(z)):.2f}: {'agree' if agree else 'DIFFER'} (|z| < 5)")
+          f"max |z| {np.max(np.abs(z)):.2f}: {'agree' if agree else 'DIFFER'} (|z| < 5); "
+          f"the peer's seconds inside: {phases}")
     return 0 if agree else 1
 
 
