@@ -14,7 +14,7 @@
 #   spot1      the spot ensemble at 1e7 replicas on 1 GPU, 3 times, alternating with 3 runs of the
 #              minimal peer (perf/peers/spot_minimal.cu: generate, batched LM, fwrite + fsync; no
 #              MPI), both whole commands; one line "spot1: ensemblefit T s (median of 3), minimal
-#              peer T s (median of 3); peer means against ensemblefit's: ..." (spot_compare.py)
+#              peer T s (median of 3); peer means against ensemblefit's ..." (spot_compare.py)
 #   cpuweak    stats2 on 1, 2, 4 ... 64 CPU ranks (--bind-to core), 40 replicas per rank
 #   stats2big  stats2 at 256,000 replicas on 1, 2, 4 GPUs
 #   cpustrong  stats2 at R_STRONG replicas on 1, 2, 4 ... 64 CPU ranks (--bind-to core; the
@@ -259,11 +259,9 @@ fi
 if has spot1; then
     warm_spot
     PEER=peer_spot_minimal
-    if [ "$REHEARSE" = 1 ]; then
+    if [ "$REHEARSE" = 1 ]; then  # the host-only form has no --check: a small run warms it
         PEER=$W/peer_spot_minimal
         g++ -O2 -std=c++20 -x c++ "$SRC/perf/peers/spot_minimal.cu" -o "$PEER" || say "spot1: the peer's host build failed"
-    fi
-    if [ "$REHEARSE" = 1 ]; then  # the host-only form has no --check: a small run warms it
         rm -f peer_warm.bin
         "$PEER" spot.csv 1000 peer_warm.bin > "$OUT/logs/spot1_peer_warm.log" 2>&1
         rm -f peer_warm.bin
@@ -279,9 +277,12 @@ if has spot1; then
             --output.file "${ef}_$i.h5" --overwrite --fit.solver normal --fit.precision float
         run "${peer}_$i" spot1 none 1 1 0 "$R_SPOT1" "$CAP_STATS2" "minimal peer, no MPI" -- "$PEER" spot.csv "$R_SPOT1" "$peer.bin"
     done
-    median() { awk -F'\t' -v p="$1" '$1 ~ "^"p"_[123]$" && $5 ~ /^[0-9.]+$/ { print $5 }' "$TSV" | sort -g \
-        | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-    say "spot1: ensemblefit $(median "$ef") s (median of 3), minimal peer $(median "$peer") s (median of 3); $(py "$SRC/perf/peers/spot_compare.py" "${ef}_3.h5" "$OUT/logs/${peer}_3.log")"
+    median() {  # median NAME: "T s (median of N)" over the rows NAME_1..3 that finished
+        awk -F'\t' -v p="$1" '$1 ~ "^"p"_[123]$" && $5 ~ /^[0-9.]+$/ && $10 !~ /FAILED/ { print $5 }' "$TSV" | sort -g | awk '{ v[NR] = $1 }
+            END { if (NR == 0) print "- (no run finished)"; else printf "%.3f s (median of %d)\n",
+                  NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, NR }'
+    }
+    say "spot1: ensemblefit $(median "$ef"), minimal peer $(median "$peer"); $(py "$SRC/perf/peers/spot_compare.py" "${ef}_3.h5" "$OUT/logs/${peer}_3.log")"
     rm -f "${ef}_3.h5" "${ef}_3.h5.timing.json" "$peer.bin"
 fi
 if has cpuweak; then
