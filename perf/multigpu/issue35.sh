@@ -282,7 +282,8 @@ if has spot1; then
             END { if (NR == 0) print "- (no run finished)"; else printf "%.3f s (median of %d)\n",
                   NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, NR }'
     }
-    say "spot1: ensemblefit $(median "$ef"), minimal peer $(median "$peer"); $(py "$SRC/perf/peers/spot_compare.py" "${ef}_3.h5" "$OUT/logs/${peer}_3.log")"
+    mb() { [ -f "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }' || echo "-"; }
+    say "spot1: ensemblefit $(median "$ef"), minimal peer $(median "$peer"); outputs $(mb "${ef}_3.h5") and $(mb "$peer.bin"); $(py "$SRC/perf/peers/spot_compare.py" "${ef}_3.h5" "$OUT/logs/${peer}_3.log")"
     rm -f "${ef}_3.h5" "${ef}_3.h5.timing.json" "$peer.bin"
 fi
 if has cpuweak; then
