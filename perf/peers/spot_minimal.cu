@@ -37,7 +37,7 @@
 // 1e-3 relative in every parameter (float rounding and expf's last bits differ between the two,
 // and an LM path that flips a tolerance test now and then), 1 when not.
 //
-// Built without nvcc (g++ -x c++ -I/usr/include: the CMake build does not, perf/multigpu/
+// Built without nvcc (g++ -std=c++20 -x c++: the CMake build does not, perf/multigpu/
 // issue35.sh's REHEARSE=1 does), the same program runs the same functions on the host, one
 // thread: a check of the algorithm and of the file and JSON on a machine without a GPU, not a
 // figure to compare.
