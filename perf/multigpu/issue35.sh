@@ -11,7 +11,10 @@
 #              /replicas compared bit for bit
 #   ptycho     the tBL-WSe2-shaped reconstruction, 200 iterations, on 1, 2, 4 GPUs; /object
 #              compared bit for bit with one GPU's
-#   spot1      the spot ensemble at 1e7 replicas on 1 GPU
+#   spot1      the spot ensemble at 1e7 replicas on 1 GPU, 3 times, alternating with 3 runs of the
+#              minimal peer (perf/peers/spot_minimal.cu: generate, batched LM, fwrite + fsync; no
+#              MPI), both whole commands; one line "spot1: ensemblefit T s (median of 3), minimal
+#              peer T s (median of 3); peer means against ensemblefit's ..." (spot_compare.py)
 #   cpuweak    stats2 on 1, 2, 4 ... 64 CPU ranks (--bind-to core), 40 replicas per rank
 #   stats2big  stats2 at 256,000 replicas on 1, 2, 4 GPUs
 #   cpustrong  stats2 at R_STRONG replicas on 1, 2, 4 ... 64 CPU ranks (--bind-to core; the
@@ -22,7 +25,8 @@
 # one that ran out as timeout: never estimated.
 #
 # Time on the node (tree b4577df's figures of issue 35): stats2 ~25 s, spot ~100 s, mixed ~25 s,
-# ptycho ~100 s with the simulation, spot1 ~5 s, cpuweak ~90 s, stats2big ~160 s (1 GPU fits
+# ptycho ~100 s with the simulation, spot1 ~5 s a run of ensemblefit (with the peer's runs and
+# the warm-ups, 8 runs: not yet timed), cpuweak ~90 s, stats2big ~160 s (1 GPU fits
 # ~3,000 stats2 replicas/s), cpustrong ~430 s at R_STRONG=1280 (one CPU rank fits ~6.5 stats2
 # replicas/s, so the 1-rank baseline alone takes ~200 s; at the issue's 2,560 it takes ~400 s,
 # the whole series ~800 s: more than one device call). The whole table therefore takes two calls:
@@ -248,10 +252,39 @@ if has ptycho; then
         [ "$g" -gt 1 ] && say "$n against 1 GPU: /object $(same "ptycho_${ITERS}it_g1.h5" "$n.h5" /object)"
     done
 fi
+# spot1: ensemblefit at 1e7 on 1 GPU beside the minimal peer (perf/peers/spot_minimal.cu, bundled
+# as peer_spot_minimal; REHEARSE=1 builds its host-only form here), 3 runs each, alternating, each
+# warmed once untimed (the peer by its --check, GPU against host); the medians on one line, and the
+# last runs' means compared (spot_compare.py).
 if has spot1; then
     warm_spot
-    gpu_fit "spot_${R_SPOT1}_g1" spot1 1 "$R_SPOT1" "$CAP_STATS2" "" spot.ini --fit.solver normal --fit.precision float
-    rm -f "spot_${R_SPOT1}_g1.h5"
+    PEER=peer_spot_minimal
+    if [ "$REHEARSE" = 1 ]; then  # the host-only form has no --check: a small run warms it
+        PEER=$W/peer_spot_minimal
+        g++ -O2 -std=c++20 -x c++ "$SRC/perf/peers/spot_minimal.cu" -o "$PEER" || say "spot1: the peer's host build failed"
+        rm -f peer_warm.bin
+        "$PEER" spot.csv 1000 peer_warm.bin > "$OUT/logs/spot1_peer_warm.log" 2>&1
+        rm -f peer_warm.bin
+    else  # the warm-up is the peer's self-check: 2,000 replicas on the GPU against the host
+        "$PEER" --check spot.csv 2000 > "$OUT/logs/spot1_peer_check.log" 2>&1
+        say "spot1: peer --check (exit $?): $(tail -1 "$OUT/logs/spot1_peer_check.log")"
+    fi
+    ef="spot_${R_SPOT1}_g1" peer="peer_spot_${R_SPOT1}"
+    for i in 1 2 3; do
+        rm -f "${ef}_$((i - 1)).h5" "${ef}_$((i - 1)).h5.timing.json" "$peer.bin"
+        run "${ef}_$i" spot1 none 1 1 0 "$R_SPOT1" "$CAP_STATS2" "ensemblefit, mpirun -np 1" -- $MPI --bind-to none -np 1 \
+            ./bind.sh ensemblefit fit spot.ini --run.workers "$WORKERS" --fit.replicas "$R_SPOT1" \
+            --output.file "${ef}_$i.h5" --overwrite --fit.solver normal --fit.precision float
+        run "${peer}_$i" spot1 none 1 1 0 "$R_SPOT1" "$CAP_STATS2" "minimal peer, no MPI" -- "$PEER" spot.csv "$R_SPOT1" "$peer.bin"
+    done
+    median() {  # median NAME: "T s (median of N)" over the rows NAME_1..3 that finished
+        awk -F'\t' -v p="$1" '$1 ~ "^"p"_[123]$" && $5 ~ /^[0-9.]+$/ && $10 !~ /FAILED/ { print $5 }' "$TSV" | sort -g | awk '{ v[NR] = $1 }
+            END { if (NR == 0) print "- (no run finished)"; else printf "%.3f s (median of %d)\n",
+                  NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, NR }'
+    }
+    mb() { [ -f "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }' || echo "-"; }
+    say "spot1: ensemblefit $(median "$ef"), minimal peer $(median "$peer"); outputs $(mb "${ef}_3.h5") and $(mb "$peer.bin"); $(py "$SRC/perf/peers/spot_compare.py" "${ef}_3.h5" "$OUT/logs/${peer}_3.log")"
+    rm -f "${ef}_3.h5" "${ef}_3.h5.timing.json" "$peer.bin"
 fi
 if has cpuweak; then
     for c in "${CPU_COUNTS[@]}"; do cpu_fit "cpuweak_${R_WEAK}_c$c" cpuweak weak "$c" $((R_WEAK * c)) "$CAP_CPU"; done

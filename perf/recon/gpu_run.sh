@@ -28,9 +28,9 @@ mode=${1:-run}
 if [ "$mode" = prepare ]; then
     set -e
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DENSEMBLEFIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-    cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests bench_recon_batch
+    cmake --build build-gpu -j"$(nproc)" --target ensemblefit unit_tests gpu_tests bench_recon_batch peer_spot_minimal
     tools/gpu/bundle-runtime.sh "$BUNDLE" build-gpu/ensemblefit build-gpu/tests/unit_tests build-gpu/tests/gpu_tests \
-        build-gpu/perf/gpu/bench_recon_batch
+        build-gpu/perf/gpu/bench_recon_batch build-gpu/perf/gpu/peer_spot_minimal
     rm -f "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcufft* "$BUNDLE"/usr/lib/x86_64-linux-gnu/libcublas*
     echo "bundle: $(du -sh "$BUNDLE" | cut -f1) (cuFFT left out: the GPU machine has its own)"
     echo "then, on the GPU machine: bash perf/recon/gpu_run.sh run   (carry $BUNDLE)"
