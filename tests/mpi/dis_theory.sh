@@ -235,13 +235,14 @@ grep -q "^NumFlavors: 5$" lh/ZERO/ZERO.info || fail ".info: NumFlavors for QMax 
 expect_error 2 "export lhapdf: --set-index: must be in 0\.\.99999999, got -3" -- "$EF" export lhapdf ok-fit.h5 -o lh/BAD --set-index -3
 expect_error 2 "export lhapdf: --set-index: expected an integer, got '12ab'" -- "$EF" export lhapdf ok-fit.h5 -o lh/BAD --set-index 12ab
 # [lhapdf] set_index junk: one line naming the key (and the file's line), exit 2, nothing written
+# (one process without mpirun: a refused mpirun job takes 2.4 s to end, the config check 0.1 s)
 expect_error 2 "^ensemblefit: error: --lhapdf.set_index: expected an integer, got '9x'" -- \
-    run_np 1 fit ok.ini --lhapdf.set_index 9x --output.file never.h5
+    "$EF" fit ok.ini --lhapdf.set_index 9x --output.file never.h5
 printf '\n[lhapdf]\nset_index = 2.5\n' | cat ok.ini - > badidx.ini
 line=$(grep -n "^set_index = 2.5" badidx.ini | cut -d: -f1)
-expect_error 2 "badidx.ini:$line: lhapdf.set_index: expected an integer, got '2.5'" -- run_np 1 fit badidx.ini --output.file never.h5
+expect_error 2 "badidx.ini:$line: lhapdf.set_index: expected an integer, got '2.5'" -- "$EF" fit badidx.ini --output.file never.h5
 expect_error 2 "lhapdf.set_index: must be in 0\.\.99999999, got 100000000" -- \
-    run_np 1 fit ok.ini --lhapdf.set_index 100000000 --output.file never.h5
+    "$EF" fit ok.ini --lhapdf.set_index 100000000 --output.file never.h5
 [ ! -e never.h5 ] || fail "a refused set_index left an output"
 # a stored value that is not an ID: the file was changed (exit 3, naming the file and attribute)
 cp ok-fit.h5 tampered.h5
