@@ -630,7 +630,8 @@ void read_run(FitConfig& cfg, const Values& v) {
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
     cfg.gpu_round_loop = choice(cfg, v, "tuning.gpu_round_loop", "value", {"device", "host"});
     if (cfg.origins.count("lhapdf.set_index"))
-        cfg.lhapdf_set_index = ini::to_integer(v.get("lhapdf.set_index"), cfg.where("lhapdf.set_index"), 0, kMaxLhapdfSetIndex);
+        cfg.lhapdf_set_index =
+            ini::to_integer(v.get("lhapdf.set_index"), cfg.where("lhapdf.set_index"), 0, kMaxLhapdfSetIndex);
 }
 
 }  // namespace

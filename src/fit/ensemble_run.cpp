@@ -788,8 +788,8 @@ void run_merge(const std::string& output, const std::vector<std::string>& inputs
         out.write_summary(summarize(all.params, all.status, all.P));
         const FitQuality quality = merged_quality(inputs, shards, plan);
         if (!quality.empty()) {
-            out.file().reserve(fit_quality_bytes(quality.replica_chi2.size(), quality.dataset_n.size() + quality.shift.size()),
-                               "the fit quality");
+            const std::size_t entries = quality.dataset_n.size() + quality.shift.size();
+            out.file().reserve(fit_quality_bytes(quality.replica_chi2.size(), entries), "the fit quality");
             write_fit_quality(out.file(), quality);
         }
         out.file().set_attr("/", "merged_from", inputs);
