@@ -12,9 +12,11 @@
 
 #include <boost/program_options.hpp>
 
+#include <ensemblefit/config/fit_config.hpp>
 #include <ensemblefit/core/error.hpp>
 
 #include "src/cli/commands.hpp"
+#include "src/config/ini_scan.hpp"
 #include "src/io/results_file.hpp"
 #include "src/model/dis_pdf.hpp"
 #include "src/run/output_guard.hpp"
@@ -33,8 +35,9 @@ const char* kLhapdfUsage =
     "log-spaced (12 knots per unit of ln Q) from Q0 to --qmax (GeV, default 1e4, at most 1e6),\n"
     "one subgrid per flavour segment with knots at the thresholds; a threshold less than one knot\n"
     "spacing above Q0 starts the grid (QMin = that mass). Flavours -5..5 (no top) and 21.\n"
-    "--set-index N: the set's LHAPDF ID (SetIndex; left out when not given). docs/models.md says\n"
-    "how to load the set in LHAPDF.\n\noptions";
+    "--set-index N: the set's LHAPDF ID (SetIndex), an integer in 0..99999999; without it the fit's\n"
+    "config key [lhapdf] set_index (stored in FILE.h5), else none. docs/models.md says how to load\n"
+    "the set in LHAPDF.\n\noptions";
 
 constexpr int kPids[] = {-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21};
 /// Index in dis_pdf_names() of each pid above (b, c, s, ubar, dbar; d, u, s, c, b; g).
@@ -127,7 +130,7 @@ int num_flavors(const DisMellinSettings& s, double qmax) {
 }
 
 std::string info_text(const DisMellinSettings& s, std::size_t members, const std::vector<std::vector<double>>& blocks,
-                      const std::string& source, long set_index) {
+                      const std::string& source, long long set_index) {
     std::ostringstream out;
     const qcd::QcdSettings qs = s.qcd();
     std::vector<double> qs_knots, as_vals;
@@ -143,7 +146,7 @@ std::string info_text(const DisMellinSettings& s, std::size_t members, const std
         return os.str() + "]";
     };
     out << "Particle: 2212\nSetDesc: \"ensemblefit dis-mellin fit of " << source << "\"\n";
-    if (set_index > 0) out << "SetIndex: " << set_index << "\n";
+    if (set_index >= 0) out << "SetIndex: " << set_index << "\n";
     out << "Authors: ensemblefit\n"
         << "Reference: none\nFormat: lhagrid1\nDataVersion: 1\nNumMembers: " << members
         << "\nFlavors: [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 21]\n"
@@ -155,6 +158,20 @@ std::string info_text(const DisMellinSettings& s, std::size_t members, const std
         << "\nAlphaS_OrderQCD: " << s.order - 1 << "\nAlphaS_Type: ipol\nAlphaS_Qs: " << yaml(qs_knots)
         << "\nAlphaS_Vals: " << yaml(as_vals) << "\n";
     return out.str();
+}
+
+/// `[lhapdf] set_index` of the fit's config as the result file stores it (attribute config, the
+/// resolved text), -1 when the fit set none. Validated when the fit read it; a value that is not
+/// one now is a changed file (exit 3).
+long long stored_set_index(const std::string& source, const std::string& resolved) {
+    const auto keys = config_keys(resolved);
+    const auto it = keys.find("lhapdf.set_index");
+    if (it == keys.end()) return -1;
+    try {
+        return ini::to_integer(it->second, source + ": attribute config: lhapdf.set_index", 0, kMaxLhapdfSetIndex);
+    } catch (const Error& e) {
+        throw Error(ExitCode::data, e.what());
+    }
 }
 
 std::string member_path(const std::string& dir, const std::string& name, std::size_t m) {
@@ -193,10 +210,11 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
     po::options_description desc(kLhapdfUsage);
     std::string source, target;
     double qmax = 1e4;
-    long set_index = 0;
+    std::string set_index_text;
     desc.add_options()("help,h", "this text")("output,o", po::value<std::string>(&target), "DIR/NAME (required)")(
         "qmax", po::value<double>(&qmax), "largest Q in GeV (default 1e4)")(
-        "set-index", po::value<long>(&set_index), "the set's LHAPDF ID, a positive integer (SetIndex)")(
+        "set-index", po::value<std::string>(&set_index_text),
+        "the set's LHAPDF ID (SetIndex), 0..99999999 (default: [lhapdf] set_index of the fit's config)")(
         "overwrite", "replace existing files")(
         "file", po::value<std::string>(&source), "the fit's result file");
     po::positional_options_description pos;
@@ -204,14 +222,16 @@ int cmd_export_lhapdf(const std::vector<std::string>& args, const MpiContext& ct
     po::variables_map vm;
     if (!parse_program_options("export lhapdf", args, desc, pos, vm, ctx)) return 0;
     if (source.empty() || target.empty()) throw usage_error("export lhapdf: usage: ensemblefit export lhapdf FILE.h5 -o DIR/NAME");
-    if (vm.count("set-index") && !(set_index > 0 && set_index < 100000000))
-        throw usage_error("export lhapdf: --set-index must be a positive integer below 1e8, got " + std::to_string(set_index));
+    long long set_index = -1;  // none
+    if (vm.count("set-index"))
+        set_index = ini::to_integer(set_index_text, "export lhapdf: --set-index", 0, kMaxLhapdfSetIndex);
     if (!ctx.is_root()) return 0;
     if (!file_exists(source)) throw usage_error(source + ": no such file");
     const ResultsContent c = read_results(source);
     if (c.id.canonical_config.find("name = dis-mellin") == std::string::npos)
         throw usage_error("export lhapdf: " + source + " is not a dis-mellin fit");
     const DisMellinSettings s = dis_mellin_settings_of(source, c.id.canonical_config, c.id.param_names);
+    if (!vm.count("set-index")) set_index = stored_set_index(source, c.id.resolved_config);
     if (!(qmax > s.q0) || !(qmax <= 1e6))  // 1e6 GeV: about 170 Q knots; an infinite one never ends
         throw usage_error("export lhapdf: --qmax must exceed Q0 = " + std::to_string(s.q0) + " GeV and be at most 1e6 GeV");
     const std::string name = target.substr(target.find_last_of('/') + 1);

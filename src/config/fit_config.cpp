@@ -91,6 +91,8 @@ const KeyInfo kKeys[] = {
     {"tuning.gpu_round_loop", "device", "device | host: a GPU runs the batched LM's rounds (dis-mellin) from "
                                         "the device (CUDA graphs of rounds, lists built on the GPU), or "
                                         "from the host, one round trip per round (slower; the same bits)"},
+    {"lhapdf.set_index", "", "the set's LHAPDF ID (SetIndex in the .info) that `export lhapdf` writes, an integer "
+                             "in 0..99999999 (none when not set; export lhapdf --set-index overrides it)"},
 };
 
 const KeyInfo kParamKeys[] = {
@@ -100,7 +102,7 @@ const KeyInfo kParamKeys[] = {
     {"fixed", "false", "true to hold the parameter at its start value"},
 };
 
-const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run", "tuning"};
+const std::set<std::string> kSections = {"data", "model", "fit", "output", "sched", "run", "tuning", "lhapdf"};
 
 /// [normalisation.NAME] sections: their one key.
 const KeyInfo kNormKeys[] = {
@@ -139,7 +141,7 @@ std::vector<ini::ScannedKey> scan_ini(const std::string& path, std::vector<std::
                 throw usage_error(at + "parameter section [" + excerpt(section) + "] appears twice");
             param_order.push_back(name);
         } else if (!kSections.count(section)) {
-            ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, param.NAME, "
+            ini::unknown_section(at, section, "data, model, fit, output, sched, run, tuning, lhapdf, param.NAME, "
                                               "normalisation.NAME");
         }
     };
@@ -251,6 +253,7 @@ std::string FitConfig::resolved_text() const {
        << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
        << "\ngpu_round_loop = " << gpu_round_loop << "\n";
+    if (lhapdf_set_index >= 0) os << "[lhapdf]\nset_index = " << lhapdf_set_index << "\n";
     return os.str();
 }
 
@@ -617,7 +620,8 @@ std::string choice(const FitConfig& cfg, const Values& v, const std::string& key
     throw usage_error(cfg.where(key) + ": unknown " + what + " '" + excerpt(value) + "' (allowed: " + list + ")");
 }
 
-/// [output], [sched], [run], [tuning]: where results go and how the run is carried out.
+/// [output], [sched], [run], [tuning]: where results go and how the run is carried out; [lhapdf]:
+/// what `export lhapdf` reads back from the stored resolved config.
 void read_run(FitConfig& cfg, const Values& v) {
     cfg.output_file = v.required("output.file");
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
@@ -625,6 +629,9 @@ void read_run(FitConfig& cfg, const Values& v) {
                                   [&](const std::string& key) { return cfg.where(key); }});
     cfg.gpu_lm_steps = choice(cfg, v, "tuning.gpu_lm_steps", "value", {"warp", "thread"});
     cfg.gpu_round_loop = choice(cfg, v, "tuning.gpu_round_loop", "value", {"device", "host"});
+    if (cfg.origins.count("lhapdf.set_index"))
+        cfg.lhapdf_set_index =
+            ini::to_integer(v.get("lhapdf.set_index"), cfg.where("lhapdf.set_index"), 0, kMaxLhapdfSetIndex);
 }
 
 }  // namespace

@@ -517,15 +517,24 @@ void FitRun::summarize_results() {
 /// /quality (src/fit/fit_quality.hpp) for correlated data (systematics, a covariance,
 /// normalisations or commondata) and a file that holds a central fit that converged or stopped at
 /// max_iterations: chi2 per data set, the sources' shifts and pulls, the replicas' chi2 against
-/// the central data. Uncorrelated fits have none of the first two and their total chi2 in
-/// /central; the replicas' chi2 would cost rank 0 a model evaluation per replica and point after
-/// the run (1e8 spot replicas: minutes, against a 3 s whole command), so they get no /quality.
+/// the central data. A shard without the central fit writes its replicas' chi2 alone, which
+/// `merge` carries (merged_quality). Uncorrelated fits have none of the first two and their total
+/// chi2 in /central; the replicas' chi2 would cost rank 0 a model evaluation per replica and
+/// point after the run (1e8 spot replicas: minutes, against a 3 s whole command), so they get no
+/// /quality.
 void FitRun::write_quality(const ReplicaBlock& rows) {
     h5::File& f = out_->file();
-    if (!pb_->config.correlated() || !id_.span.central || !f.exists("/central/params")) return;
-    const std::int64_t st = f.read_int64("/central/status")[0];
-    if (st != 0 && st != 1) return;
-    const FitQuality q = fit_quality(*pb_, quality_in_, f.read_double("/central/params"), rows, id_.span.begin, threads_.threads);
+    if (!pb_->config.correlated()) return;
+    std::vector<double> central;  // none in a shard without replica 0
+    if (id_.span.central) {
+        if (!f.exists("/central/params")) return;
+        const std::int64_t st = f.read_int64("/central/status")[0];
+        if (st != 0 && st != 1) return;
+        central = f.read_double("/central/params");
+    } else if (rows.status.empty()) {
+        return;  // an empty shard
+    }
+    const FitQuality q = fit_quality(*pb_, quality_in_, central, rows, id_.span.begin, threads_.threads);
     f.reserve(fit_quality_bytes(rows.size(), q.dataset_n.size() + q.shift.size()), "the fit quality");
     write_fit_quality(f, q);
     trace_.mark("fit quality");
@@ -654,6 +663,47 @@ MergePlan plan_merge(const std::vector<ResultsContent>& shards, const std::vecto
     return plan;
 }
 
+/**
+ * /quality of the merged file, as one run over every replica writes it: the central part (chi2
+ * in total and per data set, shifts and pulls) from the shard that holds replica 0, which
+ * computed it from the same central parameters and data as one run does; each replica's chi2
+ * against the central data from the shard that fitted it (fit_quality: a function of the
+ * replica's parameters and the data alone, evaluated replica by replica), in replica order.
+ * So merge needs neither the data nor the model. Nothing when the central shard has no central
+ * part (uncorrelated data, a central fit that failed); the central part alone, said on stderr,
+ * when a shard holds no replicas' chi2 (written before shards kept them).
+ */
+FitQuality merged_quality(const std::vector<std::string>& inputs, const std::vector<ResultsContent>& shards,
+                          const MergePlan& plan) {
+    FitQuality q = read_fit_quality(h5::File::open_read(inputs[plan.central]));
+    if (q.empty()) return q;
+    q.replica_index.clear();
+    q.replica_chi2.clear();
+    for (size_t k : plan.order) {
+        const ReplicaSpan& span = shards[k].id.span;
+        if (span.size() == 0) continue;
+        const FitQuality part = read_fit_quality(h5::File::open_read(inputs[k]));
+        if (part.replica_index.empty()) {
+            std::fprintf(stderr, "merge: %s holds no replicas' chi2 against the central data (/quality/replica_chi2: "
+                         "a shard from before shards wrote it); the merged /quality has the central fit's part only\n",
+                         inputs[k].c_str());
+            q.replica_index.clear();
+            q.replica_chi2.clear();
+            return q;
+        }
+        bool rows_match = part.replica_index.size() == static_cast<size_t>(span.size()) &&
+                          part.replica_chi2.size() == part.replica_index.size();
+        for (size_t j = 0; rows_match && j < part.replica_index.size(); ++j)
+            rows_match = part.replica_index[j] == span.begin + static_cast<std::int64_t>(j);
+        if (!rows_match)
+            throw data_error(inputs[k] + ": /quality/replica_index and replica_chi2 do not match its replicas " +
+                             std::to_string(span.begin) + ".." + std::to_string(span.end - 1));
+        q.replica_index.insert(q.replica_index.end(), part.replica_index.begin(), part.replica_index.end());
+        q.replica_chi2.insert(q.replica_chi2.end(), part.replica_chi2.begin(), part.replica_chi2.end());
+    }
+    return q;
+}
+
 }  // namespace
 
 constexpr double kMaxSlowdown = 1000.0;
@@ -736,6 +786,12 @@ void run_merge(const std::string& output, const std::vector<std::string>& inputs
             if (shards[k].replicas.size() > 0) out.write(shards[k].replicas);
         const ReplicaBlock all = out.read_replicas();
         out.write_summary(summarize(all.params, all.status, all.P));
+        const FitQuality quality = merged_quality(inputs, shards, plan);
+        if (!quality.empty()) {
+            const std::size_t entries = quality.dataset_n.size() + quality.shift.size();
+            out.file().reserve(fit_quality_bytes(quality.replica_chi2.size(), entries), "the fit quality");
+            write_fit_quality(out.file(), quality);
+        }
         out.file().set_attr("/", "merged_from", inputs);
         copy_run_records(out.file(), inputs, plan.order);
         out.file().flush();

@@ -98,25 +98,10 @@ double block_chi2(const FitQualityInputs& in, const std::vector<double>& r, cons
     return whitened_chi2(w.view, rd);
 }
 
-}  // namespace
-
-FitQualityInputs quality_inputs(const FitProblem& pb, const CorrelatedInputs& in) {
-    FitQualityInputs q;
-    q.sigma = pb.data.sigma;
-    q.covariance = in.covariance;
-    q.dataset = in.dataset;
-    q.dataset_names = in.dataset_names;
-    const FitConfig& cfg = pb.config;
-    for (std::size_t k = 0; k < cfg.systematics.size(); ++k) q.source_names.push_back(cfg.systematics[k]);
-    for (const auto& nm : cfg.normalisations) q.source_names.push_back("normalisation." + nm.first);
-    return q;
-}
-
-FitQuality fit_quality(const FitProblem& pb, const FitQualityInputs& in, const std::vector<double>& central,
-                       const ReplicaBlock& rows, std::int64_t first, int threads) {
-    FitQuality q;
+/// The central fit's part: chi2 in total and per data set, the sources' shifts, errors and pulls.
+void central_quality(const FitProblem& pb, const FitQualityInputs& in, const std::vector<double>& central,
+                     int threads, FitQuality& q) {
     const std::size_t n = static_cast<std::size_t>(pb.data.n);
-    const std::size_t P = static_cast<std::size_t>(pb.num_params());
     q.n = pb.data.n;
     const std::vector<double> z = whitened_residuals(pb, in, central.data(), 1, threads);
     for (double v : z) q.chi2 += v * v;
@@ -155,7 +140,14 @@ FitQuality fit_quality(const FitProblem& pb, const FitQualityInputs& in, const s
             q.pull.push_back(wtw > 0.0 ? lambda / std::sqrt(wtw) : std::numeric_limits<double>::quiet_NaN());
         }
     }
+}
 
+/// Each replica's chi2 against the central data (NaN unless status 0 or 1): a function of its
+/// parameters and the data alone, whichever run computes it.
+void replica_quality(const FitProblem& pb, const FitQualityInputs& in, const ReplicaBlock& rows, std::int64_t first,
+                     int threads, FitQuality& q) {
+    const std::size_t n = static_cast<std::size_t>(pb.data.n);
+    const std::size_t P = static_cast<std::size_t>(pb.num_params());
     // each replica against the central data, in batches (bounded memory: batch x n values)
     const std::size_t R = rows.status.size();
     for (std::size_t j = 0; j < R; ++j) q.replica_index.push_back(first + static_cast<std::int64_t>(j));
@@ -180,6 +172,27 @@ FitQuality fit_quality(const FitProblem& pb, const FitQualityInputs& in, const s
             q.replica_chi2[done[b]] = s;
         }
     }
+}
+
+}  // namespace
+
+FitQualityInputs quality_inputs(const FitProblem& pb, const CorrelatedInputs& in) {
+    FitQualityInputs q;
+    q.sigma = pb.data.sigma;
+    q.covariance = in.covariance;
+    q.dataset = in.dataset;
+    q.dataset_names = in.dataset_names;
+    const FitConfig& cfg = pb.config;
+    for (std::size_t k = 0; k < cfg.systematics.size(); ++k) q.source_names.push_back(cfg.systematics[k]);
+    for (const auto& nm : cfg.normalisations) q.source_names.push_back("normalisation." + nm.first);
+    return q;
+}
+
+FitQuality fit_quality(const FitProblem& pb, const FitQualityInputs& in, const std::vector<double>& central,
+                       const ReplicaBlock& rows, std::int64_t first, int threads) {
+    FitQuality q;
+    if (!central.empty()) central_quality(pb, in, central, threads, q);
+    replica_quality(pb, in, rows, first, threads, q);
     return q;
 }
 

@@ -47,7 +47,9 @@ FitQualityInputs quality_inputs(const FitProblem& pb, const CorrelatedInputs& in
  * data drawn from C would give it (1 - error^2). chi2 of a data set is r_d^T C_dd^-1 r_d with
  * its own block of C (its uncertainties and the sources on its rows), as global fits quote it:
  * the parts add up to the total only when no source spans two data sets. A replica's chi2 is
- * r^T C^-1 r of its parameters against the central data (NaN unless status 0 or 1).
+ * r^T C^-1 r of its parameters against the central data (NaN unless status 0 or 1): a function
+ * of its parameters and the data alone, so a shard computes its rows' and `merge` carries them.
+ * `central` empty (a shard without replica 0): only the replicas' part (n = 0, empty()).
  */
 FitQuality fit_quality(const FitProblem& pb, const FitQualityInputs& in, const std::vector<double>& central,
                        const ReplicaBlock& rows, std::int64_t first, int threads);

@@ -12,8 +12,10 @@ std::uint64_t fit_quality_bytes(std::uint64_t rows, std::uint64_t entries) {
 void write_fit_quality(h5::File& f, const FitQuality& q) {
     if (f.exists("/quality")) H5Ldelete(f.id(), "/quality", H5P_DEFAULT);
     f.create_group("/quality");
-    f.set_attr("/quality", "chi2", q.chi2);
-    f.set_attr("/quality", "n", q.n);
+    if (!q.empty()) {
+        f.set_attr("/quality", "chi2", q.chi2);
+        f.set_attr("/quality", "n", q.n);
+    }
     if (!q.dataset_names.empty()) {
         f.write("/quality/dataset_chi2", q.dataset_chi2);
         f.write("/quality/dataset_n", q.dataset_n);
@@ -35,8 +37,10 @@ void write_fit_quality(h5::File& f, const FitQuality& q) {
 FitQuality read_fit_quality(const h5::File& f) {
     FitQuality q;
     if (!f.exists("/quality")) return q;
-    q.chi2 = f.attr_double("/quality", "chi2");
-    q.n = f.attr_int64("/quality", "n");
+    if (f.has_attr("/quality", "n")) {
+        q.chi2 = f.attr_double("/quality", "chi2");
+        q.n = f.attr_int64("/quality", "n");
+    }
     if (f.exists("/quality/dataset_chi2")) {
         q.dataset_chi2 = f.read_double("/quality/dataset_chi2");
         q.dataset_n = f.read_int64("/quality/dataset_n");

@@ -28,15 +28,18 @@ struct FitQuality {
     std::vector<std::int64_t> replica_index;  ///< the rows of /replicas this run holds
     std::vector<double> replica_chi2;         ///< each replica against the central data; NaN: not converged
 
+    /// No central part: a file without /quality, or a shard without replica 0 (whose /quality
+    /// holds only its replicas' chi2).
     bool empty() const { return n == 0; }
 };
 
 /// Bytes /quality takes for `rows` replica rows and `entries` sources + data sets (for reserve()).
 std::uint64_t fit_quality_bytes(std::uint64_t rows, std::uint64_t entries);
-/// Writes /quality, replacing the one a resumed file holds.
+/// Writes /quality, replacing the one a resumed file holds; the attributes chi2 and n only with
+/// the central part.
 void write_fit_quality(h5::File& f, const FitQuality& q);
-/// /quality of a result file; empty (n = 0) when the file has none: files from before it,
-/// shards without the central fit, merged files.
+/// /quality of a result file; empty (n = 0) when the file has no central part: files from before
+/// it, uncorrelated fits, shards without the central fit (their replica_chi2 is read).
 FitQuality read_fit_quality(const h5::File& f);
 
 }  // namespace ef

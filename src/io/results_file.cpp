@@ -165,9 +165,6 @@ std::string plugin_difference(const RunIdentity& a, const std::string& a_is, con
     return "the model plugin differs: SHA-256 " + one(a) + " " + a_is + ", " + one(b) + " " + b_is;
 }
 
-namespace {
-
-/// A canonical config as "section.key" -> value (sections "[param.a]" give "param.a.start").
 std::map<std::string, std::string> config_keys(const std::string& text) {
     std::map<std::string, std::string> keys;
     std::istringstream in(text);
@@ -183,8 +180,6 @@ std::map<std::string, std::string> config_keys(const std::string& text) {
     }
     return keys;
 }
-
-}  // namespace
 
 /// Every key whose value differs between the file's config and this run's, with both values.
 std::vector<std::string> config_differences(const std::string& file_text, const std::string& run_text) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct RunIdentity {
 /// (name N, ABI 2) in `a_is`, Y (...) in `b_is`".
 std::string plugin_difference(const RunIdentity& a, const std::string& a_is, const RunIdentity& b,
                               const std::string& b_is);
+
+/// A stored config text (a file's canonical_config or config attribute) as "section.key" -> value
+/// (sections "[param.a]" give "param.a.start"; [data] commondata's commented sets and cuts too).
+std::map<std::string, std::string> config_keys(const std::string& text);
 
 /// Every key ("section.key") whose value differs between two config texts ("key = value" lines
 /// under "[section]"s, as a file's canonical_config), each as "key = RUN here, FILE in the file".

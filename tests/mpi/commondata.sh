@@ -6,7 +6,7 @@
 # quadrature, CORR per set, shared types across sets and MULT relative to t0 are what the reader
 # makes of them; each malformed set is one error line naming file, line and key, exit 2 or 3,
 # with no output file left. Then a small real-data subset (inputs/dis-real) fitted at NLO on 1
-# and 2 ranks: bitwise equal.
+# and 2 ranks and as two merged shards: bitwise equal, /quality included.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 
 /usr/bin/python3 "$SRC/tests/tools/commondata_writer.py" .
@@ -70,6 +70,13 @@ run_np 2 fit real.ini "${common[@]}" --output.file r2.h5 > r2.log
 [ "$($H5CHECK status r2.h5)" = "4 0" ] || fail "r2.h5 incomplete"
 $H5CHECK equal r1.h5 r2.h5 /central /replicas /summary || fail "real BCDMS subset: 1 and 2 ranks differ"
 ok "real BCDMS p + d subset at NLO: 1 and 2 ranks bitwise equal"
+# The same as two partial runs (a Slurm array's shards) merged: /quality (chi2 per set, shifts and
+# pulls of the BCDMS sources, replicas' chi2; the whitened-table path) bitwise the one run's.
+run_np 1 fit real.ini "${common[@]}" --shard 0/2 --output.file rs0.h5 > rs0.log
+run_np 1 fit real.ini "${common[@]}" --shard 1/2 --output.file rs1.h5 > rs1.log
+"$EF" merge -o rm.h5 rs1.h5 rs0.h5 > rm.log
+$H5CHECK equal-attrs r2.h5 rm.h5 /quality || fail "real BCDMS subset: merged /quality differs from the one run's"
+ok "real BCDMS subset: two shards merged give the one run's /quality, bitwise"
 # --resume names a changed cut (the sets and cuts are part of the run's identity).
 expect_error 2 "r1.h5: --resume: the file was written with a different config: data.x_min = 0.4" -- \
     "$EF" fit real.ini "${common[@]}" --data.x_min 0.4 --output.file r1.h5 --resume

@@ -36,6 +36,7 @@ ok "dis-mellin pdf: bands on a grid, Q2 below Q0 refused"
 "$EF" export lhapdf nlo2.h5 -o lh/NLOTEST 2> lh.log
 [ -f lh/NLOTEST/NLOTEST.info ] && [ -f lh/NLOTEST/NLOTEST_0000.dat ] && [ -f lh/NLOTEST/NLOTEST_0003.dat ] ||
     fail "export lhapdf: files missing"
+grep -q "^SetIndex" lh/NLOTEST/NLOTEST.info && fail ".info: SetIndex without --set-index or [lhapdf] set_index"
 expect_error 2 "exists; pass --overwrite" -- "$EF" export lhapdf nlo2.h5 -o lh/NLOTEST
 "$EF" pdf nlo2.h5 --q2 3.3,17,47.5,1234 --x 0.000123,0.0123,0.234,0.57 -o off.csv 2> /dev/null
 /usr/bin/python3 "$SRC/tests/tools/lhapdf_check.py" lh/NLOTEST off.csv 1e-3 || fail "LHAPDF grid off the pdf values"

@@ -4,8 +4,9 @@
 # [normalisation.NAME] sections); a dis-mellin point below Q0^2 is refused with one line naming
 # the file and its 1-based row; `pdf CONFIG` takes --section.key overrides; `export lhapdf`
 # writes an LHAPDF 6 .info checked by an independent parser (tests/tools/lhapdf_check.py);
-# /quality (chi2 per data set, nuisance shifts and pulls, replicas' chi2) against numpy; a
-# parameter on its bound flagged by `summary`.
+# /quality (chi2 per data set, nuisance shifts and pulls, replicas' chi2) against numpy, and
+# through shards and `merge` bitwise the single run's; a parameter on its bound flagged by
+# `summary`; [lhapdf] set_index in the config, --set-index over it, junk refused.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 
 # --- the stored config runs again -------------------------------------------------------------
@@ -45,6 +46,9 @@ start = 2
 [fit]
 replicas = 4
 seed = 9
+
+[lhapdf]
+set_index = 7
 INI
 run_np 2 fit corr.ini --output.file first.h5 --fit.chunk 2 > first.log  # 2 ranks: /quality from rank 0
 /usr/bin/python3 -c "
@@ -52,6 +56,7 @@ import h5py
 c = h5py.File('first.h5', 'r').attrs['config']
 open('again.ini', 'w').write(c.decode() if isinstance(c, bytes) else c)"
 grep -q "^\[normalisation.2\]" again.ini || fail "the stored config has no normalisation section"
+grep -A1 "^\[lhapdf\]" again.ini | grep -q "^set_index = 7$" || fail "the stored config has no [lhapdf] set_index"
 run_np 1 fit again.ini --output.file second.h5 > second.log 2>&1 || { cat second.log; fail "the stored config does not run"; }
 $H5CHECK equal first.h5 second.h5 /central /replicas || fail "the stored config fits differently"
 ok "the resolved config stored in a result file runs again, to the same bits"
@@ -145,6 +150,28 @@ grep -q "fit quality" old.txt && fail "summary: a quality section for a file wit
 grep -q "^  a " old.txt || fail "summary of a file without /quality lost the parameters"
 ok "fit quality (chi2 per data set, shifts and pulls, replicas' chi2; structured and dense factor) matches numpy"
 
+# --- merge carries /quality: the central shard's part, every shard's replicas' chi2 ------------
+run_np 1 fit corr.ini --shard 0/3 --output.file q0.h5 > q0.log
+run_np 2 fit corr.ini --shard 1/3 --output.file q1.h5 > q1.log
+run_np 1 fit corr.ini --shard 2/3 --output.file q2.h5 > q2.log
+"$EF" merge -o qm.h5 q2.h5 q0.h5 q1.h5 > qm.log
+$H5CHECK equal-attrs first.h5 qm.h5 /quality || fail "merged /quality differs from the single run's"
+"$EF" summary qm.h5 | grep -q "replicas' chi2 against the central data (4)" || fail "summary of the merged file: no replicas' chi2"
+# a shard from before shards wrote their replicas' chi2: the central part alone, said once
+cp q1.h5 q1old.h5
+/usr/bin/python3 -c "import h5py; del h5py.File('q1old.h5', 'r+')['quality']"
+"$EF" merge -o qold.h5 q0.h5 q1old.h5 q2.h5 > qold.log 2> qold.err
+grep -q "q1old.h5 holds no replicas' chi2" qold.err || fail "merge: no note for a shard without replicas' chi2"
+$H5CHECK equal qold.h5 first.h5 /quality/dataset_chi2 /quality/shift /quality/pull || fail "merge: central part not carried"
+/usr/bin/python3 -c "import h5py, sys; sys.exit('replica_chi2' in h5py.File('qold.h5', 'r')['quality'])" ||
+    fail "merge: a partial replicas' chi2 in the merged file"
+# a shard whose /quality rows are not its replicas: refused, exit 3, naming it
+cp q1.h5 q1bad.h5
+/usr/bin/python3 -c "import h5py; h5py.File('q1bad.h5', 'r+')['quality/replica_index'][0] = 1"
+expect_error 3 "q1bad.h5: /quality/replica_index and replica_chi2 do not match its replicas" -- "$EF" merge -o qbad.h5 q0.h5 q1bad.h5 q2.h5
+[ ! -e qbad.h5 ] || fail "a refused merge left its output"
+ok "merge: /quality bitwise the single run's (3 shards on 1 and 2 ranks); an older shard, a changed one"
+
 # --- a parameter that ends on its bound is flagged -------------------------------------------
 run_np 1 fit corr.ini --param.b.upper 1.5 --param.b.start 1.4 --output.file bound.h5 > bound.log
 "$EF" summary bound.h5 > bound.txt
@@ -191,22 +218,42 @@ with h5py.File("ok.h5", "r+") as f:
 PY
 # no top (the config has mt = 175); charm 0.025 in ln Q above Q0 = sqrt(2) GeV, less than one knot spacing
 run_np 1 fit ok.ini --fit.replicas 2 --model.mt 0 --model.mc 1.45 --data.systematics sys --data.dataset set \
-    --output.file ok-fit.h5 > ok.log
+    --lhapdf.set_index 92000 --output.file ok-fit.h5 > ok.log
 grep -q "dis-mellin: NLO F2 of p/n" ok.log || fail "the run banner does not say NLO for an NLO fit"
-"$EF" export lhapdf ok-fit.h5 -o lh/EFTEST --set-index 91000 2> lh.log
+"$EF" export lhapdf ok-fit.h5 -o lh/EFTEST 2> lh.log
 info=lh/EFTEST/EFTEST.info
 grep -q "^Particle: 2212$" $info || fail ".info: no Particle: 2212"
-grep -q "^SetIndex: 91000$" $info || fail ".info: SetIndex not from --set-index"
+grep -q "^SetIndex: 92000$" $info || fail ".info: SetIndex not from the fit's [lhapdf] set_index"
 grep -q "^QMax: 10000$" $info || fail ".info: QMax is not the default 1e4 GeV"
 grep -q "^MTop" $info && fail ".info: MTop written for a set without top"
 grep -q "^QMin: 1.45$" $info || fail ".info: a threshold within one knot spacing of Q0 does not start the grid"
 "$EF" pdf ok-fit.h5 --q2 3.3,47.5,1234,5e7 --x 0.000123,0.0123,0.234,0.57 -o off.csv 2> /dev/null
 /usr/bin/python3 "$SRC/tests/tools/lhapdf_check.py" lh/EFTEST off.csv 1e-3 || fail "LHAPDF set"
-"$EF" export lhapdf ok-fit.h5 -o lh/NOINDEX --qmax 50 2> /dev/null
-grep -q "^SetIndex" lh/NOINDEX/NOINDEX.info && fail ".info: SetIndex without --set-index"
-grep -q "^NumFlavors: 5$" lh/NOINDEX/NOINDEX.info || fail ".info: NumFlavors for QMax 50 GeV"
-expect_error 2 "set-index" -- "$EF" export lhapdf ok-fit.h5 -o lh/BAD --set-index -3
-ok "export lhapdf: an LHAPDF 6 .info (Particle, SetIndex, QMax, NumFlavors, no MTop), read back independently"
+"$EF" export lhapdf ok-fit.h5 -o lh/ZERO --qmax 50 --set-index 0 2> /dev/null
+grep -q "^SetIndex: 0$" lh/ZERO/ZERO.info || fail ".info: --set-index 0 (an ID) does not override the config's"
+grep -q "^NumFlavors: 5$" lh/ZERO/ZERO.info || fail ".info: NumFlavors for QMax 50 GeV"
+expect_error 2 "export lhapdf: --set-index: must be in 0\.\.99999999, got -3" -- "$EF" export lhapdf ok-fit.h5 -o lh/BAD --set-index -3
+expect_error 2 "export lhapdf: --set-index: expected an integer, got '12ab'" -- "$EF" export lhapdf ok-fit.h5 -o lh/BAD --set-index 12ab
+# [lhapdf] set_index junk: one line naming the key (and the file's line), exit 2, nothing written
+# (one process without mpirun: a refused mpirun job takes 2.4 s to end, the config check 0.1 s)
+expect_error 2 "^ensemblefit: error: --lhapdf.set_index: expected an integer, got '9x'" -- \
+    "$EF" fit ok.ini --lhapdf.set_index 9x --output.file never.h5
+printf '\n[lhapdf]\nset_index = 2.5\n' | cat ok.ini - > badidx.ini
+line=$(grep -n "^set_index = 2.5" badidx.ini | cut -d: -f1)
+expect_error 2 "badidx.ini:$line: lhapdf.set_index: expected an integer, got '2.5'" -- "$EF" fit badidx.ini --output.file never.h5
+expect_error 2 "lhapdf.set_index: must be in 0\.\.99999999, got 100000000" -- \
+    "$EF" fit ok.ini --lhapdf.set_index 100000000 --output.file never.h5
+[ ! -e never.h5 ] || fail "a refused set_index left an output"
+# a stored value that is not an ID: the file was changed (exit 3, naming the file and attribute)
+cp ok-fit.h5 tampered.h5
+/usr/bin/python3 -c "
+import h5py
+f = h5py.File('tampered.h5', 'r+')
+c = f.attrs['config']
+f.attrs['config'] = (c.decode() if isinstance(c, bytes) else c).replace('set_index = 92000', 'set_index = -5')"
+expect_error 3 "tampered.h5: attribute config: lhapdf.set_index: must be in" -- "$EF" export lhapdf tampered.h5 -o lh/BAD
+[ ! -e lh/BAD ] || fail "a refused export lhapdf left files"
+ok "export lhapdf: an LHAPDF 6 .info (Particle, SetIndex from [lhapdf] set_index or --set-index, QMax, NumFlavors, no MTop), read back independently"
 # --- fit quality on the whitened-table path (the NLO fit above: a systematic, two data sets) ---
 "$EF" predict ok-fit.h5 --at ok.h5 -o pred.h5 > /dev/null
 /usr/bin/python3 - <<'PY' || fail "/quality of a dis-mellin fit differs from the independent calculation"

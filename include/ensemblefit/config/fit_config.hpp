@@ -42,6 +42,10 @@ struct KeyOrigin {
     std::string describe(const std::string& key) const;
 };
 
+/// The largest LHAPDF ID (SetIndex) accepted from `[lhapdf] set_index` and `export lhapdf
+/// --set-index`: IDs are non-negative integers, member m of a set being SetIndex + m.
+constexpr long long kMaxLhapdfSetIndex = 99999999;
+
 /**
  * A fully resolved `ensemblefit fit` configuration: the INI file with command-line overrides
  * applied and every value validated. Everything a run depends on is here, so the canonical text
@@ -126,6 +130,10 @@ struct FitConfig {
     /// device | host: a GPU runs the batched LM's rounds from the device (CUDA graphs, lists
     /// built on the GPU) or from the host (one round trip per round; kept to check exactly that).
     std::string gpu_round_loop = "device";
+
+    // [lhapdf] (never changes results: `export lhapdf` reads it back from the stored resolved text)
+    /// The set's LHAPDF ID (SetIndex of the .info), 0..kMaxLhapdfSetIndex; -1 when not set.
+    long long lhapdf_set_index = -1;
 
     /// Origin of every key that was set, keyed "section.key".
     std::map<std::string, KeyOrigin> origins;
