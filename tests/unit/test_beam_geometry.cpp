@@ -104,3 +104,26 @@ TEST_CASE("position schedule: auto start and rate, given values kept", "[recon][
     CHECK(resolve_positions_lr(0, 100, 20) == 0.0);  // 0 given: positions stay
     CHECK(resolve_positions_lr(0.02, 100, 20) == 0.02);
 }
+
+TEST_CASE("position travel bound: the scan pitch and max_travel = auto", "[recon][units]") {
+    // A 10 x 20 raster of step 3: a bounding box of 27 x 57 over 200 positions.
+    std::vector<double> grid;
+    for (int i = 0; i < 10; ++i)
+        for (int j = 0; j < 20; ++j) {
+            grid.push_back(3.0 * i + 5);
+            grid.push_back(3.0 * j - 2);
+        }
+    const double pitch = std::sqrt(27.0 * 57.0 / 200.0);
+    CHECK(scan_pitch(grid) == Approx(pitch));
+    // errors of about a pitch at the corners widen the box by a little, not by their size
+    std::vector<double> off = grid;
+    off[0] -= 3;
+    off[1] -= 3;
+    CHECK(scan_pitch(off) == Approx(std::sqrt(30.0 * 60.0 / 200.0)));
+    // a line: its length over the gaps; one position: no pitch
+    CHECK(scan_pitch({0, 0, 0, 2, 0, 4, 0, 6}) == Approx(2.0));
+    CHECK(scan_pitch({1, 1}) == 0.0);
+    CHECK(resolve_positions_max_travel(-1, pitch) == Approx(2 * pitch));
+    CHECK(resolve_positions_max_travel(0, pitch) == 0.0);  // 0 given: no bound
+    CHECK(resolve_positions_max_travel(2.5, pitch) == 2.5);
+}
