@@ -237,7 +237,9 @@ void Reconstruction::write_output(bool final) {
         }
         f.set_attr("/positions", "max_travel_px", plan_.positions_max_travel);
         f.set_attr("/positions", "moved_within_max_travel", moved);
-        if (final && plan_.positions_max_travel > 0)
+        if (final && plan_.positions_max_travel > 0 && moved == 0)
+            std::printf("positions: none went further than %.3g px from its start\n", plan_.positions_max_travel);
+        else if (final && plan_.positions_max_travel > 0)
             std::printf("positions: %lld of %lld went further than %.3g px from their start and were moved back to "
                         "where their patterns fit best (%lld time%s)\n",
                         static_cast<long long>(moved), static_cast<long long>(ds_.count), plan_.positions_max_travel,

@@ -184,6 +184,7 @@ grep -q "^positions: corrected from iteration 20 of 100, Adam 0.09877 px per ste
 run_np 1 reconstruct plant.ini --positions.max_travel 0 --output.file plant_free.h5 > plant_free.log ||
     { cat plant_free.log; fail "planted positions, no bound"; }
 grep -q "no bound on their travel (positions.max_travel = 0)" plant_free.log || { cat plant_free.log; fail "no 'no bound' line"; }
+grep -q "^positions: none went further than 6.19 px from its start" pc2.log || { cat pc2.log; fail "no 'none moved' line"; }
 moved=$(sed -n 's/^positions: \([0-9]*\) of 144 went further than .* px from their start and were moved back.*/\1/p' plant.log)
 [ -n "$moved" ] || { cat plant.log; fail "no line counting the positions moved back"; }
 $PY - "$moved" <<'PY' || fail "planted positions"
