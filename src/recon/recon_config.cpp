@@ -51,7 +51,7 @@ const KeyInfo kKeys[] = {
     {"detector.center", "auto", "auto | off: move the mean pattern's bright disc (centre of mass of the pixels above "
                                 "half its peak) to (H/2, W/2) by a shift of whole pixels"},
     {"data.reciprocal_pixel_mrad", "0", "the detector pixel as a scattering angle (mrad); with the wavelength it gives "
-                                        "the object pixel lambda / (pattern width x angle) (0 = data.pixel_size, else "
+                                        "the object pixel lambda / (detector width after detector.crop x angle) (0 = data.pixel_size, else "
                                         "the data's dx_angstrom or CXI geometry)"},
     {"beam.kv", "0", "accelerating voltage in kV: the relativistic electron wavelength (0 = model.wavelength, else the "
                      "data's wavelength_angstrom or kv)"},

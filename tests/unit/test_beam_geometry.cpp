@@ -50,6 +50,19 @@ TEST_CASE("geometry: the object pixel from the detector's angle, and what follow
     CHECK(wrong.find("d.h5: the mean pattern's bright-field disc has a radius of 20 px") == 0);
     CHECK(wrong.find("predicts 40 px") != std::string::npos);
     CHECK(disc_mismatch(BeamGeometry{}, 20.0, "d.h5").empty());  // nothing to compare with
+
+    // 256-pixel frames cropped to 192 and binned by 2 (96 x 96 patterns): the detector pixel's
+    // angle counts over the 192 detector pixels left, a pattern pixel is 2 of them, and the disc
+    // keeps its 40 detector pixels (20 pattern pixels)
+    ds.frame_h = ds.frame_w = 256;
+    ds.h = ds.w = 96;
+    ds.input.detector.bin = 2;
+    ds.input.detector.crop_y0 = ds.input.detector.crop_x0 = 32;
+    ds.input.detector.crop_y1 = ds.input.detector.crop_x1 = 224;
+    const BeamGeometry c = beam_geometry(cfg, ds);
+    CHECK(c.pixel == Approx(lambda / (192 * 0.5e-3)));
+    CHECK(c.angular_pixel() == Approx(1e-3));
+    CHECK(c.disc_radius_px() == Approx(20.0));
 }
 
 TEST_CASE("beam probe: the aperture, and an underfocus is a positive defocus", "[recon][units]") {
