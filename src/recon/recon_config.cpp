@@ -96,8 +96,8 @@ const KeyInfo kKeys[] = {
     {"probe.mode_power", "0.02", "initial power fraction of each extra mode"},
     {"positions.correct", "false", "refine the scan positions (gradient through the sub-pixel shift)"},
     {"positions.lr", "auto", "Adam learning rate of the positions (pixels per update; a position is updated once per "
-                             "iteration; it decays with the other rates); auto = 8 / (iterations - positions.start + 1), "
-                             "about 4 px of travel over the run, enough for errors of 1-2 px"},
+                             "iteration; it decays with the other rates); auto = 24 / (iterations - positions.start + 1), "
+                             "about 10 px of reach over the run (bounded by positions.max_travel)"},
     {"positions.max_travel", "auto", "how far (pixels) a position may move from where the data put it; one that goes "
                                      "further is moved to the point within that distance where its pattern fits best "
                                      "(a search on a 1-pixel grid); auto = 2 x the scan pitch sqrt(scan area / "

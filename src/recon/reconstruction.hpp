@@ -135,6 +135,7 @@ class Reconstruction final : public RunProblem {
     void update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale, std::int64_t t,
                           double rate);
     void sync_positions();
+    std::int64_t position_steps(int it);
     void bound_travel(std::int64_t idx);
     void rebalance();
     void load_share(const std::vector<std::int64_t>& bounds);

@@ -170,7 +170,7 @@ void Reconstruction::batch_step(int it, std::int64_t t, IterationSteps& st) {
     const double u0 = now_seconds();
     worker_->update(next_update(st, scale));
     comm_trace_[2] += now_seconds() - u0;
-    if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, ++t_pos_, st.rate);
+    if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, position_steps(it), st.rate);
     comm_trace_[3] += now_seconds() - u0;
 }
 
@@ -270,7 +270,7 @@ void Reconstruction::batches_deferred(int it, std::int64_t nb, IterationSteps& s
         st.loss_sum += loss;
         if (!st.pos_on) continue;
         const std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
-        update_positions(mine, pg, res.scale[static_cast<size_t>(t)], ++t_pos_, st.rate);
+        update_positions(mine, pg, res.scale[static_cast<size_t>(t)], position_steps(it), st.rate);
         pg += 2 * mine.size();
     }
     account_device_time(res, st);
@@ -336,6 +336,15 @@ void Reconstruction::constrain_probe() {
         }
     }
     worker_->mix_probe_modes(mix);
+}
+
+/// The Adam step count of every position at iteration `it`: a position is in one mini-batch per
+/// iteration, so its moments have had it - positions.start + 1 updates. Counting batches instead
+/// (as before issue 38's travel bound) made the bias corrections ~1 after the first iteration
+/// while each position's v had seen a few gradients: steps of 2.5-3.4 x positions.lr.
+std::int64_t Reconstruction::position_steps(int it) {
+    t_pos_ = std::max<std::int64_t>(1, it - cfg_.positions_start + 1);
+    return t_pos_;
 }
 
 /// Adam on the positions this rank owns (they are local: no reduction needed).

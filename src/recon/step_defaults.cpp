@@ -18,7 +18,7 @@ int resolve_positions_start(int configured, int iterations) {
 }
 
 double resolve_positions_lr(double configured, int iterations, int start) {
-    return configured >= 0 ? configured : 8.0 / std::max(1, iterations - start + 1);
+    return configured >= 0 ? configured : 24.0 / std::max(1, iterations - start + 1);
 }
 
 double scan_pitch(const std::vector<double>& yx) {

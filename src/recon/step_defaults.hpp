@@ -33,11 +33,13 @@ int resolve_batch_size(int configured, std::int64_t positions);
 /// run lets the object take shape first (the tuned schedule of 50 iterations started at 10).
 int resolve_positions_start(int configured, int iterations);
 
-/// positions.lr = auto (< 0): 8 / (iterations - start + 1) pixels. A position takes one Adam step
-/// per iteration (it is in one mini-batch), of about lr pixels while its gradient keeps its sign,
-/// and the cosine decay halves the sum: about 4 px of travel however long the run, where 5e-4
-/// (the default before issue 38) moved 0.02 px in 50 iterations. Measured on simulated 12 x 12
-/// spirals (docs/reconstruction.md, "Position correction"); a given rate is kept.
+/// positions.lr = auto (< 0): 24 / (iterations - start + 1) pixels. A position takes one Adam step
+/// per iteration (it is in one mini-batch; its own step count, Reconstruction::position_steps),
+/// of about lr pixels while its gradient keeps its sign, and the cosine decay leaves ~0.43 of the
+/// sum from a fifth of the run on: about 10 px of reach however long the run, which
+/// positions.max_travel bounds; 5e-4 (the default before issue 38) moved 0.02 px in 50
+/// iterations. 8, 16 and 24 over the updates measured on four simulated scans
+/// (docs/reconstruction.md, "Position correction"); a given rate is kept.
 double resolve_positions_lr(double configured, int iterations, int start);
 
 /// The scan pitch: sqrt(area of the positions' bounding box / their number), in pixels (0 for

@@ -113,7 +113,7 @@ TEST_CASE("position schedule: auto start and rate, given values kept", "[recon][
     CHECK(resolve_positions_start(0, 100) == 20);
     CHECK(resolve_positions_start(0, 3) == 1);
     CHECK(resolve_positions_start(7, 100) == 7);
-    CHECK(resolve_positions_lr(-1, 100, 20) == Approx(8.0 / 81));
+    CHECK(resolve_positions_lr(-1, 100, 20) == Approx(24.0 / 81));
     CHECK(resolve_positions_lr(0, 100, 20) == 0.0);  // 0 given: positions stay
     CHECK(resolve_positions_lr(0.02, 100, 20) == 0.02);
 }
