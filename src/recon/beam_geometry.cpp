@@ -51,11 +51,23 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
     BeamGeometry g;
     g.h = ds.h;
     g.w = ds.w;
+    // The detector's preprocessing (issue 38): the object pixel is lambda / (pattern width x the
+    // pattern pixel's angle). detector.bin B makes a pattern pixel B detector pixels, so a
+    // detector pixel's angle or size (data.reciprocal_pixel_mrad, the CXI pixel) counts over
+    // ds.w x B = the frame's width after the crop; the data's dx_angstrom is the stored frame's
+    // object pixel, frame_w wide, so a crop to fewer columns makes it frame_w / (ds.w x B) larger.
+    const int bin = std::max(1, ds.input.detector.bin);
+    const double detector_w = static_cast<double>(ds.w) * bin;
+    const bool cropped = ds.frame_w > 0 && ds.frame_w != ds.w * bin;
+    const double crop_scale = cropped ? ds.frame_w / detector_w : 1.0;
+    char crop_note[96] = "";
+    if (cropped)
+        std::snprintf(crop_note, sizeof crop_note, " x %d / %g for detector.crop", ds.frame_w, detector_w);
     set(g.wavelength, g.wavelength_from, cfg.wavelength, cfg.where("model.wavelength"));
     if (cfg.beam.kv > 0) set(g.wavelength, g.wavelength_from, electron_wavelength(cfg.beam.kv), cfg.where("beam.kv"));
     set(g.pixel, g.pixel_from, cfg.pixel_size, cfg.where("data.pixel_size"));
     if (cfg.reciprocal_pixel_mrad > 0 && g.wavelength > 0)
-        set(g.pixel, g.pixel_from, g.wavelength / (ds.w * cfg.reciprocal_pixel_mrad * 1e-3),
+        set(g.pixel, g.pixel_from, g.wavelength / (detector_w * cfg.reciprocal_pixel_mrad * 1e-3),
             cfg.where("data.reciprocal_pixel_mrad"));
     set(g.convergence, g.convergence_from, 1e-3 * cfg.beam.convergence_mrad, cfg.where("beam.convergence_mrad"));
     if (cfg.origins.count("beam.defocus_nm")) {
@@ -75,13 +87,13 @@ BeamGeometry beam_geometry(const ReconConfig& cfg, const PtychoDataset& ds) {
         set(g.wavelength, g.wavelength_from, kPlanck * kLight / e, file + "CXI source energy");
 
     if (!(g.pixel > 0) && cfg.reciprocal_pixel_mrad > 0 && g.wavelength > 0)  // lambda from the data
-        set(g.pixel, g.pixel_from, g.wavelength / (ds.w * cfg.reciprocal_pixel_mrad * 1e-3),
+        set(g.pixel, g.pixel_from, g.wavelength / (detector_w * cfg.reciprocal_pixel_mrad * 1e-3),
             cfg.where("data.reciprocal_pixel_mrad"));
-    set(g.pixel, g.pixel_from, 1e-10 * positive(f, "dx_angstrom"), file + "dx_angstrom");
+    set(g.pixel, g.pixel_from, 1e-10 * positive(f, "dx_angstrom") * crop_scale, file + "dx_angstrom" + crop_note);
     const double z = positive(f, "", "/entry_1/instrument_1/detector_1/distance");
     const double p = positive(f, "", "/entry_1/instrument_1/detector_1/x_pixel_size");
     if (ds.cxi && z > 0 && p > 0 && g.wavelength > 0)
-        set(g.pixel, g.pixel_from, g.wavelength * z / (ds.w * p), file + "CXI detector distance and pixel size");
+        set(g.pixel, g.pixel_from, g.wavelength * z / (detector_w * p), file + "CXI detector distance and pixel size");
 
     set(g.convergence, g.convergence_from, 1e-3 * positive(f, "conv_angle_mrad"), file + "conv_angle_mrad");
     // A defocus may be 0 or negative: the key when it was given (above), else the data's attribute.

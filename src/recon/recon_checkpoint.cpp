@@ -173,6 +173,7 @@ void Reconstruction::read_checkpoint(const h5::File& f) {
     ds_.positions = read(g + "positions", np);
     pos_m_ = read(g + "positions_m", np);
     pos_v_ = read(g + "positions_v", np);
+    if (f.exists(g + "positions_moved")) pos_moved_ = read(g + "positions_moved", np);  // older: absent
     loss_ = read("/loss", its);
     iteration_seconds_ = read("/iteration_seconds", its);
     if (f.exists("/probe_mode_powers")) mode_powers_ = f.read_double("/probe_mode_powers");
@@ -218,6 +219,7 @@ void Reconstruction::write_checkpoint(h5::File& f) {
     f.write(g + "/positions", ds_.positions, 2);
     f.write(g + "/positions_m", pos_m_, 2);
     f.write(g + "/positions_v", pos_v_, 2);
+    f.write(g + "/positions_moved", pos_moved_, 2);
     f.write(g + "/bounds", bounds_);
     f.set_attr(g, "iteration", static_cast<std::int64_t>(loss_.size()));
     f.set_attr(g, "adam_steps_object", t_object_);

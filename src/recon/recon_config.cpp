@@ -51,7 +51,7 @@ const KeyInfo kKeys[] = {
     {"detector.center", "auto", "auto | off: move the mean pattern's bright disc (centre of mass of the pixels above "
                                 "half its peak) to (H/2, W/2) by a shift of whole pixels"},
     {"data.reciprocal_pixel_mrad", "0", "the detector pixel as a scattering angle (mrad); with the wavelength it gives "
-                                        "the object pixel lambda / (pattern width x angle) (0 = data.pixel_size, else "
+                                        "the object pixel lambda / (detector width after detector.crop x angle) (0 = data.pixel_size, else "
                                         "the data's dx_angstrom or CXI geometry)"},
     {"beam.kv", "0", "accelerating voltage in kV: the relativistic electron wavelength (0 = model.wavelength, else the "
                      "data's wavelength_angstrom or kv)"},
@@ -96,8 +96,12 @@ const KeyInfo kKeys[] = {
     {"probe.mode_power", "0.02", "initial power fraction of each extra mode"},
     {"positions.correct", "false", "refine the scan positions (gradient through the sub-pixel shift)"},
     {"positions.lr", "auto", "Adam learning rate of the positions (pixels per update; a position is updated once per "
-                             "iteration; it decays with the other rates); auto = 8 / (iterations - positions.start + 1), "
-                             "about 4 px of travel over the run, enough for errors of 1-2 px"},
+                             "iteration; it decays with the other rates); auto = 24 / (iterations - positions.start + 1), "
+                             "about 10 px of reach over the run (bounded by positions.max_travel)"},
+    {"positions.max_travel", "auto", "how far (pixels) a position may move from where the data put it; one that goes "
+                                     "further is moved to the point within that distance where its pattern fits best "
+                                     "(a search on a 1-pixel grid); auto = 2 x the scan pitch sqrt(scan area / "
+                                     "positions), 0 = no bound"},
     {"positions.start", "auto", "first iteration that updates the positions (auto = a fifth of solver.iterations, at "
                                 "least 1: the object takes shape before the positions move)"},
     {"solver.iterations", "auto", "passes over all scan positions (auto = 50, or 100 with positions.correct: a position "
@@ -431,6 +435,7 @@ void read_object_probe_positions(const ValueReader& r, ReconConfig& cfg) {
     cfg.correct_positions = r.boolean("positions.correct");
     cfg.lr_positions = r.get("positions.lr") == "auto" ? -1.0 : r.nonneg("positions.lr");
     cfg.positions_start = r.get("positions.start") == "auto" ? 0 : r.count("positions.start", 1);
+    cfg.max_travel_positions = r.get("positions.max_travel") == "auto" ? -1.0 : r.nonneg("positions.max_travel");
 }
 
 void read_solver(const ValueReader& r, ReconConfig& cfg) {
@@ -515,6 +520,7 @@ std::string ReconConfig::resolved_text() const {
        << "\n[positions]\ncorrect = " << (correct_positions ? "true" : "false")
        << "\nlr = " << (lr_positions >= 0 ? fmt(lr_positions) : std::string("auto"))
        << "\nstart = " << (positions_start > 0 ? std::to_string(positions_start) : "auto")
+       << "\nmax_travel = " << (max_travel_positions >= 0 ? fmt(max_travel_positions) : std::string("auto"))
        << "\n[solver]\niterations = " << iterations
        << "\nbatch_size = " << (batch_size > 0 ? std::to_string(batch_size) : "auto") << "\nloss = " << loss << "\nseed = " << seed
        << "\nbeta1 = " << fmt(beta1) << "\nbeta2 = " << fmt(beta2) << "\nepsilon = " << fmt(epsilon)

@@ -26,6 +26,8 @@ ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds) {
     plan.batch_size = resolve_batch_size(cfg.batch_size, ds.count);  // auto: from the positions, on every rank alike
     plan.positions_start = resolve_positions_start(cfg.positions_start, cfg.iterations);
     plan.positions_lr = resolve_positions_lr(cfg.lr_positions, cfg.iterations, plan.positions_start);
+    plan.positions_pitch = scan_pitch(ds.positions);
+    plan.positions_max_travel = resolve_positions_max_travel(cfg.max_travel_positions, plan.positions_pitch);
     if (cfg.probe_init == "beam") {
         const BeamGeometry& g = plan.geometry;
         const char* missing = !(g.wavelength > 0) ? "beam.kv (or model.wavelength, or the data's kv)"

@@ -24,6 +24,8 @@ struct ReconPlan {
     bool probe_from_file = false;  ///< the initial probe is the data file's /probe (probe.init)
     int positions_start = 1;       ///< first iteration moving positions (positions.start, auto resolved)
     double positions_lr = 0;       ///< their Adam rate (positions.lr, auto resolved)
+    double positions_pitch = 0;    ///< the scan pitch sqrt(scan area / positions) that max_travel = auto follows
+    double positions_max_travel = 0;  ///< a position's largest distance from its start (positions.max_travel; 0: none)
     BeamGeometry geometry;         ///< wavelength, object pixel, convergence and their sources
     // ---- from the workers (Reconstruction::worker_ready) ------------------------------------
     bool device_sum = false;  ///< gradient sums on the GPUs instead of MPI over host buffers

@@ -226,10 +226,22 @@ void Reconstruction::print_plan() const {
         std::printf("%s\n", ds_.has_truth ? ("; object frame and truth from " + ds_.truth_path).c_str() : "");
     }
     std::printf("%s\n", plan_.geometry.describe().c_str());
-    if (cfg_.correct_positions)
+    if (cfg_.correct_positions) {
         std::printf("positions: corrected from iteration %d of %d, Adam %.4g px per step (decaying with the other "
-                    "rates)\n",
+                    "rates)",
                     cfg_.positions_start, cfg_.iterations, cfg_.lr_positions);
+        const double bound = plan_.positions_max_travel;
+        if (bound > 0 && cfg_.max_travel_positions < 0)
+            std::printf("; each within %.3g px of its start (positions.max_travel = auto: 2 x the scan pitch %.3g px), "
+                        "else moved to where its pattern fits best\n",
+                        bound, plan_.positions_pitch);
+        else if (bound > 0)
+            std::printf("; each within %.3g px of its start (positions.max_travel), else moved to where its pattern "
+                        "fits best\n",
+                        bound);
+        else
+            std::printf("; no bound on their travel (positions.max_travel = 0)\n");
+    }
     if (cfg_.slices > 1)
         std::printf("multislice: %d slices %.4g m apart (Fresnel number lambda dz / dx^2 = %.4g pixels)\n", cfg_.slices,
                     cfg_.slice_thickness, plan_.slice_fresnel);
@@ -401,6 +413,8 @@ void Reconstruction::initial_model() {
     set_roi();  // from the positions as read, before a checkpoint's refined ones
     pos_m_.assign(ds_.positions.size(), 0.0);
     pos_v_.assign(ds_.positions.size(), 0.0);
+    pos_start_ = ds_.positions;
+    pos_moved_.assign(ds_.positions.size(), 0.0);
     if (resume_.from > 0) return restore_checkpoint();
     choose_defocus();
     worker_->set_probe(initial_probe(defocus_));

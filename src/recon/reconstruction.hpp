@@ -135,6 +135,8 @@ class Reconstruction final : public RunProblem {
     void update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale, std::int64_t t,
                           double rate);
     void sync_positions();
+    std::int64_t position_steps(int it);
+    void bound_travel(std::int64_t idx);
     void rebalance();
     void load_share(const std::vector<std::int64_t>& bounds);
     void report_residence();
@@ -182,6 +184,10 @@ class Reconstruction final : public RunProblem {
     bool have_mean_ = false;
     std::string residence_;  // the worker's last pattern_residence() note (report_residence())
     std::vector<double> pos_m_, pos_v_;  // the positions' Adam moments
+    std::vector<double> pos_start_;      // the positions as read: what positions.max_travel bounds from
+    // per position (2 entries, the first counts): how often bound_travel() moved it since the run
+    // (re)started; a double so that sync_positions() gathers it with the positions
+    std::vector<double> pos_moved_;
     std::vector<Complex> truth_;
     int roi_[4] = {0, 0, 0, 0};
     std::vector<std::vector<double>> debug_speeds_;  // --debug.speeds: stand-ins for measured speeds

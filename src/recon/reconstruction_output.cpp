@@ -229,6 +229,22 @@ void Reconstruction::write_output(bool final) {
     }
     h5x::write_double(f, "/positions", dims({ds_.count, 2}), pos);
     f.set_attr("/positions", "object_offset", std::vector<double>{ds_.offset_y, ds_.offset_x});
+    if (cfg_.correct_positions) {
+        std::int64_t moved = 0, moves = 0;
+        for (size_t i = 0; i < pos_moved_.size(); i += 2) {
+            moved += pos_moved_[i] > 0 ? 1 : 0;
+            moves += static_cast<std::int64_t>(pos_moved_[i]);
+        }
+        f.set_attr("/positions", "max_travel_px", plan_.positions_max_travel);
+        f.set_attr("/positions", "moved_within_max_travel", moved);
+        if (final && plan_.positions_max_travel > 0 && moved == 0)
+            std::printf("positions: none went further than %.3g px from its start\n", plan_.positions_max_travel);
+        else if (final && plan_.positions_max_travel > 0)
+            std::printf("positions: %lld of %lld went further than %.3g px from their start and were moved back to "
+                        "where their patterns fit best (%lld time%s)\n",
+                        static_cast<long long>(moved), static_cast<long long>(ds_.count), plan_.positions_max_travel,
+                        static_cast<long long>(moves), moves == 1 ? "" : "s");
+    }
     f.set_attr("/positions", "description",
                std::string("top-left of the window, pixels (y, x), in the input's frame; object pixel = position + "
                            "object_offset"));

@@ -170,7 +170,7 @@ void Reconstruction::batch_step(int it, std::int64_t t, IterationSteps& st) {
     const double u0 = now_seconds();
     worker_->update(next_update(st, scale));
     comm_trace_[2] += now_seconds() - u0;
-    if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, ++t_pos_, st.rate);
+    if (st.pos_on) update_positions(members, terms.position_grad.data(), scale, position_steps(it), st.rate);
     comm_trace_[3] += now_seconds() - u0;
 }
 
@@ -270,7 +270,7 @@ void Reconstruction::batches_deferred(int it, std::int64_t nb, IterationSteps& s
         st.loss_sum += loss;
         if (!st.pos_on) continue;
         const std::vector<std::int64_t>& mine = members[static_cast<size_t>(t)];
-        update_positions(mine, pg, res.scale[static_cast<size_t>(t)], ++t_pos_, st.rate);
+        update_positions(mine, pg, res.scale[static_cast<size_t>(t)], position_steps(it), st.rate);
         pg += 2 * mine.size();
     }
     account_device_time(res, st);
@@ -338,6 +338,15 @@ void Reconstruction::constrain_probe() {
     worker_->mix_probe_modes(mix);
 }
 
+/// The Adam step count of every position at iteration `it`: a position is in one mini-batch per
+/// iteration, so its moments have had it - positions.start + 1 updates. Counting batches instead
+/// (as before issue 38's travel bound) made the bias corrections ~1 after the first iteration
+/// while each position's v had seen a few gradients: steps of 2.5-3.4 x positions.lr.
+std::int64_t Reconstruction::position_steps(int it) {
+    t_pos_ = std::max<std::int64_t>(1, it - cfg_.positions_start + 1);
+    return t_pos_;
+}
+
 /// Adam on the positions this rank owns (they are local: no reduction needed).
 void Reconstruction::update_positions(const std::vector<std::int64_t>& members, const double* grad, double scale,
                                          std::int64_t t, double rate) {
@@ -355,6 +364,73 @@ void Reconstruction::update_positions(const std::vector<std::int64_t>& members, 
             const double hi = static_cast<double>((c == 0 ? ds_.obj_h - ds_.h : ds_.obj_w - ds_.w));
             ds_.positions[i] = std::clamp(ds_.positions[i], 0.0, hi);
         }
+    const double bound = plan_.positions_max_travel;
+    if (bound > 0)
+        for (std::int64_t idx : members) {
+            const size_t i = static_cast<size_t>(2 * idx);
+            if (std::hypot(ds_.positions[i] - pos_start_[i], ds_.positions[i + 1] - pos_start_[i + 1]) > bound)
+                bound_travel(idx);
+        }
+}
+
+/**
+ * positions.max_travel: position `idx` went further than the bound from its start. A gradient
+ * only finds the minimum it is in (a couple of pixels wide on atomic detail), and on a nearly
+ * periodic object one that starts between minima can slide to an equivalent place a lattice
+ * constant away (issue 38). So the position goes to the best point of a 1-pixel grid within the
+ * bound around its start: the pattern's loss (the run's, modulus_pixel) under the current object
+ * and probe, each candidate through the worker's forward model in chunks of a mini-batch; ties
+ * keep the first in row order. Its Adam moments restart. Only this rank's own positions and the
+ * same object on every rank: the same choice on 1 or N ranks.
+ */
+void Reconstruction::bound_travel(std::int64_t idx) {
+    const size_t i = static_cast<size_t>(2 * idx);
+    const double bound = plan_.positions_max_travel;
+    const double hi_y = static_cast<double>(ds_.obj_h - ds_.h), hi_x = static_cast<double>(ds_.obj_w - ds_.w);
+    std::vector<double> cand;  // (y, x) pairs
+    const int r = static_cast<int>(std::floor(bound));
+    for (int dy = -r; dy <= r; ++dy)
+        for (int dx = -r; dx <= r; ++dx) {
+            const double y = pos_start_[i] + dy, x = pos_start_[i + 1] + dx;
+            if (dy * dy + dx * dx <= bound * bound && y >= 0 && y <= hi_y && x >= 0 && x <= hi_x) {
+                cand.push_back(y);
+                cand.push_back(x);
+            }
+        }
+    if (cand.empty()) {  // the start itself outside the object (cannot happen: the object holds it)
+        ds_.positions[i] = pos_start_[i];
+        ds_.positions[i + 1] = pos_start_[i + 1];
+    } else {
+        const std::vector<float> data = read_patterns(ds_, idx, 1, 1);
+        const std::int64_t n = static_cast<std::int64_t>(ds_.h) * ds_.w;
+        const LossKind kind = cfg_.loss == "poisson" ? LossKind::poisson : LossKind::amplitude;
+        const size_t total = cand.size() / 2, chunk = static_cast<size_t>(std::max(1, plan_.batch_size));
+        double best = 0;
+        size_t best_k = 0;
+        for (size_t k0 = 0; k0 < total; k0 += chunk) {
+            const size_t b = std::min(chunk, total - k0);
+            ReconBatch batch;
+            batch.pattern_of.assign(b, idx - my_first_);
+            batch.positions.assign(cand.begin() + static_cast<std::ptrdiff_t>(2 * k0),
+                                   cand.begin() + static_cast<std::ptrdiff_t>(2 * (k0 + b)));
+            const std::vector<double> inten = worker_->model_intensity(batch);
+            const double inv_n = 1.0 / static_cast<double>(n);
+            for (size_t k = 0; k < b; ++k) {
+                const double* model = inten.data() + k * static_cast<size_t>(n);
+                double loss = 0, f = 0;
+                for (size_t q = 0; q < static_cast<size_t>(n); ++q)
+                    loss += modulus_pixel(kind, model[q] + kIntensityFloor, static_cast<double>(data[q]), inv_n, f).a;
+                if (k0 + k == 0 || loss < best) {
+                    best = loss;
+                    best_k = k0 + k;
+                }
+            }
+        }
+        ds_.positions[i] = cand[2 * best_k];
+        ds_.positions[i + 1] = cand[2 * best_k + 1];
+    }
+    pos_m_[i] = pos_m_[i + 1] = pos_v_[i] = pos_v_[i + 1] = 0;
+    pos_moved_[i] += 1;
 }
 
 /// Gathers every rank's positions (and their Adam moments) so that all ranks agree.
@@ -367,7 +443,7 @@ void Reconstruction::sync_positions() {
         displs[r] = static_cast<int>(2 * a);
         counts[r] = static_cast<int>(2 * (b - a));
     }
-    for (std::vector<double>* v : {&ds_.positions, &pos_m_, &pos_v_}) {
+    for (std::vector<double>* v : {&ds_.positions, &pos_m_, &pos_v_, &pos_moved_}) {
         MPI_Request req = MPI_REQUEST_NULL;
         EF_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v->data(), counts.data(), displs.data(),
                                      MPI_DOUBLE, ctx_.world(), &req));

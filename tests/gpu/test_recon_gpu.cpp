@@ -6,6 +6,7 @@
 // is visible.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -163,5 +164,47 @@ TEST_CASE("recon: deferred steps = per-batch steps, bit for bit (GPU)", "[gpu][r
         CHECK(p0 == d0);
         CHECK(p1 == d1);
         CHECK(pp == pd);
+    }
+}
+
+TEST_CASE("recon: the forward model between deferred iterations = CPU's, and changes no bit after (GPU)",
+          "[gpu][recon]") {
+    // positions.max_travel's search (Reconstruction::bound_travel) runs model_intensity on the
+    // worker between deferred iterations: it must see the state those iterations left and leave
+    // nothing behind that the next iteration reads.
+    for (const char* mode : {"window", "cufft"}) {
+        Setup s = make_setup(32, 3, 20, 70);
+        if (std::strcmp(mode, "cufft") == 0) s.o.tuning.window = TuningSwitch::off;
+        ReconBatch half;
+        half.pattern_of.assign(s.batch.pattern_of.begin() + 3, s.batch.pattern_of.begin() + 13);
+        half.positions.assign(s.batch.positions.begin() + 6, s.batch.positions.begin() + 26);
+        ReconBatch cand = s.batch;  // candidates: the batch's positions moved by half a pixel
+        for (double& p : cand.positions) p = std::max(0.0, p - 0.5);
+        auto plain = make(s, WorkerKind::gpu);
+        auto searched = make(s, WorkerKind::gpu);
+        plain->keep_gradients_on_device(true);
+        searched->keep_gradients_on_device(true);
+        std::vector<double> g1, g2, h1, h2;
+        ef_test::run_steps(*plain, s.batch, half, 6, true, 32 * 32, &g1);
+        ef_test::run_steps(*searched, s.batch, half, 6, true, 32 * 32, &h1);
+        const std::vector<double> inten = searched->model_intensity(cand);
+        auto cpu = make(s, WorkerKind::cpu);
+        std::vector<double> o0, o1;
+        searched->object(o0, o1);
+        cpu->set_object(o0, o1);
+        cpu->set_probe(searched->probe());
+        const double d = max_rel_diff(inten, cpu->model_intensity(cand));
+        const std::vector<double> l1 = ef_test::run_steps(*plain, s.batch, half, 6, true, 32 * 32, &g2);
+        const std::vector<double> l2 = ef_test::run_steps(*searched, s.batch, half, 6, true, 32 * 32, &h2);
+        std::vector<double> p0, p1, q0, q1;
+        plain->object(p0, p1);
+        searched->object(q0, q1);
+        std::printf("  forward model between deferred iterations (%s): GPU vs CPU max rel diff %.2e\n", mode, d);
+        CHECK(d < 1e-4);
+        CHECK(l1 == l2);
+        CHECK(g2 == h2);
+        CHECK(p0 == q0);
+        CHECK(p1 == q1);
+        CHECK(plain->probe() == searched->probe());
     }
 }

@@ -133,11 +133,13 @@ PY
 ok "CXI layout"
 
 # Position correction: stored positions off by 0.5 px rms; the correction must shrink that.
-# a jittered raster, the data this test was calibrated on (the default Fermat spiral: 0.674 -> 0.214 px)
+# a jittered raster, the data this test was calibrated on (the default Fermat spiral: 0.674 -> 0.214 px).
+# A rate of 0.06: 0.02 was calibrated when the Adam bias corrections counted batches (8 per
+# iteration here), which made a position's steps ~3 x the rate; now it counts its own steps.
 "$EF" simulate ptycho --out pc.h5 --scan 16 --dp 32 --modes 1 --dose 1e7 --jitter 0.3 --position-error 0.5 \
     --scan-pattern raster > pc_sim.log
 run_np 2 reconstruct recon.ini --data.file pc.h5 --model.modes 1 --solver.batch_size 32 --solver.iterations 50 \
-    --positions.correct true --positions.lr 0.02 --positions.start 10 --output.file pc_out.h5 \
+    --positions.correct true --positions.lr 0.06 --positions.start 10 --output.file pc_out.h5 \
     --output.previews false > pc.log || { cat pc.log; fail "position correction run"; }
 $PY - <<'PY' || fail "position correction"
 import h5py, numpy as np

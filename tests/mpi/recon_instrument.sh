@@ -79,17 +79,28 @@ assert np.allclose(got, want, atol=1e-12), (got[:3], want[:3])
 PY
 ok "data.scan_transpose, scan_flip and scan_rotation give numpy's positions"
 # Crop and bin: one line each; native positions scaled by the crop (the object pixel grows by 32 / 24).
+# The data's dx_angstrom is the 32-pixel frames' object pixel: the geometry's grows by 32 / 24 too,
+# the bright disc keeps its radius in detector pixels (half of it in the binned pixels), and the
+# disc check sees no contradiction.
 run_np 1 reconstruct fnative.ini --solver.iterations 0 --detector.crop 4,28,4,28 --detector.bin 2 \
-    --output.file crop.h5 > crop.log || { cat crop.log; fail "crop and bin run"; }
+    --output.file crop.h5 > crop.log 2> crop.err || { cat crop.log crop.err; fail "crop and bin run"; }
 grep -q "^detector: crop rows 4..27, columns 4..27 of the 32 x 32 frames" crop.log &&
     grep -q "^detector: bin 2 x 2 -> 12 x 12 patterns" crop.log || { cat crop.log; fail "no crop or bin line"; }
+grep -q "^geometry: object pixel 0.1992 A (f.h5: dx_angstrom x 32 / 24 for detector.crop), reciprocal pixel 0.4183 1/A = 17.49 mrad; .*bright-field disc radius 1.6 px" crop.log ||
+    { cat crop.log; fail "no geometry line with the cropped object pixel"; }
+! grep -q "bright-field disc has a radius" crop.err || { cat crop.err; fail "a disc warning on cropped data"; }
 /usr/bin/python3 - <<'PY' || fail "crop and bin"
 import h5py, numpy as np
 o, f = h5py.File("crop.h5"), h5py.File("f.h5")
 assert list(o["positions"].attrs["pattern_shape"]) == [12, 12], o["positions"].attrs["pattern_shape"]
 assert np.allclose(o["positions"][...], f["positions"][...] * 24 / 32, atol=1e-12)
+dx = f.attrs["dx_angstrom"] * 1e-10 * 32 / 24
+assert abs(o["/object"].attrs["pixel_size"] / dx - 1) < 1e-12, (o["/object"].attrs["pixel_size"], dx)
+lam = f.attrs["wavelength_angstrom"] * 1e-10
+# a binned pattern pixel is 2 detector pixels: the angle 2 lambda / (32 dx_angstrom), as uncropped
+assert abs(o["/probe"].attrs["reciprocal_pixel_mrad"] / (2e3 * lam / (32 * f.attrs["dx_angstrom"] * 1e-10)) - 1) < 1e-12
 PY
-ok "detector.crop and detector.bin: 32 x 32 frames -> 12 x 12 patterns, one line each, positions in the cropped pixels"
+ok "detector.crop and detector.bin: 32 x 32 frames -> 12 x 12 patterns, one line each, positions and the object pixel (dx_angstrom x 32 / 24) in the cropped pixels"
 
 # --- malformed input: one line naming the file, exit 3 (data) or 2 (config) ----------------------
 $W empad e.h5 rows.raw --rows 126 && $W empad e.h5 cut.raw --drop-bytes 1000 && $W empad e.h5 short.raw --frames 28 &&

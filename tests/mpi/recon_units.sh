@@ -10,7 +10,8 @@
 #  - probe.init = beam: numpy's aperture probe (Kirkland's sign convention, written out below) and
 #    the simulator's truth both equal the run's first probe; refused (exit 2) without a geometry;
 #  - previews: a scale bar in physical units from dx_angstrom (the same run without it: in px);
-#  - position correction with its defaults: errors of 1.5 px rms end below 0.2 px;
+#  - position correction with its defaults: errors of 1.5 px rms end below 0.2 px; positions
+#    planted 5 px off are kept within positions.max_travel of their start;
 #  - advise on a minimal reconstruction config with solver.batch_size = auto;
 #  - multislice with the default schedule: the run says so.
 source "$(dirname "$0")/../tools/mpi_common.sh"
@@ -132,7 +133,7 @@ ok "previews: the scale bar follows dx_angstrom (in px without it)"
 # ---- position correction with its defaults -------------------------------------------------------
 # Stored positions off by 1.4 and 1.9 px rms (--position-error 1 and 1.4 per axis, spirals of
 # 12 x 12); the config only turns the correction on: 100 iterations, positions moved from
-# iteration 20 at 8 / 81 px per step (measured: 0.093 and 0.145 px after; 1.39 px with the
+# iteration 20 at 24 / 81 px per step (measured: 0.062 and 0.089 px after; 1.39 px with the
 # defaults before issue 38).
 pc_case() {  # NAME ERROR SEED RANKS
     "$EF" simulate ptycho --out "$1.h5" --scan 12 --dp 32 --modes 1 --dose 1e7 --position-error "$2" --seed "$3" \
@@ -140,7 +141,7 @@ pc_case() {  # NAME ERROR SEED RANKS
     printf '[data]\nfile = %s.h5\n[positions]\ncorrect = true\n[output]\nfile = %s_out.h5\npreviews = false\n' "$1" "$1" \
         > "$1.ini"
     run_np "$4" reconstruct "$1.ini" > "$1.log" || { cat "$1.log"; fail "position correction with defaults ($1)"; }
-    grep -q "^positions: corrected from iteration 20 of 100, Adam 0.09877 px per step" "$1.log" ||
+    grep -q "^positions: corrected from iteration 20 of 100, Adam 0.2963 px per step" "$1.log" ||
         { cat "$1.log"; fail "no line with the position schedule"; }
     $PY - "$1" <<'PY' || { tail -5 "$1.log"; fail "position correction ($1)"; }
 import h5py, numpy as np, sys
@@ -158,6 +159,58 @@ PY
 pc_case pc1 1 7 1
 pc_case pc2 1.4 8 2
 ok "position correction with its defaults: errors of 1.4 and 1.9 px rms end below 0.2 px"
+
+# ---- positions.max_travel: a position stored 5 px off does not run away ---------------------------
+# pc2's stored positions with 12 of them put 5 px from the truth (numpy, in 12 directions). Without
+# the bound (max_travel = 0) at least one slides to a place a lattice constant (12 px) from its
+# truth; with the default bound (2 x the scan pitch) none ends further than the bound from where
+# the data put it, and those the bound caught end within 1 px of the truth.
+$PY - <<'PY' || fail "planting positions"
+import h5py, numpy as np, shutil
+shutil.copy("pc2.h5", "plant.h5")
+f = h5py.File("plant.h5", "a")
+p, t = f["/positions"][...], f["/truth/positions"][...]
+idx = np.argsort(np.hypot(*(t - t.mean(0)).T))[::9][:12]  # spread from the centre outwards
+for k, i in enumerate(idx):
+    a = 2 * np.pi * k / len(idx) + 0.3
+    p[i] = t[i] + 5 * np.array([np.sin(a), np.cos(a)])
+f["/positions"][...] = p
+np.save("planted.npy", idx)
+PY
+printf '[data]\nfile = plant.h5\n[positions]\ncorrect = true\n[output]\nfile = plant_out.h5\npreviews = false\n' > plant.ini
+run_np 2 reconstruct plant.ini > plant.log || { cat plant.log; fail "planted positions, default bound"; }
+grep -q "^positions: corrected from iteration 20 of 100, Adam 0.2963 px per step .*; each within 6.3[0-9] px of its start (positions.max_travel = auto: 2 x the scan pitch 3.1[0-9] px), else moved to where its pattern fits best" plant.log ||
+    { cat plant.log; fail "no line with the travel bound"; }
+run_np 1 reconstruct plant.ini --positions.max_travel 0 --output.file plant_free.h5 > plant_free.log ||
+    { cat plant_free.log; fail "planted positions, no bound"; }
+grep -q "no bound on their travel (positions.max_travel = 0)" plant_free.log || { cat plant_free.log; fail "no 'no bound' line"; }
+grep -q "^positions: none went further than 6.19 px from its start" pc2.log || { cat pc2.log; fail "no 'none moved' line"; }
+moved=$(sed -n 's/^positions: \([0-9]*\) of 144 went further than .* px from their start and were moved back.*/\1/p' plant.log)
+[ -n "$moved" ] || { cat plant.log; fail "no line counting the positions moved back"; }
+$PY - "$moved" <<'PY' || fail "planted positions"
+import h5py, numpy as np, sys
+s = h5py.File("plant.h5", "r")
+t, p0 = s["/truth/positions"][...], s["/positions"][...]
+idx = np.load("planted.npy")
+def ends(name):
+    o = h5py.File(name, "r")["/positions"]
+    p = o[...]
+    d = p - t
+    d -= np.median(d, 0)  # a global shift is not determined
+    return np.hypot(*d.T), np.hypot(*(p - p0).T), o.attrs
+err_b, travel_b, a = ends("plant_out.h5")
+err_f, travel_f, _ = ends("plant_free.h5")
+bound = a["max_travel_px"]
+print(f"planted 5 px off, final errors without a bound: {np.round(err_f[idx], 2)}; with {bound:.2f} px: {np.round(err_b[idx], 2)}")
+away = travel_f > bound
+assert away.any(), "nothing ran away without the bound: the test tests nothing"
+assert travel_b.max() <= bound + 1e-9, (travel_b.max(), bound)
+assert (err_b[away] < 1).all(), err_b[away]   # those the bound caught found their truth
+assert a["moved_within_max_travel"] == int(sys.argv[1]) >= away.sum(), (a["moved_within_max_travel"], sys.argv[1])
+others = np.setdiff1d(np.arange(len(t)), idx)
+assert np.sqrt((err_b[others] ** 2).mean()) < 0.2
+PY
+ok "positions.max_travel: positions planted 5 px off stay within the bound; those that ran away without it end within 1 px"
 
 # ---- advise on a minimal reconstruction config (solver.batch_size = auto) ------------------------
 "$EF" advise min.ini --solver.iterations 2 --budget 3 > advise.log 2> advise.err || { cat advise.log advise.err; fail "advise"; }

@@ -50,6 +50,19 @@ TEST_CASE("geometry: the object pixel from the detector's angle, and what follow
     CHECK(wrong.find("d.h5: the mean pattern's bright-field disc has a radius of 20 px") == 0);
     CHECK(wrong.find("predicts 40 px") != std::string::npos);
     CHECK(disc_mismatch(BeamGeometry{}, 20.0, "d.h5").empty());  // nothing to compare with
+
+    // 256-pixel frames cropped to 192 and binned by 2 (96 x 96 patterns): the detector pixel's
+    // angle counts over the 192 detector pixels left, a pattern pixel is 2 of them, and the disc
+    // keeps its 40 detector pixels (20 pattern pixels)
+    ds.frame_h = ds.frame_w = 256;
+    ds.h = ds.w = 96;
+    ds.input.detector.bin = 2;
+    ds.input.detector.crop_y0 = ds.input.detector.crop_x0 = 32;
+    ds.input.detector.crop_y1 = ds.input.detector.crop_x1 = 224;
+    const BeamGeometry c = beam_geometry(cfg, ds);
+    CHECK(c.pixel == Approx(lambda / (192 * 0.5e-3)));
+    CHECK(c.angular_pixel() == Approx(1e-3));
+    CHECK(c.disc_radius_px() == Approx(20.0));
 }
 
 TEST_CASE("beam probe: the aperture, and an underfocus is a positive defocus", "[recon][units]") {
@@ -100,7 +113,30 @@ TEST_CASE("position schedule: auto start and rate, given values kept", "[recon][
     CHECK(resolve_positions_start(0, 100) == 20);
     CHECK(resolve_positions_start(0, 3) == 1);
     CHECK(resolve_positions_start(7, 100) == 7);
-    CHECK(resolve_positions_lr(-1, 100, 20) == Approx(8.0 / 81));
+    CHECK(resolve_positions_lr(-1, 100, 20) == Approx(24.0 / 81));
     CHECK(resolve_positions_lr(0, 100, 20) == 0.0);  // 0 given: positions stay
     CHECK(resolve_positions_lr(0.02, 100, 20) == 0.02);
+}
+
+TEST_CASE("position travel bound: the scan pitch and max_travel = auto", "[recon][units]") {
+    // A 10 x 20 raster of step 3: a bounding box of 27 x 57 over 200 positions.
+    std::vector<double> grid;
+    for (int i = 0; i < 10; ++i)
+        for (int j = 0; j < 20; ++j) {
+            grid.push_back(3.0 * i + 5);
+            grid.push_back(3.0 * j - 2);
+        }
+    const double pitch = std::sqrt(27.0 * 57.0 / 200.0);
+    CHECK(scan_pitch(grid) == Approx(pitch));
+    // errors of about a pitch at the corners widen the box by a little, not by their size
+    std::vector<double> off = grid;
+    off[0] -= 3;
+    off[1] -= 3;
+    CHECK(scan_pitch(off) == Approx(std::sqrt(30.0 * 60.0 / 200.0)));
+    // a line: its length over the gaps; one position: no pitch
+    CHECK(scan_pitch({0, 0, 0, 2, 0, 4, 0, 6}) == Approx(2.0));
+    CHECK(scan_pitch({1, 1}) == 0.0);
+    CHECK(resolve_positions_max_travel(-1, pitch) == Approx(2 * pitch));
+    CHECK(resolve_positions_max_travel(0, pitch) == 0.0);  // 0 given: no bound
+    CHECK(resolve_positions_max_travel(2.5, pitch) == 2.5);
 }

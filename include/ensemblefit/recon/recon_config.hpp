@@ -84,6 +84,7 @@ struct ReconConfig {
     bool correct_positions = false;
     double lr_positions = -1;         ///< < 0 = auto (recon::resolve_positions_lr)
     int positions_start = 0;          ///< 0 = auto (recon::resolve_positions_start: a fifth of the run)
+    double max_travel_positions = -1;  ///< < 0 = auto (recon::resolve_positions_max_travel); 0 = unbounded
 
     // [solver]
     int iterations = 50;              ///< auto: 50, or 100 with position correction
