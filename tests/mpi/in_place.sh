@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Rows written in place by every rank ([output] in_place, docs/parallel-output.md): the results
+# (/central, /replicas, /summary) are the bits of rank 0's writes (in_place = off) on 1 to 4
+# ranks; the file is made for it (chunks allocated at creation, never filled: read by h5py, an
+# independent reader); a run killed with kill -9 while rows are on disk whose status is not yet
+# written is finished by --resume bitwise; an ensemble grown by --resume, and shards merged, are
+# bitwise too; auto keeps small runs on rank 0's writes; a bad value, a full disk and a read-only
+# folder are one error line with their exit code, the previous file untouched.
+source "$(dirname "$0")/../tools/mpi_common.sh"
+export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live run is writing
+cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
+# 600 rows in chunks of 256: units of 7 replicas cross chunk boundaries and share chunks between ranks.
+ARGS="--fit.replicas 600 --fit.chunk 7"
+SETS="/central /replicas /summary"
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+kill_run() {
+    local ranks
+    ranks=$(pgrep -P "$1" || true)
+    kill -9 $ranks "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
+}
+# layout FILE: "ALLOC FILL" of /replicas/params (h5py: alloc time 1 early, 3 incremental; fill
+# time 1 never, 2 if set).
+layout() {
+    /usr/bin/python3 - "$1" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    p = f["/replicas/params"].id.get_create_plist()
+    print(p.get_alloc_time(), p.get_fill_time())
+PY
+}
+
+run_np 1 fit example.ini $ARGS --output.file ref.h5 --output.in_place off > ref.log
+[ "$(layout ref.h5)" = "3 2" ] || fail "in_place = off: /replicas/params not allocated chunk by chunk ($(layout ref.h5))"
+for np in 1 2 3 4; do
+    run_np $np fit example.ini $ARGS --output.file on$np.h5 --output.in_place on > on$np.log
+    $H5CHECK equal ref.h5 on$np.h5 $SETS || fail "in_place = on, $np rank(s): results differ from rank 0's writes"
+    [ "$(layout on$np.h5)" = "1 1" ] || fail "in_place = on: /replicas/params not allocated early, never filled"
+    [ "$($H5CHECK get on$np.h5 /timing rows_in_place)" = 1 ] || fail "/timing says nothing of rows in place"
+done
+rows=$(/usr/bin/python3 -c "import h5py; print(int(h5py.File('on4.h5','r')['/timing/rows_written'][()].sum()))")
+[ "$rows" = 601 ] || fail "the ranks' rows_written add up to $rows, not 601"
+grep -q "rows written in place by every rank" on4.log || fail "the timing table does not say rows went in place"
+ok "in_place = on, 1-4 ranks: /central, /replicas, /summary bitwise those of rank 0's writes; 601 rows counted by the ranks"
+
+# auto: a small run stays on rank 0's writes (and their layout).
+run_np 2 fit example.ini $ARGS --output.file auto.h5 > auto.log
+[ "$(layout auto.h5)" = "3 2" ] || fail "auto wrote a small run in place"
+$H5CHECK equal ref.h5 auto.h5 $SETS || fail "auto differs"
+ok "auto: a run of 600 rows goes through rank 0 (threshold 1048576 rows)"
+
+# kill -9 while rows are on disk in place and their status is not yet written (each rank's
+# writer waits 2 s between its fdatasync and its receipts), then --resume on 3 ranks.
+setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit example.ini $ARGS --output.file killed.h5 \
+    --output.in_place on --debug.slowdown 0:300,1:300 --debug.slow-writes 2" > killed.log 2>&1 &
+pid=$!
+probe() {  # "DONE WRITTEN": rows with a status; rows with values on disk (chi2 > 0) and status -1
+    /usr/bin/python3 - "$1" 2>/dev/null <<'PY' || echo "0 0"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    s = f["/replicas/status"][...]
+    c = f["/replicas/chi2"][...]
+print(int((s >= 0).sum()), int(((s < 0) & (c > 0)).sum()))
+PY
+}
+caught=0
+for _ in $(seq 1 600); do
+    sleep 0.05
+    [ -e killed.h5 ] || continue
+    read -r done written < <(probe killed.h5)
+    if [ "${done:-0}" -ge 1 ] && [ "${written:-0}" -ge 1 ]; then caught=1; break; fi
+done
+kill_run $pid
+[ "$caught" = 1 ] || { cat killed.log; fail "never saw rows written in place without their status"; }
+read -r _ left < <($H5CHECK status killed.h5)
+zeros=$(/usr/bin/python3 -c "
+import h5py, numpy as np
+f = h5py.File('killed.h5', 'r'); s = f['/replicas/status'][...]; p = f['/replicas/params'][...]
+print(int((s < 0).sum()), int(((s < 0) & (p == 0).all(axis=1)).sum()), int(np.isnan(p).sum()))")
+echo "after kill: $left fits left; rows not done / of them reading 0 / NaN values: $zeros"
+read -r notdone zero nan <<< "$zeros"
+[ "$left" -gt 0 ] && [ "$nan" = 0 ] && [ "$zero" -ge 1 ] || fail "a killed in-place file should read 0 (not NaN) where rows are not done"
+run_np 3 fit example.ini $ARGS --output.file killed.h5 --output.in_place on --resume > resumed.log
+grep -q "resume: $left of 601 replica fits left" resumed.log || { cat resumed.log; fail "resume did not report $left left"; }
+$H5CHECK equal ref.h5 killed.h5 $SETS || fail "resumed in-place file differs from the uninterrupted run"
+ok "kill -9 with rows on disk before their status, --resume on 3 ranks: bitwise equal ($notdone rows not done read 0, not NaN)"
+
+# An ensemble grown by --resume: new chunks allocated by the extension, the table read again.
+run_np 2 fit example.ini --fit.replicas 300 --fit.chunk 7 --output.file grown.h5 --output.in_place on > small.log
+run_np 2 fit example.ini $ARGS --output.file grown.h5 --output.in_place on --resume > grown.log
+$H5CHECK equal ref.h5 grown.h5 $SETS || fail "an in-place file grown from 300 to 600 replicas differs"
+ok "--resume growing 300 -> 600 replicas in place: bitwise equal"
+
+# Shards written in place, merged (rank 0 of merge writes every row itself).
+for i in 0 1; do run_np 2 fit example.ini $ARGS --shard $i/2 --output.file s$i.h5 --output.in_place on > s$i.log; done
+"$EF" merge -o merged.h5 s0.h5 s1.h5 > merge.log
+$H5CHECK equal ref.h5 merged.h5 $SETS || fail "merge of in-place shards differs"
+ok "two shards written in place, merged: bitwise equal"
+
+# Refusals: a bad value (2); an output folder that cannot be written, and a full disk (the file
+# size limit), 3, the previous file untouched.
+expect_error 2 "output.in_place.*unknown value 'sometimes'" -- run_np 2 fit example.ini $ARGS --output.in_place sometimes
+cp on2.h5 keep.h5
+sum=$(digest keep.h5)
+expect_error 3 "keep.h5.creating: .*File too large.*the previous 'keep.h5' is unchanged" -- \
+    "$MPIEXEC" --oversubscribe -np 2 bash -c 'trap "" XFSZ; ulimit -f 16384; exec "$0" "$@"' "$EF" fit example.ini \
+    --output.file keep.h5 --overwrite --output.in_place on --fit.replicas 4000000
+[ "$(digest keep.h5)" = "$sum" ] && [ ! -e keep.h5.creating ] || fail "a failed in-place --overwrite changed keep.h5"
+# A read-only file system (a tmpfs remounted read-only, where mounting is allowed; root writes
+# into a chmod 555 folder anyway): the output check refuses it, 2, before anything is written.
+if mkdir -p ro && mount -t tmpfs -o size=4M tmpfs ro 2>/dev/null; then
+    trap 'umount "$WORK/ro" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    cp on2.h5 ro/keep.h5 && mount -o remount,ro ro
+    for flag in --overwrite --resume; do
+        expect_error 2 "cannot write 'ro/keep.h5' \(Read-only file system\)" -- \
+            run_np 2 fit example.ini $ARGS --output.file ro/keep.h5 $flag --output.in_place on
+    done
+    [ "$(digest ro/keep.h5)" = "$(digest on2.h5)" ] || fail "a refused run on a read-only file system changed the file"
+    umount ro
+else
+    echo "skip: no tmpfs mount here (the read-only case)"
+fi
+# A rank on a "node" that does not share the output folder: rank 1 in a mount namespace of its
+# own with an empty tmpfs over out/ (no file there), or with another file at the new file's
+# name. in_place = on: one line naming rank 1, exit 2, before the new file replaces the previous.
+mkdir -p out && cp on2.h5 out/keep.h5
+other_node() {  # other_node SETUP -- ARGS...: the fit on 2 ranks, rank 1 after SETUP in its own mount namespace
+    local setup=$1; shift 2
+    "$MPIEXEC" --oversubscribe -np 2 bash -c '
+        if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
+            exec unshare -m bash -c "mount -t tmpfs tmpfs out && $0 && exec \"\$@\"" _ "$@"
+        fi
+        exec "$@"' "$setup" "$EF" fit example.ini $ARGS --output.file out/keep.h5 --overwrite --output.in_place on "$@"
+}
+if unshare -m true 2>/dev/null; then
+    expect_error 2 "in_place: on, but rank 1 .*cannot open out/keep.h5.creating for writing \(No such file" -- other_node true --
+    expect_error 2 "in_place: on, but rank 1 .*sees another file at out/keep.h5.creating" -- \
+        other_node "head -c 1048576 /dev/zero > out/keep.h5.creating" --
+    [ "$(digest out/keep.h5)" = "$(digest on2.h5)" ] && [ "$(ls out)" = keep.h5 ] ||
+        fail "a refused in-place run changed out/ ($(ls out))"
+else
+    echo "skip: no mount namespace here (a rank that does not see the file)"
+fi
+ok "refusals: a bad value (2), the file size limit (3), a read-only file system (2), a rank that does not see the file (2); the previous file byte for byte"
+echo "in_place: all checks passed"
