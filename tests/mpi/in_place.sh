@@ -91,7 +91,10 @@ ok "kill -9 with rows on disk before their status, --resume on 3 ranks: bitwise 
 run_np 2 fit example.ini --fit.replicas 300 --fit.chunk 7 --output.file grown.h5 --output.in_place on > small.log
 run_np 2 fit example.ini $ARGS --output.file grown.h5 --output.in_place on --resume > grown.log
 $H5CHECK equal ref.h5 grown.h5 $SETS || fail "an in-place file grown from 300 to 600 replicas differs"
-ok "--resume growing 300 -> 600 replicas in place: bitwise equal"
+run_np 2 fit example.ini --fit.replicas 300 --fit.chunk 7 --output.file grown_off.h5 --output.in_place on > small.log
+run_np 2 fit example.ini $ARGS --output.file grown_off.h5 --output.in_place off --resume > grown_off.log
+$H5CHECK equal ref.h5 grown_off.h5 $SETS || fail "an in-place file grown by rank 0's writes differs"
+ok "--resume growing 300 -> 600 replicas, in place and by rank 0's writes into the in-place layout: bitwise equal"
 
 # Shards written in place, merged (rank 0 of merge writes every row itself).
 for i in 0 1; do run_np 2 fit example.ini $ARGS --shard $i/2 --output.file s$i.h5 --output.in_place on > s$i.log; done

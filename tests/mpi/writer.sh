@@ -20,15 +20,17 @@ kill_run() {
     for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
 }
 # probe FILE: "DONE WRITTEN": rows with a status, and rows whose values are on disk but whose
-# status is still -1 (a write in progress).
+# status is still -1 (a write in progress). A row's replica number is written with its values
+# (a row not written reads 0), whichever way the rows are written: a NaN probe of params would
+# count every row not done of a file whose rows are written in place (they read 0 there).
 probe() {
     /usr/bin/python3 - "$1" 2>/dev/null <<'PY' || echo "0 0"
 import sys
 import h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
     s = f["/replicas/status"][...]
-    p = f["/replicas/params"][...]
-print(int((s >= 0).sum()), int(((s < 0) & ~np.isnan(p).all(axis=1)).sum()))
+    i = f["/replicas/index"][...]
+print(int((s >= 0).sum()), int(((s < 0) & (i != 0)).sum()))
 PY
 }
 
