@@ -14,13 +14,6 @@ cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
 ARGS="--fit.replicas 600 --fit.chunk 7"
 SETS="/central /replicas /summary"
 digest() { sha256sum "$1" | cut -d' ' -f1; }
-kill_run() {
-    local ranks
-    ranks=$(pgrep -P "$1" || true)
-    kill -9 $ranks "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
-}
 # layout FILE: "ALLOC FILL" of /replicas/params (h5py: alloc time 1 early, 3 incremental; fill
 # time 1 never, 2 if set).
 layout() {

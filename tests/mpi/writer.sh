@@ -10,15 +10,6 @@ export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live 
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
 ARGS="--fit.replicas 400 --fit.chunk 2"
 
-# kill_run PID: kill -9 a background mpirun (started as `setsid bash -c "exec mpirun ..."`) and its
-# ranks (its children), by process id.
-kill_run() {
-    local ranks
-    ranks=$(pgrep -P "$1" || true)
-    kill -9 $ranks "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
-}
 # probe FILE: "DONE WRITTEN": rows with a status, and rows whose values are on disk but whose
 # status is still -1 (a write in progress). A row's replica number is written with its values
 # (a row not written reads 0), whichever way the rows are written: a NaN probe of params would

@@ -14,6 +14,16 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 run_np() { local np=$1; shift; "$MPIEXEC" --oversubscribe -np "$np" "$EF" "$@"; }
 
+# kill_run PID: kill -9 a background mpirun (started as `setsid bash -c "exec mpirun ..."`) and its
+# ranks (its children, each in a process group of its own), by process id.
+kill_run() {
+    local ranks
+    ranks=$(pgrep -P "$1" || true)
+    kill -9 $ranks "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
+}
+
 # expect_error CODE PATTERN -- command...: the command must exit with CODE and print PATTERN
 # (a grep -E pattern) on stderr as a single 'ensemblefit: error:' line.
 expect_error() {

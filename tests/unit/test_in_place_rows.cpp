@@ -13,23 +13,12 @@
 #include "src/io/h5.hpp"
 #include "src/io/in_place_rows.hpp"
 #include "src/io/results_file.hpp"
+#include "result_identity.hpp"
 #include "temp_dir.hpp"
 
 using ef_test::TempDir;
 
 namespace {
-
-ef::RunIdentity identity(std::int64_t replicas, int P) {
-    ef::RunIdentity id;
-    id.canonical_config = "[fit]\nreplicas = " + std::to_string(replicas) + "\n";
-    id.resolved_config = id.canonical_config;
-    id.data_checksum = "0";
-    id.model = "test";
-    for (int q = 0; q < P; ++q) id.param_names.push_back("p" + std::to_string(q));
-    id.replicas_total = replicas;
-    id.span = ef::shard_span(replicas, ef::ShardSpec{});
-    return id;
-}
 
 /// Replicas `numbers`, values derived from each number.
 ef::ReplicaBlock rows(const std::vector<std::int64_t>& numbers, int P) {
@@ -58,7 +47,7 @@ TEST_CASE("rows written at the chunks' offsets are what HDF5 reads back", "[in_p
     TempDir dir;
     const std::string path = dir.file("rows.h5");
     const int P = 3;
-    ef::ResultsFile::create(path, identity(1000, P), ef::h5::RowStorage::in_place).close();
+    ef::ResultsFile::create(path, ef_test::result_identity(1000, P), ef::h5::RowStorage::in_place).close();
     const ef::RowTable table = ef::read_row_table(ef::h5::File::open_read(path), 1, P);
     REQUIRE(table.chunk_rows == 256);  // 4 chunks of 256 rows, the last one partly past the end
     REQUIRE(table.params.size() == 4);
@@ -113,7 +102,7 @@ TEST_CASE("rows written at the chunks' offsets are what HDF5 reads back", "[in_p
 TEST_CASE("a file made for rank 0's writes has no row table", "[in_place]") {
     TempDir dir;
     const std::string path = dir.file("rank0.h5");
-    ef::ResultsFile::create(path, identity(1000, 2)).close();
+    ef::ResultsFile::create(path, ef_test::result_identity(1000, 2)).close();
 
     const ef::RowTable table = ef::read_row_table(ef::h5::File::open_read(path), 1, 2);
 
