@@ -59,13 +59,7 @@ print(int((s >= 0).sum()), int(((s < 0) & (c > 0)).sum()))
 PY
 }
 caught=0
-for _ in $(seq 1 600); do
-    sleep 0.05
-    [ -e killed.h5 ] || continue
-    read -r done written < <(probe killed.h5)
-    if [ "${done:-0}" -ge 1 ] && [ "${written:-0}" -ge 1 ]; then caught=1; break; fi
-done
-kill_run $pid
+kill_when_caught $pid killed.h5 probe && caught=1
 [ "$caught" = 1 ] || { cat killed.log; fail "never saw rows written in place without their status"; }
 read -r _ left < <($H5CHECK status killed.h5)
 zeros=$(/usr/bin/python3 -c "

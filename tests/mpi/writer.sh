@@ -39,13 +39,7 @@ setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit example.ini $ARGS --
     --debug.slowdown 0:400,1:400 --debug.slow-writes 2" > killed.log 2>&1 &
 pid=$!
 caught=0
-for _ in $(seq 1 600); do
-    sleep 0.05
-    [ -e killed.h5 ] || continue
-    read -r done written < <(probe killed.h5)
-    if [ "${done:-0}" -ge 1 ] && [ "${written:-0}" -ge 1 ]; then caught=1; break; fi
-done
-kill_run $pid
+kill_when_caught $pid killed.h5 probe && caught=1
 [ "$caught" = 1 ] || { cat killed.log; fail "never saw a write in progress"; }
 read -r done written < <(probe killed.h5)
 read -r _ left < <($H5CHECK status killed.h5)
