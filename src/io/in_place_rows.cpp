@@ -2,6 +2,8 @@
 #include "src/io/in_place_rows.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,10 +60,19 @@ RowTable unpack_table(const std::vector<std::uint64_t>& v) {
 }
 
 /// Why this rank cannot write the rows in place: 0 it can; 1 open failed; 2 read failed; 3 it
-/// reads another token (another file at this path). The second value is the errno.
-std::pair<int, int> probe_token(const std::string& path, std::uint64_t offset, std::uint64_t token) {
+/// reads another token (another file at this path); 4 the file is on NFS and the run spans
+/// several nodes (`several_nodes`): NFS clients cache and write back whole pages on their own
+/// schedule, so rows written on one node are not safely beside another node's writes in one
+/// file. The second value is the errno.
+std::pair<int, int> probe_token(const std::string& path, std::uint64_t offset, std::uint64_t token,
+                                bool several_nodes) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return {1, errno};
+    struct statfs fs {};
+    if (several_nodes && ::fstatfs(fd, &fs) == 0 && fs.f_type == NFS_SUPER_MAGIC) {
+        ::close(fd);
+        return {4, 0};
+    }
     std::uint64_t seen = 0;
     const ssize_t n = ::pread(fd, &seen, sizeof seen, static_cast<off_t>(offset));
     const int err = errno;
@@ -74,6 +85,7 @@ std::string refusal(const MpiContext& ctx, const std::string& path, int rank, in
     const std::string who = ctx.is_root() ? ctx.describe(rank) : "rank " + std::to_string(rank);
     if (code == 1) return who + " cannot open " + path + " for writing (" + std::strerror(err) + ")";
     if (code == 2) return who + " cannot read " + path + (err ? std::string(" (") + std::strerror(err) + ")" : "");
+    if (code == 4) return who + ": " + path + " is on NFS, which does not keep rows written from several nodes consistent";
     return who + " sees another file at " + path + " than rank 0 (no shared file system there?)";
 }
 
@@ -82,11 +94,7 @@ std::string refusal(const MpiContext& ctx, const std::string& path, int rank, in
 RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, RowTable table,
                          std::int64_t probe_replica, std::string& why) {
     why.clear();
-    std::string path = root_path;  // rank 0's (a new file's temporary name is known there only)
-    std::uint64_t length = path.size();
-    EF_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, ctx.world()));
-    path.resize(length);
-    EF_MPI_CHECK(MPI_Bcast(path.data(), static_cast<int>(length), MPI_CHAR, 0, ctx.world()));
+    const std::string path = ctx.broadcast(root_path);  // a new file's temporary name is rank 0's
     std::uint64_t token = 0, offset = 0;
     std::vector<std::uint64_t> packed;
     int made_for_it = 1;
@@ -111,7 +119,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     table = unpack_table(packed);
     if (head[3] == 0) why = "its /replicas were made for rows written by rank 0 (created with in_place = off)";
     if (table.empty()) return table;
-    const auto [code, err] = probe_token(path, head[2], head[1]);
+    const auto [code, err] = probe_token(path, head[2], head[1], ctx.nodes() > 1);
     const int mine[2] = {code, err};
     std::vector<int> all(2 * static_cast<std::size_t>(ctx.size()));
     EF_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, ctx.world()));
