@@ -116,22 +116,39 @@ fi
 # own with an empty tmpfs over out/ (no file there), or with another file at the new file's
 # name. in_place = on: one line naming rank 1, exit 2, before the new file replaces the previous.
 mkdir -p out && cp on2.h5 out/keep.h5
-other_node() {  # other_node SETUP -- ARGS...: the fit on 2 ranks, rank 1 after SETUP in its own mount namespace
+other_node() {  # other_node SETUP -- FIT-ARGS...: ensemblefit on 2 ranks, rank 1 after SETUP in its own mount namespace
     local setup=$1; shift 2
     "$MPIEXEC" --oversubscribe -np 2 bash -c '
         if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
             exec unshare -m bash -c "mount -t tmpfs tmpfs out && $0 && exec \"\$@\"" _ "$@"
         fi
-        exec "$@"' "$setup" "$EF" fit example.ini $ARGS --output.file out/keep.h5 --overwrite --output.in_place on "$@"
+        exec "$@"' "$setup" "$EF" "$@"
 }
+ON=(fit example.ini $ARGS --output.file out/keep.h5 --overwrite --output.in_place on)
 if unshare -m true 2>/dev/null; then
-    expect_error 2 "in_place: on, but rank 1 .*cannot open out/keep.h5.creating for writing \(No such file" -- other_node true --
+    expect_error 2 "in_place: on, but rank 1 .*cannot open out/keep.h5.creating for writing \(No such file" -- other_node true -- "${ON[@]}"
     expect_error 2 "in_place: on, but rank 1 .*sees another file at out/keep.h5.creating" -- \
-        other_node "head -c 1048576 /dev/zero > out/keep.h5.creating" --
+        other_node "head -c 1048576 /dev/zero > out/keep.h5.creating" -- "${ON[@]}"
     [ "$(digest out/keep.h5)" = "$(digest on2.h5)" ] && [ "$(ls out)" = keep.h5 ] ||
         fail "a refused in-place run changed out/ ($(ls out))"
+    # auto from 2^20 rows on 2+ ranks (a straight line, one iteration per fit: ~1 s): in place;
+    # with rank 1 on a node that does not see the file, a note and every row through rank 0.
+    write_line_problem
+    BIG=(fit good.ini --fit.replicas 1048576 --fit.max_iterations 1)
+    run_np 2 "${BIG[@]}" --output.file big_off.h5 --output.in_place off > big_off.log
+    run_np 2 "${BIG[@]}" --output.file big_auto.h5 > big_auto.log
+    [ "$(layout big_auto.h5)" = "1 1" ] && [ "$($H5CHECK get big_auto.h5 /timing rows_in_place)" = 1 ] ||
+        fail "auto did not write 2^20 rows on 2 ranks in place"
+    $H5CHECK equal big_off.h5 big_auto.h5 $SETS || fail "auto (in place) differs from off at 2^20 rows"
+    other_node true -- "${BIG[@]}" --output.file out/big.h5 > fallback.log 2> fallback.err ||
+        { cat fallback.err; fail "auto with a rank that does not see the file"; }
+    grep -q "note: replica rows go through rank 0: rank 1 .*cannot open out/big.h5.creating" fallback.err ||
+        { cat fallback.err; fail "auto fell back without saying why"; }
+    [ "$(layout out/big.h5)" = "1 1" ] && $H5CHECK equal big_off.h5 out/big.h5 $SETS ||
+        fail "auto through rank 0 into the in-place layout differs"
+    ok "auto at 2^20 rows on 2 ranks: in place; with a rank that does not see the file, a note and rank 0's writes; bitwise off's"
 else
-    echo "skip: no mount namespace here (a rank that does not see the file)"
+    echo "skip: no mount namespace here (a rank that does not see the file; auto's fallback)"
 fi
 ok "refusals: a bad value (2), the file size limit (3), a read-only file system (2), a rank that does not see the file (2); the previous file byte for byte"
 echo "in_place: all checks passed"
