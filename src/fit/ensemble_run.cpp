@@ -367,12 +367,13 @@ bool FitRun::open_output(OutputAction action) {
     if (!complete && !opt_.dry_run) {
         // Before a new file replaces anything: the ranks agree on writing rows in place (or not).
         share_rows(created ? created->temp_path() : path, action != OutputAction::resume);
-        if (ctx_.is_root() && created) {
+        collective(ctx_, [&] {
+            if (!created) return;  // rank 0's alone
             if (opt_.hold_creating > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.hold_creating));
             created->commit();
             out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
             pending_ = ResultsFile::all_replicas(id_);  // a new file's replicas are all to do: not read back
-        }
+        });
         if (out_) out_->set_rows_in_place(!rows_.empty());
     }
     trace_.mark("output file");
@@ -422,7 +423,8 @@ void FitRun::share_rows(const std::string& path, bool new_file) {
     if (!in_place_wanted()) return;
     RowTable table;
     std::int64_t probe = -1;  // a replica row still to fit: its chi2 holds the agreement's token
-    if (ctx_.is_root()) {
+    collective(ctx_, [&] {
+        if (!ctx_.is_root()) return;
         const std::uint64_t P = id_.param_names.size();
         if (new_file) table = read_row_table(h5::File::open_read(path), id_.span.begin, P);
         else table = read_row_table(out_->file(), id_.span.begin, P);
@@ -432,7 +434,7 @@ void FitRun::share_rows(const std::string& path, bool new_file) {
                 probe = std::max<std::int64_t>(run.first, 1);
                 break;
             }
-    }
+    });
     std::string why;
     rows_ = share_row_table(ctx_, path, std::move(table), probe, why);
     if (!rows_.empty() || why.empty()) return;

@@ -98,6 +98,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     std::uint64_t token = 0, offset = 0;
     std::vector<std::uint64_t> packed;
     int made_for_it = 1;
+    std::pair<int, int> root_failed{0, 0};  // rank 0 could not write the token: its refusal
     if (ctx.is_root()) {
         made_for_it = table.empty() ? 0 : 1;
         if (probe_replica < table.first || table.empty()) table = RowTable{};  // nothing to write in place
@@ -108,8 +109,8 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
             const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
             const bool written = fd >= 0 && ::pwrite(fd, &token, sizeof token, static_cast<off_t>(offset)) == 8 &&
                                  ::fdatasync(fd) == 0;
+            if (!written) root_failed = {1, errno != 0 ? errno : EIO};
             if (fd >= 0) ::close(fd);
-            if (!written) token = 0;  // rank 0's own probe below names the failure
         }
     }
     std::uint64_t head[4] = {packed.size(), token, offset, static_cast<std::uint64_t>(made_for_it)};
@@ -119,7 +120,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     table = unpack_table(packed);
     if (head[3] == 0) why = "its /replicas were made for rows written by rank 0 (created with in_place = off)";
     if (table.empty()) return table;
-    const auto [code, err] = probe_token(path, head[2], head[1], ctx.nodes() > 1);
+    const auto [code, err] = root_failed.first != 0 ? root_failed : probe_token(path, head[2], head[1], ctx.nodes() > 1);
     const int mine[2] = {code, err};
     std::vector<int> all(2 * static_cast<std::size_t>(ctx.size()));
     EF_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, ctx.world()));
