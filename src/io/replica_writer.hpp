@@ -36,7 +36,9 @@ class RowSink {
 /**
  * Rank 0's results writer: gathers finished work units into large blocks and writes them to
  * the ResultsFile from a thread of its own, so neither the fit nor the dispatcher thread (which
- * answers the other ranks' requests) waits for the disk.
+ * answers the other ranks' requests) waits for the disk. Where rows are written in place
+ * (`[output] in_place`), every rank runs one more into its InPlaceRows sink (units as received,
+ * `as_received`), and rank 0's writes only what the receipts carry (index, status, /central).
  *
  * Double buffering: add() appends to the filling buffer; the writer thread takes it whole when
  * it holds `buffer_rows` rows, when its oldest unit has waited `max_delay` seconds, or at
