@@ -4,9 +4,11 @@
 # (/central, /replicas, /summary) are the bits of rank 0's writes (in_place = off) on 1 to 4
 # ranks; the file is made for it (chunks allocated at creation, never filled: read by h5py, an
 # independent reader); a run killed with kill -9 while rows are on disk whose status is not yet
-# written is finished by --resume bitwise; an ensemble grown by --resume, and shards merged, are
-# bitwise too; auto keeps small runs on rank 0's writes; a bad value, a full disk and a read-only
-# folder are one error line with their exit code, the previous file untouched.
+# written, or stopped by SIGUSR1, is finished by --resume bitwise; an ensemble grown by --resume,
+# and shards merged, are bitwise too; auto keeps small runs on rank 0's writes and writes 2^20
+# rows in place, or through rank 0 with a note when a rank does not see the file; a bad value,
+# the file size limit, a read-only file system and a rank that does not see the file are one
+# error line with their exit code, the previous file untouched.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live run is writing
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
@@ -73,6 +75,28 @@ run_np 3 fit example.ini $ARGS --output.file killed.h5 --output.in_place on --re
 grep -q "resume: $left of 601 replica fits left" resumed.log || { cat resumed.log; fail "resume did not report $left left"; }
 $H5CHECK equal ref.h5 killed.h5 $SETS || fail "resumed in-place file differs from the uninterrupted run"
 ok "kill -9 with rows on disk before their status, --resume on 3 ranks: bitwise equal ($notdone rows not done read 0, not NaN)"
+
+# A graceful stop (SIGUSR1 to mpirun) while rows are written in place: every unit handed out is
+# written and stored, exit 75; --resume finishes the file bitwise.
+"$MPIEXEC" --oversubscribe -np 2 "$EF" fit example.ini $ARGS --output.file stopped.h5 --output.in_place on \
+    --debug.slowdown 0:300,1:300 > stopped.out 2> stopped.log &
+pid=$!
+for _ in $(seq 1 600); do
+    sleep 0.05
+    read -r done _ < <($H5CHECK status stopped.h5 2>/dev/null || echo "0 0")
+    [ "${done:-0}" -ge 1 ] && break
+done
+kill -USR1 $pid
+for _ in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { kill_run $pid; fail "the stopped in-place run did not end within 60 s"; }
+rc=0
+wait $pid || rc=$?
+[ "$rc" = 75 ] || { cat stopped.log; fail "exit $rc after SIGUSR1, wanted 75"; }
+read -r done left < <($H5CHECK status stopped.h5)
+[ "$left" -gt 0 ] || fail "the run finished before the stop"
+run_np 3 fit example.ini $ARGS --output.file stopped.h5 --output.in_place on --resume > stopped_resumed.log
+$H5CHECK equal ref.h5 stopped.h5 $SETS || fail "an in-place run stopped by SIGUSR1 and resumed differs"
+ok "SIGUSR1 while writing in place: exit 75 with $done fits stored, --resume on 3 ranks bitwise equal"
 
 # An ensemble grown by --resume: new chunks allocated by the extension, the table read again.
 run_np 2 fit example.ini --fit.replicas 300 --fit.chunk 7 --output.file grown.h5 --output.in_place on > small.log
