@@ -78,7 +78,7 @@ const KeyInfo kKeys[] = {
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
     {"output.in_place", "auto", "auto | on | off: every rank writes its replica rows into the file itself "
                                 "(on; rank 0 writes status and the rest), or rank 0 writes every row (off); "
-                                "auto: on for runs of 2+ ranks and 1048576+ rows when every rank sees the "
+                                "auto: on for runs of 2+ ranks and 1e6+ rows when every rank sees the "
                                 "file (docs/parallel-output.md); the results are the same bits"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
                                 "each rank's measured throughput: for mixed CPU and GPU ranks)"},

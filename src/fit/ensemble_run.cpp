@@ -56,10 +56,11 @@ namespace ef {
 namespace {
 
 /// `[output] in_place = auto` writes rows in place from this many rows of a run on 2+ ranks:
-/// 1M rows are ~75 MB of /replicas, 0.24 s of rank 0's writer thread at the 318 MB/s it
-/// measured (docs/parallel-output.md); a smaller run has nothing measurable to gain, and keeps
-/// the file's layout of rank 0's writes (rows not yet done read NaN, not 0).
-constexpr std::int64_t kInPlaceMinRows = std::int64_t{1} << 20;
+/// 1e6 rows of 5 parameters are 72 MB of /replicas, 0.23 s of rank 0's writer thread at the
+/// 318 MB/s it measured (docs/parallel-output.md); a smaller run has nothing measurable to gain,
+/// and keeps the file's layout of rank 0's writes (rows not yet done read NaN, not 0). The
+/// bundled many-fits example (inputs/spot.ini, 1e6 replicas) is at the threshold.
+constexpr std::int64_t kInPlaceMinRows = 1000000;
 
 std::string hex(std::uint64_t v) {
     char buf[32];

@@ -5,10 +5,10 @@
 # ranks; the file is made for it (chunks allocated at creation, never filled: read by h5py, an
 # independent reader); a run killed with kill -9 while rows are on disk whose status is not yet
 # written, or stopped by SIGUSR1, is finished by --resume bitwise; an ensemble grown by --resume,
-# and shards merged, are bitwise too; auto keeps small runs on rank 0's writes and writes 2^20
-# rows in place, or through rank 0 with a note when a rank does not see the file; a bad value,
-# the file size limit, a read-only file system and a rank that does not see the file are one
-# error line with their exit code, the previous file untouched.
+# and shards merged, are bitwise too; auto keeps small runs on rank 0's writes and writes 1e6
+# rows (the threshold) in place, or through rank 0 with a note when a rank does not see the
+# file; a bad value, the file size limit, a read-only file system and a rank that does not see
+# the file are one error line with their exit code, the previous file untouched.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live run is writing
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
@@ -44,7 +44,7 @@ ok "in_place = on, 1-4 ranks: /central, /replicas, /summary bitwise those of ran
 run_np 2 fit example.ini $ARGS --output.file auto.h5 > auto.log
 [ "$(layout auto.h5)" = "3 2" ] || fail "auto wrote a small run in place"
 $H5CHECK equal ref.h5 auto.h5 $SETS || fail "auto differs"
-ok "auto: a run of 600 rows goes through rank 0 (threshold 1048576 rows)"
+ok "auto: a run of 600 rows goes through rank 0 (the threshold is 1e6 rows)"
 
 # kill -9 while rows are on disk in place and their status is not yet written (each rank's
 # writer waits 2 s between its fdatasync and its receipts), then --resume on 3 ranks.
@@ -155,22 +155,22 @@ if unshare -m true 2>/dev/null; then
         other_node "head -c 1048576 /dev/zero > out/keep.h5.creating" -- "${ON[@]}"
     [ "$(digest out/keep.h5)" = "$(digest on2.h5)" ] && [ "$(ls out)" = keep.h5 ] ||
         fail "a refused in-place run changed out/ ($(ls out))"
-    # auto from 2^20 rows on 2+ ranks (a straight line, one iteration per fit: ~1 s): in place;
+    # auto from 1e6 rows on 2+ ranks (a straight line, one iteration per fit: ~1 s): in place;
     # with rank 1 on a node that does not see the file, a note and every row through rank 0.
     write_line_problem
-    BIG=(fit good.ini --fit.replicas 1048576 --fit.max_iterations 1)
+    BIG=(fit good.ini --fit.replicas 1000000 --fit.max_iterations 1)
     run_np 2 "${BIG[@]}" --output.file big_off.h5 --output.in_place off > big_off.log
     run_np 2 "${BIG[@]}" --output.file big_auto.h5 > big_auto.log
     [ "$(layout big_auto.h5)" = "1 1" ] && [ "$($H5CHECK get big_auto.h5 /timing rows_in_place)" = 1 ] ||
-        fail "auto did not write 2^20 rows on 2 ranks in place"
-    $H5CHECK equal big_off.h5 big_auto.h5 $SETS || fail "auto (in place) differs from off at 2^20 rows"
+        fail "auto did not write 1e6 rows on 2 ranks in place"
+    $H5CHECK equal big_off.h5 big_auto.h5 $SETS || fail "auto (in place) differs from off at 1e6 rows"
     other_node true -- "${BIG[@]}" --output.file out/big.h5 > fallback.log 2> fallback.err ||
         { cat fallback.err; fail "auto with a rank that does not see the file"; }
     grep -q "note: replica rows go through rank 0: rank 1 .*cannot open out/big.h5.creating" fallback.err ||
         { cat fallback.err; fail "auto fell back without saying why"; }
     [ "$(layout out/big.h5)" = "1 1" ] && $H5CHECK equal big_off.h5 out/big.h5 $SETS ||
         fail "auto through rank 0 into the in-place layout differs"
-    ok "auto at 2^20 rows on 2 ranks: in place; with a rank that does not see the file, a note and rank 0's writes; bitwise off's"
+    ok "auto at 1e6 rows on 2 ranks: in place; with a rank that does not see the file, a note and rank 0's writes; bitwise off's"
 else
     echo "skip: no mount namespace here (a rank that does not see the file; auto's fallback)"
 fi
