@@ -625,8 +625,8 @@ TimingReport FitRun::timing_report() {
     r.mine = mine_;
     if (in_place_writer_) {  // each rank's own writer thread: where its output time went
         const ReplicaWriter::Stats rs = in_place_writer_->stats();
-        r.columns.extra = {"rows_write_seconds", "rows_wait_seconds", "rows_written"};
-        r.mine.extra = {rs.write_seconds, rs.wait_seconds, static_cast<double>(rs.rows)};
+        r.columns.extra = {"rows_write_seconds", "rows_wait_seconds"};  // its rows: the replicas column
+        r.mine.extra = {rs.write_seconds, rs.wait_seconds};
     }
     r.tally = worker_->kernel_tally();
     r.gpu = worker_->kind() == WorkerKind::gpu;
