@@ -316,7 +316,8 @@ std::vector<std::string> FitRun::bound_lines() const {
     d.ranks = opt_.bound_ranks > 0 ? opt_.bound_ranks : ctx_.size();
     d.items = id_.span.size() + (id_.span.central ? 1 : 0);
     d.unit_items = unit_size_for(d.items, d.ranks);
-    d.row_bytes = ReplicaWriter::row_bytes(id_.param_names.size());
+    // Rows written in place: rank 0's writer writes a row's index and status only (8 bytes each).
+    d.row_bytes = in_place_wanted() ? 16 : ReplicaWriter::row_bytes(id_.param_names.size());
     d.min_unit_seconds = WorkQueue::kMinUnitSeconds;
     if (!opt_.baseline.empty()) {
         double compute = 0;
