@@ -59,34 +59,39 @@ RowTable unpack_table(const std::vector<std::uint64_t>& v) {
     return t;
 }
 
-/// Why this rank cannot write the rows in place: 0 it can; 1 open failed; 2 read failed; 3 it
-/// reads another token (another file at this path); 4 the file is on NFS and the run spans
-/// several nodes (`several_nodes`): NFS clients cache and write back whole pages on their own
-/// schedule, so rows written on one node are not safely beside another node's writes in one
-/// file. The second value is the errno.
-std::pair<int, int> probe_token(const std::string& path, std::uint64_t offset, std::uint64_t token,
-                                bool several_nodes) {
+/// Why a rank cannot write the rows in place. `nfs`: the file is on NFS and the run spans
+/// several nodes: NFS clients cache and write back pages on their own schedule, so rows written
+/// on one node are not safely beside another node's writes in one file.
+enum class Refusal : int { none, open, read, other_file, nfs };
+
+/// This rank's answer to the token at `offset`, with the errno where there is one.
+std::pair<Refusal, int> probe_token(const std::string& path, std::uint64_t offset, std::uint64_t token,
+                                    bool several_nodes) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return {1, errno};
+    if (fd < 0) return {Refusal::open, errno};
     struct statfs fs {};
     if (several_nodes && ::fstatfs(fd, &fs) == 0 && fs.f_type == NFS_SUPER_MAGIC) {
         ::close(fd);
-        return {4, 0};
+        return {Refusal::nfs, 0};
     }
     std::uint64_t seen = 0;
     const ssize_t n = ::pread(fd, &seen, sizeof seen, static_cast<off_t>(offset));
     const int err = errno;
     ::close(fd);
-    if (n != static_cast<ssize_t>(sizeof seen)) return {2, n < 0 ? err : 0};
-    return {seen == token ? 0 : 3, 0};
+    if (n != static_cast<ssize_t>(sizeof seen)) return {Refusal::read, n < 0 ? err : 0};
+    return {seen == token ? Refusal::none : Refusal::other_file, 0};
 }
 
-std::string refusal(const MpiContext& ctx, const std::string& path, int rank, int code, int err) {
+std::string refusal_text(const MpiContext& ctx, const std::string& path, int rank, Refusal why, int err) {
     const std::string who = ctx.is_root() ? ctx.describe(rank) : "rank " + std::to_string(rank);
-    if (code == 1) return who + " cannot open " + path + " for writing (" + std::strerror(err) + ")";
-    if (code == 2) return who + " cannot read " + path + (err ? std::string(" (") + std::strerror(err) + ")" : "");
-    if (code == 4) return who + ": " + path + " is on NFS, which does not keep rows written from several nodes consistent";
-    return who + " sees another file at " + path + " than rank 0 (no shared file system there?)";
+    switch (why) {
+        case Refusal::open: return who + " cannot open " + path + " for writing (" + std::strerror(err) + ")";
+        case Refusal::read:
+            return who + " cannot read " + path + (err ? std::string(" (") + std::strerror(err) + ")" : "");
+        case Refusal::nfs:
+            return who + ": " + path + " is on NFS, which does not keep rows written from several nodes consistent";
+        default: return who + " sees another file at " + path + " than rank 0 (no shared file system there?)";
+    }
 }
 
 }  // namespace
@@ -98,7 +103,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     std::uint64_t token = 0, offset = 0;
     std::vector<std::uint64_t> packed;
     int made_for_it = 1;
-    std::pair<int, int> root_failed{0, 0};  // rank 0 could not write the token: its refusal
+    std::pair<Refusal, int> root_failed{Refusal::none, 0};  // rank 0 could not write the token
     if (ctx.is_root()) {
         made_for_it = table.empty() ? 0 : 1;
         if (probe_replica < table.first || table.empty()) table = RowTable{};  // nothing to write in place
@@ -109,7 +114,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
             const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
             const bool written = fd >= 0 && ::pwrite(fd, &token, sizeof token, static_cast<off_t>(offset)) == 8 &&
                                  ::fdatasync(fd) == 0;
-            if (!written) root_failed = {1, errno != 0 ? errno : EIO};
+            if (!written) root_failed = {Refusal::open, errno != 0 ? errno : EIO};
             if (fd >= 0) ::close(fd);
         }
     }
@@ -120,8 +125,9 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     table = unpack_table(packed);
     if (head[3] == 0) why = "its /replicas were made for rows written by rank 0 (created with in_place = off)";
     if (table.empty()) return table;
-    const auto [code, err] = root_failed.first != 0 ? root_failed : probe_token(path, head[2], head[1], ctx.nodes() > 1);
-    const int mine[2] = {code, err};
+    const auto [code, err] =
+        root_failed.first != Refusal::none ? root_failed : probe_token(path, head[2], head[1], ctx.nodes() > 1);
+    const int mine[2] = {static_cast<int>(code), err};
     std::vector<int> all(2 * static_cast<std::size_t>(ctx.size()));
     EF_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, ctx.world()));
     if (ctx.is_root()) {  // rows not yet done read 0
@@ -133,9 +139,9 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
         }
     }
     for (int r = 0; r < ctx.size(); ++r) {
-        const int c = all[2 * static_cast<std::size_t>(r)];
-        if (c == 0) continue;
-        why = refusal(ctx, path, r, c, all[2 * static_cast<std::size_t>(r) + 1]);
+        const auto c = static_cast<Refusal>(all[2 * static_cast<std::size_t>(r)]);
+        if (c == Refusal::none) continue;
+        why = refusal_text(ctx, path, r, c, all[2 * static_cast<std::size_t>(r) + 1]);
         return RowTable{};
     }
     return table;
