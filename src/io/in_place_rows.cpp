@@ -180,7 +180,8 @@ void InPlaceRows::write_values(const ReplicaBlock& b) {
             continue;
         }
         const auto row = static_cast<std::uint64_t>(b.index[i] - table_.first);
-        if (row >= table_.rows) throw runtime_error(path_ + ": replica " + std::to_string(b.index[i]) + " is past the file's rows");
+        if (row >= table_.rows)
+            throw runtime_error(path_ + ": replica " + std::to_string(b.index[i]) + " is past the file's rows");
         std::size_t j = i + 1;
         const std::uint64_t chunk_end = (row / c + 1) * c;
         while (j < b.size() && b.index[j] == b.index[j - 1] + 1 && row + (j - i) < chunk_end) ++j;
