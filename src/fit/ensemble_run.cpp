@@ -196,6 +196,7 @@ class FitRun final : public RunProblem {
     void print_dry_run() const;
     std::unique_ptr<PendingOutput> create_output(OutputAction action);
     bool in_place_wanted() const;
+    void refuse_rank0_layout(const std::string& path) const;
     void share_rows(const std::string& path, bool new_file);
     void print_nothing_to_do() const;
     void print_run_plan() const;
@@ -362,6 +363,7 @@ bool FitRun::open_output(OutputAction action) {
             created = create_output(action);
             return;
         }
+        refuse_rank0_layout(path);
         out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
         pending_ = out_->pending();
     });
@@ -413,6 +415,16 @@ std::unique_ptr<PendingOutput> FitRun::create_output(OutputAction action) {
 bool FitRun::in_place_wanted() const {
     const std::string& mode = pb_->config.output_in_place;
     return mode == "on" || (mode == "auto" && ctx_.size() > 1 && id_.span.size() >= kInPlaceMinRows);
+}
+
+/// `in_place = on` and a file to resume whose rows were made for rank 0's writes (chunks
+/// allocated as rows came): a usage error before the file is opened for writing (or grown).
+void FitRun::refuse_rank0_layout(const std::string& path) const {
+    if (pb_->config.output_in_place != "on") return;
+    if (!read_row_table(h5::File::open_read(path), id_.span.begin, id_.param_names.size()).empty()) return;
+    throw usage_error(pb_->config.where("output.in_place") + ": on, but " + path +
+                      "'s /replicas were made for rows written by rank 0 (created with in_place = off); set it "
+                      "to auto or off");
 }
 
 /**

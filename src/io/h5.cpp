@@ -268,7 +268,12 @@ std::vector<std::uint64_t> File::chunk_addresses(const std::string& name, std::u
     H5Handle type(EF_H5_CHECK(H5Dget_type(ds.get()), path_), H5Tclose);
     H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), path_), H5Sclose);
     const bool native = H5Tequal(type.get(), H5T_NATIVE_DOUBLE) > 0 || H5Tequal(type.get(), H5T_NATIVE_INT64) > 0;
-    if (!native || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_nfilters(dcpl.get()) != 0) return {};
+    H5D_alloc_time_t alloc = H5D_ALLOC_TIME_DEFAULT;
+    EF_H5_CHECK(H5Pget_alloc_time(dcpl.get(), &alloc), path_);
+    // Early allocation: rows added by a later extension get their chunks at once too.
+    if (!native || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_nfilters(dcpl.get()) != 0 ||
+        alloc != H5D_ALLOC_TIME_EARLY)
+        return {};
     const int ndims = H5Sget_simple_extent_ndims(space.get());
     hsize_t dims[2] = {0, 1}, chunk[2] = {0, 1};
     if (ndims < 1 || ndims > 2 || H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 0 ||

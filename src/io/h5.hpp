@@ -130,8 +130,9 @@ class File {
                            std::uint64_t chunk_rows, RowStorage storage = RowStorage::incremental);
     /// The file offset of each chunk of a row-chunked dataset (chunk k holds rows
     /// [k c, (k + 1) c), c = `chunk_rows` on return, whole rows of native 8-byte values one after
-    /// the other), or none when rows cannot be written there directly: a chunk not allocated, a
-    /// filter, another layout or a non-native type. Final once the file is flushed.
+    /// the other), or none when rows cannot be written there directly: a dataset not made with
+    /// RowStorage::in_place (its chunks allocated as rows come), a chunk not allocated, a filter,
+    /// another layout or a non-native type. Final once the file is flushed.
     std::vector<std::uint64_t> chunk_addresses(const std::string& name, std::uint64_t& chunk_rows) const;
     /// Opens a dataset for repeated row writes with a chunk cache of `cache_bytes`.
     Dataset open_dataset(const std::string& name, std::size_t cache_bytes) const;

@@ -110,6 +110,14 @@ run_np 2 fit example.ini $ARGS --output.file grown_off.h5 --output.in_place off 
 $H5CHECK equal ref.h5 grown_off.h5 $SETS || fail "an in-place file grown by rank 0's writes differs"
 ok "--resume growing 300 -> 600 replicas, in place and by rank 0's writes into the in-place layout: bitwise equal"
 
+# A file made for rank 0's writes, resumed (and grown) with in_place = on: refused (2) before it
+# is opened for writing, byte for byte as it was.
+run_np 2 fit example.ini --fit.replicas 300 --fit.chunk 7 --output.file rank0.h5 --output.in_place off > rank0.log
+sum=$(digest rank0.h5)
+expect_error 2 "in_place: on, but rank0.h5's /replicas were made for rows written by rank 0" -- \
+    run_np 2 fit example.ini $ARGS --output.file rank0.h5 --output.in_place on --resume
+[ "$(digest rank0.h5)" = "$sum" ] || fail "a refused in-place --resume changed the file"
+
 # Shards written in place, merged (rank 0 of merge writes every row itself).
 for i in 0 1; do run_np 2 fit example.ini $ARGS --shard $i/2 --output.file s$i.h5 --output.in_place on > s$i.log; done
 "$EF" merge -o merged.h5 s0.h5 s1.h5 > merge.log
