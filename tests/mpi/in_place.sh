@@ -7,8 +7,9 @@
 # written, or stopped by SIGUSR1, is finished by --resume bitwise; an ensemble grown by --resume,
 # and shards merged, are bitwise too; auto keeps small runs on rank 0's writes and writes 1e6
 # rows (the threshold) in place, or through rank 0 with a note when a rank does not see the
-# file; a bad value, the file size limit, a read-only file system and a rank that does not see
-# the file are one error line with their exit code, the previous file untouched.
+# file; a bad value, the file size limit, a read-only file system, a rank that does not see the
+# file and a file made for rank 0's writes resumed with on are one error line with their exit
+# code, the previous file untouched.
 source "$(dirname "$0")/../tools/mpi_common.sh"
 export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live run is writing
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
@@ -117,6 +118,7 @@ sum=$(digest rank0.h5)
 expect_error 2 "in_place: on, but rank0.h5's /replicas were made for rows written by rank 0" -- \
     run_np 2 fit example.ini $ARGS --output.file rank0.h5 --output.in_place on --resume
 [ "$(digest rank0.h5)" = "$sum" ] || fail "a refused in-place --resume changed the file"
+ok "a file made with in_place = off, resumed with on: refused, unchanged"
 
 # Shards written in place, merged (rank 0 of merge writes every row itself).
 for i in 0 1; do run_np 2 fit example.ini $ARGS --shard $i/2 --output.file s$i.h5 --output.in_place on > s$i.log; done
@@ -124,8 +126,7 @@ for i in 0 1; do run_np 2 fit example.ini $ARGS --shard $i/2 --output.file s$i.h
 $H5CHECK equal ref.h5 merged.h5 $SETS || fail "merge of in-place shards differs"
 ok "two shards written in place, merged: bitwise equal"
 
-# Refusals: a bad value (2); an output folder that cannot be written, and a full disk (the file
-# size limit), 3, the previous file untouched.
+# Refusals: a bad value (2); a full disk (the file size limit, 3), the previous file untouched.
 expect_error 2 "output.in_place.*unknown value 'sometimes'" -- run_np 2 fit example.ini $ARGS --output.in_place sometimes
 cp on2.h5 keep.h5
 sum=$(digest keep.h5)
@@ -185,5 +186,5 @@ if unshare -m true 2>/dev/null; then
 else
     echo "skip: no mount namespace here (a rank that does not see the file; auto's fallback)"
 fi
-ok "refusals: a bad value (2), the file size limit (3), a read-only file system (2), a rank that does not see the file (2); the previous file byte for byte"
+ok "refusals: a bad value (2), the file size limit (3), a read-only file system (2), a rank that does not see the file (2)"
 echo "in_place: all checks passed"
