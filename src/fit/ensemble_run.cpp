@@ -477,6 +477,9 @@ void FitRun::print_run_plan() const {
     if (opt_.resume)
         std::printf("resume: %lld of %lld replica fits left\n", static_cast<long long>(pending_.size()),
                     static_cast<long long>(id_.span.size() + (id_.span.central ? 1 : 0)));
+    if (!rows_.empty())
+        std::printf("output: every rank writes its replica rows into %s itself ([output] in_place), rank 0 "
+                    "their status\n", pb_->config.output_file.c_str());
     std::fflush(stdout);
 }
 

@@ -42,6 +42,8 @@ t = h5py.File('on4.h5', 'r')['/timing']
 print(sum(1 for n, s in zip(t['replicas'][()], t['rows_write_seconds'][()]) if n > 0 and s > 0), int(t['replicas'][()].sum()))")
 [ "$writers" = "4 601" ] || fail "4 ranks wrote 601 rows, but /timing says (ranks with writer seconds, rows) $writers"
 grep -q "rows written in place by every rank" on4.log || fail "the timing table does not say rows went in place"
+grep -q "^output: every rank writes its replica rows into on4.h5 itself" on4.log || fail "the plan does not say rows go in place"
+! grep -q "^output: every rank writes" ref.log || fail "in_place = off announced rows in place"
 ok "in_place = on, 1-4 ranks: /central, /replicas, /summary bitwise those of rank 0's writes; each rank's writer thread in /timing"
 
 # auto: a small run stays on rank 0's writes (and their layout).
