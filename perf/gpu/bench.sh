@@ -222,7 +222,9 @@ echo "(tables in $OUT/phases.tsv and $OUT/bounds.tsv; /timing per run in *.repor
 # solver normal, float) on NP ranks and shows, from its /timing: the replicas and compute per rank
 # (load balance), the bytes of /replicas, the writer thread's seconds and throughput, rank 0's io
 # phase (what the run waited for the output: the writer's backlog at the end, the summary, the
-# timing), each against the time the disk needs for those bytes.
+# timing), each against the time the disk needs for those bytes; once with [output] in_place =
+# off (rank 0 writes every row) and once with on (every rank its own rows: their writer threads'
+# seconds too), IN_PLACE="off on" by default.
 #
 # usage: perf/gpu/bench.sh disk [REPLICAS (default 1000000)] [NP (default 1)]
 #   EF=bin (default build/ensemblefit); WORKERS=cpu|gpu (default auto); OUT=dir (default: a temporary
@@ -267,46 +269,58 @@ echo "disk of $OUT ($(df -h "$OUT" | awk 'NR==2 {print $1}')): ${mb} MiB per wri
 echo "  1 writer:  ${cache1} MB/s into the page cache, ${disk1} MB/s with fdatasync"
 echo "  $NP writer(s): ${cacheN} MB/s into the page cache, ${diskN} MB/s with fdatasync (all together)"
 
-args=(fit spot.ini --fit.replicas "$R" --model.name gaussian2d --fit.solver normal --fit.precision float
-      --overwrite --progress-interval 1000 --output.file out.h5)
-[ -n "${WORKERS:-}" ] && args+=(--workers "$WORKERS")
-# shellcheck disable=SC2206  # EXTRA is split into words on purpose
-[ -n "${EXTRA:-}" ] && args+=($EXTRA)
-sync
-(cd "$OUT" && EF_SETUP_TRACE=1 /usr/bin/time -f '%e' -o run.time mpirun --oversubscribe -np "$NP" "$EF" "${args[@]}" \
-    > run.log 2>&1) || { tail -20 "$OUT/run.log" >&2; exit 1; }
 model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 day=$(date +%F)
 tsv=$root/perf/out/disk-vs-output-$(echo "${gpu:-$model}" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/-$//')-$day.tsv
+# One run per [output] in_place value (IN_PLACE="off on" by default): rank 0 writing every row,
+# then every rank writing its own (docs/parallel-output.md).
+for mode in ${IN_PLACE:-off on}; do
+args=(fit spot.ini --fit.replicas "$R" --model.name gaussian2d --fit.solver normal --fit.precision float
+      --overwrite --progress-interval 1000 --output.file "out-$mode.h5" --output.in_place "$mode")
+[ -n "${WORKERS:-}" ] && args+=(--workers "$WORKERS")
+# shellcheck disable=SC2206  # EXTRA is split into words on purpose
+[ -n "${EXTRA:-}" ] && args+=($EXTRA)
+sync
+(cd "$OUT" && EF_SETUP_TRACE=1 /usr/bin/time -f '%e' -o "run-$mode.time" mpirun --oversubscribe -np "$NP" "$EF" \
+    "${args[@]}" > "run-$mode.log" 2>&1) || { tail -20 "$OUT/run-$mode.log" >&2; exit 1; }
 /usr/bin/python3 - "$OUT" "$bytes" "$cache1" "$disk1" "$cacheN" "$diskN" "$NP" "$R" "$tsv" "${gpu:-$model}" \
-    "${EXTRA:+EXTRA=\"$EXTRA\" }${WORKERS:+WORKERS=$WORKERS }$0 disk $*" <<'PY'
+    "${IN_PLACE:+IN_PLACE=\"$IN_PLACE\" }${EXTRA:+EXTRA=\"$EXTRA\" }${WORKERS:+WORKERS=$WORKERS }$0 disk $*" "$mode" <<'PY'
 import os, sys, h5py
-out, nbytes, c1, d1, cN, dN, NP, R, tsv, device, cmd = sys.argv[1:]
+out, nbytes, c1, d1, cN, dN, NP, R, tsv, device, cmd, mode = sys.argv[1:]
 nbytes, c1, d1, cN, dN = int(nbytes), float(c1), float(d1), float(cN), float(dN)
-wall = float(open(f"{out}/run.time").read().split()[0])
-with h5py.File(f"{out}/out.h5", "r") as f:
+wall = float(open(f"{out}/run-{mode}.time").read().split()[0])
+with h5py.File(f"{out}/out-{mode}.h5", "r") as f:
     t = f["/timing"]; a = t.attrs
     reps = [int(x) for x in t["replicas"][()]]
     comp = [float(x) for x in t["compute"][()]]
-    io0, lb = float(t["io"][0]), float(a["load_balance"]) if "load_balance" in a else float(t["load_balance"][()])
+    io = [float(x) for x in t["io"][()]]
+    lb = float(a["load_balance"]) if "load_balance" in a else float(t["load_balance"][()])
     ws, ww = float(a["writer_seconds"]), float(a["writer_wait_seconds"])
+    in_place = int(a.get("rows_in_place", 0))
+    rows_s = [float(x) for x in t["rows_write_seconds"][()]] if in_place else []
 mb = nbytes / 1e6
-print(f"run: {R} replicas on {NP} rank(s), {wall:.2f} s whole command, file {os.path.getsize(f'{out}/out.h5') / 1e6:.0f} MB")
+print(f"run, in_place = {mode} ({'rows written by every rank' if in_place else 'every row written by rank 0'}): "
+      f"{R} replicas on {NP} rank(s), {wall:.2f} s whole command, file {os.path.getsize(f'{out}/out-{mode}.h5') / 1e6:.0f} MB")
 print(f"  replicas per rank {reps}; compute s {[round(c, 2) for c in comp]}; load balance {lb:.3f}")
-print(f"  /replicas {mb:.0f} MB: writer thread {ws:.2f} s ({mb / ws if ws > 0 else 0:.0f} MB/s) beside the fit; "
-      f"the run waited for it {ww:.2f} s; rank 0 io phase {io0:.2f} s")
+print(f"  /replicas {mb:.0f} MB: rank 0's writer thread {ws:.2f} s ({mb / ws if ws > 0 else 0:.0f} MB/s of the whole) "
+      f"beside the fit; the run waited for it {ww:.2f} s; io phase per rank {[round(x, 2) for x in io]}")
+if in_place:
+    print(f"  each rank's writer thread (pwrite + fdatasync of its rows) s {[round(x, 3) for x in rows_s]}")
 print(f"  the disk for those bytes: {mb / c1:.2f} s into the page cache, {mb / d1:.2f} s to the device (1 writer); "
       f"{mb / cN:.2f} s / {mb / dN:.2f} s with {NP} writers")
 new = not os.path.exists(tsv)
 with open(tsv, "a") as o:
     if new:
         o.write("device\treplicas\tranks\twall_s\tload_balance\treplicas_per_rank\toutput_MB\twriter_s\twriter_MBps\t"
-                "writer_wait_s\trank0_io_s\tcache_MBps_1\tdisk_MBps_1\tcache_MBps_N\tdisk_MBps_N\tcommand\n")
+                "writer_wait_s\trank0_io_s\tcache_MBps_1\tdisk_MBps_1\tcache_MBps_N\tdisk_MBps_N\tin_place\t"
+                "rows_write_s_max\tio_s_max\tcommand\n")
     o.write(f"{device}\t{R}\t{NP}\t{wall:.3f}\t{lb:.4f}\t{'/'.join(map(str, reps))}\t{mb:.1f}\t{ws:.3f}\t"
-            f"{mb / ws if ws > 0 else 0:.0f}\t{ww:.3f}\t{io0:.3f}\t{c1:.0f}\t{d1:.0f}\t{cN:.0f}\t{dN:.0f}\t{cmd.strip()}\n")
+            f"{mb / ws if ws > 0 else 0:.0f}\t{ww:.3f}\t{io[0]:.3f}\t{c1:.0f}\t{d1:.0f}\t{cN:.0f}\t{dN:.0f}\t"
+            f"{mode}\t{max(rows_s) if rows_s else 0:.3f}\t{max(io):.3f}\t{cmd.strip()}\n")
 print(f"raw: {tsv}")
 PY
+done
 )
 
 sub=${1:-}

@@ -76,6 +76,10 @@ const KeyInfo kKeys[] = {
                                 "the same either way"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
     {"output.file", "", "HDF5 result file (relative to the current directory)"},
+    {"output.in_place", "auto", "auto | on | off: every rank writes its replica rows into the file itself "
+                                "(on; rank 0 writes status and the rest), or rank 0 writes every row (off); "
+                                "auto: on for runs of 2+ ranks and 1e6+ rows when every rank sees the "
+                                "file (docs/parallel-output.md); the results are the same bits"},
     {"sched.policy", "dynamic", "static | dynamic | guided | weighted (work units in proportion to "
                                 "each rank's measured throughput: for mixed CPU and GPU ranks)"},
     {"run.workers", "auto", "auto | cpu | gpu, or a comma-separated list per rank (the last repeats)"},
@@ -249,7 +253,7 @@ std::string FitConfig::resolved_text() const {
        << canonical_text()
        // [fit] again: canonical_text() may end in [normalisation.NAME] sections, and a second
        // [fit] header is allowed (only a key set twice is refused), so the text runs as a config
-       << "[fit]\nchunk = " << chunk << "\n[output]\nfile = " << output_file
+       << "[fit]\nchunk = " << chunk << "\n[output]\nfile = " << output_file << "\nin_place = " << output_in_place
        << "\n[sched]\npolicy = " << sched_policy << "\n[run]\nworkers = " << run.workers_text() << "\nthreads = " << run.threads << "\nbind = " << run.bind
        << "\n[tuning]\ngpu_lm_steps = " << gpu_lm_steps
        << "\ngpu_round_loop = " << gpu_round_loop << "\n";
@@ -624,6 +628,7 @@ std::string choice(const FitConfig& cfg, const Values& v, const std::string& key
 /// what `export lhapdf` reads back from the stored resolved config.
 void read_run(FitConfig& cfg, const Values& v) {
     cfg.output_file = v.required("output.file");
+    cfg.output_in_place = choice(cfg, v, "output.in_place", "value", {"auto", "on", "off"});
     cfg.sched_policy = choice(cfg, v, "sched.policy", "policy", {"static", "dynamic", "guided", "weighted"});
     cfg.run = parse_run_settings({[&](const std::string& key) { return trim(v.get(key)); },
                                   [&](const std::string& key) { return cfg.where(key); }});

@@ -25,6 +25,8 @@
 
 #include "src/io/replica_writer.hpp"
 #include "src/comm/table_share.hpp"
+#include "src/io/in_place_rows.hpp"
+#include "src/io/output_file.hpp"
 #include "src/config/ini_scan.hpp"
 #include "src/fit/correlated.hpp"
 #include "src/fit/fit_quality.hpp"
@@ -52,6 +54,13 @@
 namespace ef {
 
 namespace {
+
+/// `[output] in_place = auto` writes rows in place from this many rows of a run on 2+ ranks:
+/// 1e6 rows of 5 parameters are 72 MB of /replicas, 0.23 s of rank 0's writer thread at the
+/// 318 MB/s it measured (docs/parallel-output.md); a smaller run has nothing measurable to gain,
+/// and keeps the file's layout of rank 0's writes (rows not yet done read NaN, not 0). The
+/// bundled many-fits example (inputs/spot.ini, 1e6 replicas) is at the threshold.
+constexpr std::int64_t kInPlaceMinRows = 1000000;
 
 std::string hex(std::uint64_t v) {
     char buf[32];
@@ -172,6 +181,7 @@ class FitRun final : public RunProblem {
     /// What rank 0 wrote is flushed block by block; end the job now (the error line says the
     /// file can be finished with --resume).
     [[noreturn]] void abort(const std::exception& e) override {
+        if (in_place_writer_) in_place_writer_->finish_quietly();  // rows whose receipts rank 0 will not see: -1
         if (!out_) abort_run(ctx_, e);
         if (writer_) writer_->finish_quietly();  // the finished units it holds, unless a write failed
         out_->close();
@@ -184,7 +194,10 @@ class FitRun final : public RunProblem {
    private:
     void print_placement_and_warnings() const;
     void print_dry_run() const;
-    void create_output(OutputAction action);
+    std::unique_ptr<PendingOutput> create_output(OutputAction action);
+    bool in_place_wanted() const;
+    void refuse_rank0_layout(const std::string& path) const;
+    void share_rows(const std::string& path, bool new_file);
     void print_nothing_to_do() const;
     void print_run_plan() const;
     void fit_pending();
@@ -194,6 +207,7 @@ class FitRun final : public RunProblem {
     std::int64_t unit_size_for(std::int64_t M, std::int64_t ranks) const;
     std::vector<std::string> bound_lines() const;
     ReplicaWriter::Options writer_options() const;
+    void hand_rows_off(UnitDispatch<ReplicaBlock>::Handlers& h);
 
     const FitRunOptions& opt_;
     RunState& run_;  // the session's decisions: settings, threads, device, placement
@@ -210,6 +224,9 @@ class FitRun final : public RunProblem {
     std::unique_ptr<Worker> worker_;
     std::unique_ptr<ResultsFile> out_;
     std::unique_ptr<ReplicaWriter> writer_;  // rank 0: writes out_ from a thread of its own
+    RowTable rows_;  // not empty: every rank writes its rows in place (docs/parallel-output.md)
+    std::unique_ptr<InPlaceRows> in_place_;          // every rank, then: its rows' sink
+    std::unique_ptr<ReplicaWriter> in_place_writer_;  // and the thread that writes them
     ReplicaRuns pending_;  ///< the replicas this run fits, as runs of numbers
     RankTiming mine_;
     DispatchStats dispatch_;
@@ -300,7 +317,8 @@ std::vector<std::string> FitRun::bound_lines() const {
     d.ranks = opt_.bound_ranks > 0 ? opt_.bound_ranks : ctx_.size();
     d.items = id_.span.size() + (id_.span.central ? 1 : 0);
     d.unit_items = unit_size_for(d.items, d.ranks);
-    d.row_bytes = ReplicaWriter::row_bytes(id_.param_names.size());
+    // Rows written in place: rank 0's writer writes a row's index and status only (8 bytes each).
+    d.row_bytes = in_place_wanted() ? 16 : ReplicaWriter::row_bytes(id_.param_names.size());
     d.min_unit_seconds = WorkQueue::kMinUnitSeconds;
     if (!opt_.baseline.empty()) {
         double compute = 0;
@@ -336,17 +354,33 @@ void FitRun::print_dry_run() const {
 bool FitRun::open_output(OutputAction action) {
     const std::string& path = pb_->config.output_file;
     int complete = 0;
+    std::unique_ptr<PendingOutput> created;  // rank 0: a new file, renamed over the output below
     collective(ctx_, [&] {
         if (!ctx_.is_root()) return;
         complete = action == OutputAction::resume && ResultsFile::complete_for(path, id_) ? 1 : 0;
         if (complete || opt_.dry_run) return;
-        if (action != OutputAction::resume) create_output(action);
+        if (action != OutputAction::resume) {
+            created = create_output(action);
+            return;
+        }
+        refuse_rank0_layout(path);
         out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
-        // A new file's replicas are all to do: known without reading its status rows back.
-        pending_ = action == OutputAction::resume ? out_->pending() : ResultsFile::all_replicas(id_);
+        pending_ = out_->pending();
     });
-    trace_.mark("output file");
     EF_MPI_CHECK(MPI_Bcast(&complete, 1, MPI_INT, 0, ctx_.world()));
+    if (!complete && !opt_.dry_run) {
+        // Before a new file replaces anything: the ranks agree on writing rows in place (or not).
+        share_rows(created ? created->temp_path() : path, action != OutputAction::resume);
+        collective(ctx_, [&] {
+            if (!created) return;  // rank 0's alone
+            if (opt_.hold_creating > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.hold_creating));
+            created->commit();
+            out_ = std::make_unique<ResultsFile>(ResultsFile::resume(path, id_));
+            pending_ = ResultsFile::all_replicas(id_);  // a new file's replicas are all to do: not read back
+        });
+        if (out_) out_->set_rows_in_place(!rows_.empty());
+    }
+    trace_.mark("output file");
     std::vector<ReplicaRuns::Run> runs = pending_.runs();
     long long m = static_cast<long long>(runs.size());
     EF_MPI_CHECK(MPI_Bcast(&m, 1, MPI_LONG_LONG, 0, ctx_.world()));
@@ -362,19 +396,65 @@ bool FitRun::open_output(OutputAction action) {
  * (disk full, no permission) leaves nothing behind; from then on a kill leaves a file that
  * --resume finishes.
  */
-void FitRun::create_output(OutputAction action) {
+std::unique_ptr<PendingOutput> FitRun::create_output(OutputAction action) {
     const std::string& path = pb_->config.output_file;
-    PendingOutput pending(path);
+    auto pending = std::make_unique<PendingOutput>(path);
     try {
-        ResultsFile::create(pending.temp_path(), id_).close();
+        ResultsFile::create(pending->temp_path(), id_, in_place_wanted() ? h5::RowStorage::in_place
+                                                                         : h5::RowStorage::incremental).close();
     } catch (const Error& e) {
         throw Error(e.code() == ExitCode::runtime ? ExitCode::data : e.code(),
                     pb_->config.where("output.file") + ": " + e.what() + "; " +
                         (action == OutputAction::replace ? "the previous '" + path + "' is unchanged"
                                                          : "nothing was written"));
     }
-    if (opt_.hold_creating > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.hold_creating));
-    pending.commit();
+    return pending;
+}
+
+/// `[output] in_place`: on, or auto for a run of several ranks and at least kInPlaceMinRows rows.
+bool FitRun::in_place_wanted() const {
+    const std::string& mode = pb_->config.output_in_place;
+    return mode == "on" || (mode == "auto" && ctx_.size() > 1 && id_.span.size() >= kInPlaceMinRows);
+}
+
+/// `in_place = on` and a file to resume whose rows were made for rank 0's writes (chunks
+/// allocated as rows came): a usage error before the file is opened for writing (or grown).
+void FitRun::refuse_rank0_layout(const std::string& path) const {
+    if (pb_->config.output_in_place != "on") return;
+    if (!read_row_table(h5::File::open_read(path), id_.span.begin, id_.param_names.size()).empty()) return;
+    throw usage_error(pb_->config.where("output.in_place") + ": on, but " + path +
+                      "'s /replicas were made for rows written by rank 0 (created with in_place = off); set it "
+                      "to auto or off");
+}
+
+/**
+ * Collective: whether every rank writes its rows into `path` itself (rows_ holds their file
+ * offsets) or rank 0 writes them all, as before (rows_ empty). `on` that cannot be is a usage
+ * error (2) naming the rank and why, before a new file replaces anything (`path` is then the
+ * file not yet renamed); `auto` says why in a note and goes on through rank 0.
+ */
+void FitRun::share_rows(const std::string& path, bool new_file) {
+    if (!in_place_wanted()) return;
+    RowTable table;
+    std::int64_t probe = -1;  // a replica row still to fit: its chi2 holds the agreement's token
+    collective(ctx_, [&] {
+        if (!ctx_.is_root()) return;
+        const std::uint64_t P = id_.param_names.size();
+        if (new_file) table = read_row_table(h5::File::open_read(path), id_.span.begin, P);
+        else table = read_row_table(out_->file(), id_.span.begin, P);
+        const ReplicaRuns todo = new_file ? ResultsFile::all_replicas(id_) : pending_;
+        for (const ReplicaRuns::Run& run : todo.runs())
+            if (run.second > std::max<std::int64_t>(run.first, 1)) {
+                probe = std::max<std::int64_t>(run.first, 1);
+                break;
+            }
+    });
+    std::string why;
+    rows_ = share_row_table(ctx_, path, std::move(table), probe, why);
+    if (!rows_.empty() || why.empty()) return;
+    if (pb_->config.output_in_place == "on")
+        throw usage_error(pb_->config.where("output.in_place") + ": on, but " + why + "; set it to auto or off");
+    if (ctx_.is_root()) std::fprintf(stderr, "ensemblefit: note: replica rows go through rank 0: %s\n", why.c_str());
 }
 
 void FitRun::print_nothing_to_do() const {
@@ -397,6 +477,9 @@ void FitRun::print_run_plan() const {
     if (opt_.resume)
         std::printf("resume: %lld of %lld replica fits left\n", static_cast<long long>(pending_.size()),
                     static_cast<long long>(id_.span.size() + (id_.span.central ? 1 : 0)));
+    if (!rows_.empty())
+        std::printf("output: every rank writes its replica rows into %s itself ([output] in_place), rank 0 "
+                    "their status\n", pb_->config.output_file.c_str());
     std::fflush(stdout);
 }
 
@@ -462,6 +545,7 @@ void FitRun::fit_pending() {
         return c > 0 ? static_cast<double>(mine_.replicas) / c : 0.0;
     };
     if (ctx_.is_root()) writer_ = std::make_unique<ReplicaWriter>(*out_, writer_options());
+    if (!rows_.empty()) hand_rows_off(h);
     h.store = [&](ReplicaBlock&& b) {
         const auto n = static_cast<std::int64_t>(b.size());
         writer_->add(std::move(b));
@@ -487,6 +571,23 @@ void FitRun::fit_pending() {
     Heartbeat(ctx_, run_.settings.heartbeat_timeout).barrier("the barrier after the last unit");
     EF_MPI_CHECK(MPI_Bcast(&stopped_, 1, MPI_INT, 0, ctx_.world()));
     trace_.mark("barrier");
+}
+
+/**
+ * Rows written in place: this rank's finished blocks go to its own writer thread (a
+ * ReplicaWriter into InPlaceRows: pwrite at the rows' offsets, fdatasync, then each unit's
+ * receipt), and rank 0 stores the receipts (index, status, params; the central fit whole), not
+ * the blocks. Same buffer size and delay as rank 0's writer, so a kill loses what it would lose.
+ */
+void FitRun::hand_rows_off(UnitDispatch<ReplicaBlock>::Handlers& h) {
+    in_place_ = std::make_unique<InPlaceRows>(pb_->config.output_file, rows_);
+    ReplicaWriter::Options o = writer_options();
+    o.kept_rows = 0;
+    o.as_received = true;  // one receipt per unit: what rank 0 counts
+    in_place_writer_ = std::make_unique<ReplicaWriter>(*in_place_, id_.param_names.size(), o);
+    h.hand_off = [this](ReplicaBlock&& b) { in_place_writer_->add(std::move(b)); };
+    h.receipts = [this] { return in_place_->take_receipts(); };
+    h.finish_hand_off = [this] { in_place_writer_->finish(); };
 }
 
 /// A stopped run's notice: what is on disk and the command that finishes it.
@@ -547,6 +648,11 @@ TimingReport FitRun::timing_report() {
     mine_.mpi_bytes += ctx_.is_root() ? dispatch_.mpi_bytes : 0;
     TimingReport r;
     r.mine = mine_;
+    if (in_place_writer_) {  // each rank's own writer thread: where its output time went
+        const ReplicaWriter::Stats rs = in_place_writer_->stats();
+        r.columns.extra = {"rows_write_seconds", "rows_wait_seconds"};  // its rows: the replicas column
+        r.mine.extra = {rs.write_seconds, rs.wait_seconds};
+    }
     r.tally = worker_->kernel_tally();
     r.gpu = worker_->kind() == WorkerKind::gpu;
     r.trace_title = "ensemblefit fit " + opt_.config_path;
@@ -560,11 +666,18 @@ TimingReport FitRun::timing_report() {
         return fit_kernel_records(*pb_, sums, ceilings);
     };
     r.attributes = [this, ws, policy](h5::File& f, const std::string& record, const GatheredTiming& t) {
-        for (const std::string& group : {std::string("/timing"), record})
+        for (const std::string& group : {std::string("/timing"), record}) {
             write_dispatch_timing(f, group, dispatch_, ws, policy, t.metrics.speedup > 0 ? opt_.baseline : "");
+            if (in_place_writer_) f.set_attr(group, "rows_in_place", std::int64_t{1});
+        }
     };
     r.json_fields = [this, ws, policy] { return dispatch_json(dispatch_, ws, policy); };
-    r.print = [this, policy](const GatheredTiming& t) { print_dispatch_timing(t, dispatch_, policy); };
+    r.print = [this, policy](const GatheredTiming& t) {
+        print_dispatch_timing(t, dispatch_, policy);
+        if (in_place_writer_)
+            std::printf("  rows written in place by every rank (rows_write_seconds: its writer thread; rank 0 "
+                        "wrote index and status)\n");
+    };
     r.print_last = [this, json = r.json_path] {
         std::printf("output: %s (timing also in %s)\n", pb_->config.output_file.c_str(), json.c_str());
         trace_.mark("timing gathered, written and printed");

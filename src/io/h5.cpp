@@ -80,9 +80,10 @@ H5Handle object(const File& f, const std::string& name) {
 
 /// `chunk_rows` = 0: allocated at creation (extensible: in chunks of about 64 KiB), so later
 /// row writes never change the file's metadata. > 0: extensible, in chunks of `chunk_rows`
-/// rows allocated as they are first written (rows never written read as the fill value).
+/// rows allocated as they are first written (rows never written read as the fill value), or, with
+/// `in_place`, all at once and never filled (RowStorage::in_place).
 void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t rows, std::uint64_t cols,
-                    const void* fill, bool extensible, std::uint64_t chunk_rows = 0) {
+                    const void* fill, bool extensible, std::uint64_t chunk_rows = 0, bool in_place = false) {
     hsize_t dims[2] = {rows, cols};
     hsize_t max_dims[2] = {H5S_UNLIMITED, cols};
     H5Handle space(EF_H5_CHECK(H5Screate_simple(cols ? 2 : 1, dims, extensible ? max_dims : nullptr), f.path()),
@@ -96,8 +97,9 @@ void create_dataset(File& f, const std::string& name, hid_t type, std::uint64_t 
         EF_H5_CHECK(H5Pset_chunk(dcpl.get(), cols ? 2 : 1, chunk), f.path());
     }
     EF_H5_CHECK(H5Pset_fill_value(dcpl.get(), type, fill), f.path());
-    if (chunk_rows == 0) EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
+    if (chunk_rows == 0 || in_place) EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), f.path());
     else EF_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR), f.path());
+    if (in_place) EF_H5_CHECK(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), f.path());
     H5Handle lcpl(EF_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), f.path()), H5Pclose);
     EF_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), f.path());
     H5Handle ds(EF_H5_CHECK(H5Dcreate2(f.id(), name.c_str(), type, space.get(), lcpl.get(),
@@ -251,12 +253,46 @@ void File::create_int64(const std::string& name, std::uint64_t rows, std::uint64
     create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, extensible);
 }
 void File::create_rows_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
-                              std::uint64_t chunk_rows) {
-    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1));
+                              std::uint64_t chunk_rows, RowStorage storage) {
+    create_dataset(*this, name, H5T_NATIVE_DOUBLE, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1),
+                   storage == RowStorage::in_place);
 }
 void File::create_rows_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
-                             std::uint64_t chunk_rows) {
-    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1));
+                             std::uint64_t chunk_rows, RowStorage storage) {
+    create_dataset(*this, name, H5T_NATIVE_INT64, rows, cols, &fill, true, std::max<std::uint64_t>(chunk_rows, 1),
+                   storage == RowStorage::in_place);
+}
+std::vector<std::uint64_t> File::chunk_addresses(const std::string& name, std::uint64_t& chunk_rows) const {
+    H5Handle ds = dataset(*this, name);
+    H5Handle dcpl(EF_H5_CHECK(H5Dget_create_plist(ds.get()), path_), H5Pclose);
+    H5Handle type(EF_H5_CHECK(H5Dget_type(ds.get()), path_), H5Tclose);
+    H5Handle space(EF_H5_CHECK(H5Dget_space(ds.get()), path_), H5Sclose);
+    const bool native = H5Tequal(type.get(), H5T_NATIVE_DOUBLE) > 0 || H5Tequal(type.get(), H5T_NATIVE_INT64) > 0;
+    H5D_alloc_time_t alloc = H5D_ALLOC_TIME_DEFAULT;
+    EF_H5_CHECK(H5Pget_alloc_time(dcpl.get(), &alloc), path_);
+    // Early allocation: rows added by a later extension get their chunks at once too.
+    if (!native || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_nfilters(dcpl.get()) != 0 ||
+        alloc != H5D_ALLOC_TIME_EARLY)
+        return {};
+    const int ndims = H5Sget_simple_extent_ndims(space.get());
+    hsize_t dims[2] = {0, 1}, chunk[2] = {0, 1};
+    if (ndims < 1 || ndims > 2 || H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 0 ||
+        H5Pget_chunk(dcpl.get(), ndims, chunk) != ndims || chunk[0] == 0 || (ndims == 2 && chunk[1] != dims[1]))
+        return {};
+    chunk_rows = chunk[0];
+    const hsize_t chunk_bytes = chunk[0] * chunk[1] * H5Tget_size(type.get());
+    std::vector<std::uint64_t> out;
+    for (hsize_t row = 0; row < dims[0]; row += chunk[0]) {
+        hsize_t at[2] = {row, 0};
+        unsigned filters = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(ds.get(), at, &filters, &addr, &size) < 0 || addr == HADDR_UNDEF ||
+            size != chunk_bytes)
+            return {};  // a chunk not allocated (a file made for rows written by rank 0)
+        out.push_back(addr);
+    }
+    return out;
 }
 Dataset File::open_dataset(const std::string& name, std::size_t cache_bytes) const {
     H5Handle dapl(EF_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS), path_), H5Pclose);

@@ -71,6 +71,13 @@ bool is_hdf5(const std::string& path);
 
 class File;
 
+/// How the /replicas datasets' storage is made: `incremental`, chunk by chunk as rows are
+/// written through HDF5, unwritten rows reading the fill value; `in_place`, every chunk allocated
+/// at creation (H5D_ALLOC_TIME_EARLY) and never filled (H5D_FILL_TIME_NEVER: the file stays
+/// sparse, unwritten rows read 0), so that other processes can write rows at fixed file offsets
+/// (File::chunk_addresses; docs/parallel-output.md).
+enum class RowStorage { incremental, in_place };
+
 /**
  * A dataset kept open for many row writes (the results writer): one open, and a chunk cache
  * of its own large enough that a chunk written in several pieces is read back from memory,
@@ -118,9 +125,15 @@ class File {
     /// `chunk_rows` rows, its storage allocated chunk by chunk as rows are written (rows never
     /// written read as `fill`), so creating a large one writes nothing yet.
     void create_rows_double(const std::string& name, std::uint64_t rows, std::uint64_t cols, double fill,
-                            std::uint64_t chunk_rows);
+                            std::uint64_t chunk_rows, RowStorage storage = RowStorage::incremental);
     void create_rows_int64(const std::string& name, std::uint64_t rows, std::uint64_t cols, std::int64_t fill,
-                           std::uint64_t chunk_rows);
+                           std::uint64_t chunk_rows, RowStorage storage = RowStorage::incremental);
+    /// The file offset of each chunk of a row-chunked dataset (chunk k holds rows
+    /// [k c, (k + 1) c), c = `chunk_rows` on return, whole rows of native 8-byte values one after
+    /// the other), or none when rows cannot be written there directly: a dataset not made with
+    /// RowStorage::in_place (its chunks allocated as rows come), a chunk not allocated, a filter,
+    /// another layout or a non-native type. Final once the file is flushed.
+    std::vector<std::uint64_t> chunk_addresses(const std::string& name, std::uint64_t& chunk_rows) const;
     /// Opens a dataset for repeated row writes with a chunk cache of `cache_bytes`.
     Dataset open_dataset(const std::string& name, std::size_t cache_bytes) const;
     bool extensible(const std::string& name) const;

@@ -36,9 +36,10 @@ ReplicaBlock gather_sorted(std::vector<ReplicaBlock>& blocks) {
         const std::size_t r = rows[i].row;
         out.index[i] = b.index[r];
         std::copy_n(&b.params[r * p], p, &out.params[i * p]);
-        out.chi2[i] = b.chi2[r];
+        // A receipt of rows written in place carries chi2 and iterations only for the central fit.
+        if (!b.chi2.empty()) out.chi2[i] = b.chi2[r];
         out.status[i] = b.status[r];
-        out.iterations[i] = b.iterations[r];
+        if (!b.iterations.empty()) out.iterations[i] = b.iterations[r];
         if (b.index[r] == 0) out.covariance = b.covariance;
     }
     return out;
@@ -50,12 +51,35 @@ std::size_t ReplicaWriter::buffer_rows_for(std::size_t chunk_rows, std::size_t P
     return std::max<std::size_t>(1, (rows + c - 1) / c) * c;
 }
 
-ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options) : file_(file), opt_(options) {
+namespace {
+
+/// Rank 0's result file as a sink: each block's values through HDF5, then its status.
+class ResultsFileSink final : public RowSink {
+   public:
+    explicit ResultsFileSink(ResultsFile& file) : file_(file) {}
+    void write_values(const ReplicaBlock& b) override { file_.write_values(b, false); }
+    void flush() override { file_.flush(); }
+    void write_status(ReplicaBlock& b) override { file_.write_status(b, false); }
+    void status_flush() override { file_.flush(); }
+
+   private:
+    ResultsFile& file_;
+};
+
+}  // namespace
+
+ReplicaWriter::ReplicaWriter(ResultsFile& file, const Options& options)
+    : own_sink_(std::make_unique<ResultsFileSink>(file)), sink_(*own_sink_), opt_(options) {
+    start(file.identity().param_names.size());
+}
+
+ReplicaWriter::ReplicaWriter(RowSink& sink, std::size_t P, const Options& options) : sink_(sink), opt_(options) {
+    start(P);
+}
+
+void ReplicaWriter::start(std::size_t P) {
     opt_.buffer_rows = std::max<std::size_t>(opt_.buffer_rows, 1);
-    if (opt_.backlog_rows == 0) {
-        const std::size_t P = file_.identity().param_names.size();
-        opt_.backlog_rows = (std::size_t{256} << 20) / row_bytes(P);
-    }
+    if (opt_.backlog_rows == 0) opt_.backlog_rows = (std::size_t{256} << 20) / row_bytes(P);
     opt_.backlog_rows = std::max(opt_.backlog_rows, 2 * opt_.buffer_rows);
     thread_ = std::thread([this] {
         name_this_thread("ef-writer");
@@ -175,21 +199,21 @@ std::vector<ReplicaBlock> blocks_to_write(std::vector<ReplicaBlock>& buffer) {
 }  // namespace
 
 void ReplicaWriter::write_buffer(std::vector<ReplicaBlock>& buffer) {
-    std::vector<ReplicaBlock> blocks = blocks_to_write(buffer);
+    std::vector<ReplicaBlock> blocks = opt_.as_received ? std::move(buffer) : blocks_to_write(buffer);
     buffer.clear();
     auto t0 = Clock::now();
     std::size_t rows = 0;
     for (const ReplicaBlock& b : blocks) {
         keep(b);
-        file_.write_values(b, false);
+        sink_.write_values(b);
         rows += b.size();
     }
-    file_.flush();  // every value of the buffer on disk before any of its status rows
+    sink_.flush();  // every value of the buffer on disk before any of its status rows
     double busy = seconds_since(t0);
     if (opt_.debug_pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.debug_pause));
     t0 = Clock::now();
-    for (const ReplicaBlock& b : blocks) file_.write_status(b, false);
-    file_.flush();
+    for (ReplicaBlock& b : blocks) sink_.write_status(b);
+    sink_.status_flush();
     busy += seconds_since(t0);
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.write_seconds += busy;

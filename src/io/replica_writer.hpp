@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,9 +18,27 @@
 namespace ef {
 
 /**
+ * Where a ReplicaWriter puts a buffer's blocks, in this order: every block's values, flush()
+ * (the values on disk), every block's status, status_flush(). Rank 0's ResultsFile is one (its
+ * HDF5 datasets); InPlaceRows, every rank's rows written at their file offsets, another
+ * (src/io/in_place_rows.hpp): its "status" is the receipt it hands to rank 0.
+ */
+class RowSink {
+   public:
+    virtual ~RowSink() = default;
+    virtual void write_values(const ReplicaBlock& block) = 0;
+    virtual void flush() = 0;
+    /// After flush(): the block is done (it may be moved from).
+    virtual void write_status(ReplicaBlock& block) = 0;
+    virtual void status_flush() = 0;
+};
+
+/**
  * Rank 0's results writer: gathers finished work units into large blocks and writes them to
  * the ResultsFile from a thread of its own, so neither the fit nor the dispatcher thread (which
- * answers the other ranks' requests) waits for the disk.
+ * answers the other ranks' requests) waits for the disk. Where rows are written in place
+ * (`[output] in_place`), every rank runs one more into its InPlaceRows sink (units as received,
+ * `as_received`), and rank 0's writes only what the receipts carry (index, status, /central).
  *
  * Double buffering: add() appends to the filling buffer; the writer thread takes it whole when
  * it holds `buffer_rows` rows, when its oldest unit has waited `max_delay` seconds, or at
@@ -54,6 +73,9 @@ class ReplicaWriter {
         /// Rows that may wait for the writer before ready() says no; 0: 256 MiB of rows (at
         /// least two buffers).
         std::size_t backlog_rows = 0;
+        /// Blocks written as they came (no sort, no joining): a sink that hands each unit's
+        /// receipt on (InPlaceRows), where a unit is what rank 0 counts.
+        bool as_received = false;
     };
     struct Stats {
         double write_seconds = 0.0;  ///< the writer thread in HDF5 calls (beside the fit)
@@ -63,6 +85,8 @@ class ReplicaWriter {
     };
 
     ReplicaWriter(ResultsFile& file, const Options& options);
+    /// Into any sink, for rows of `P` parameters.
+    ReplicaWriter(RowSink& sink, std::size_t P, const Options& options);
     ReplicaWriter(const ReplicaWriter&) = delete;
     ReplicaWriter& operator=(const ReplicaWriter&) = delete;
     /// Stops the thread after writing what is buffered (errors are dropped: finish() reports them).
@@ -89,12 +113,14 @@ class ReplicaWriter {
     static std::size_t row_bytes(std::size_t P) { return 8 * (P + 4); }
 
    private:
+    void start(std::size_t P);
     void loop();
     void write_buffer(std::vector<ReplicaBlock>& buffer);
     bool due(std::chrono::steady_clock::time_point now) const;
     void keep(const ReplicaBlock& block);
 
-    ResultsFile& file_;
+    std::unique_ptr<RowSink> own_sink_;  // the ResultsFile's, when made from one
+    RowSink& sink_;
     Options opt_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;  // the writer: work is due, or closing

@@ -118,7 +118,7 @@ void reserve_room(const std::string& path, std::uint64_t bytes) {
 
 }  // namespace
 
-ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) {
+ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id, h5::RowStorage storage) {
     h5::File f = h5::File::create(path);
     const std::uint64_t P = id.param_names.size();
     const std::uint64_t M = static_cast<std::uint64_t>(std::max<std::int64_t>(id.span.size(), 0));
@@ -143,13 +143,15 @@ ResultsFile ResultsFile::create(const std::string& path, const RunIdentity& id) 
     // reads index 0 until it is.
     const std::uint64_t chunk = replica_chunk_rows(M, P);
     f.create_rows_int64("/replicas/index", M, 0, 0, chunk);
-    f.create_rows_double("/replicas/params", M, P, kNaN, chunk);
+    // The rows every rank may write in place (params, chi2, iterations): storage reserved at once,
+    // never filled (a row not yet done reads 0 there: status is the record of what is done).
+    f.create_rows_double("/replicas/params", M, P, kNaN, chunk, storage);
     f.set_attr("/replicas/params", "param_names", id.param_names);
-    f.create_rows_double("/replicas/chi2", M, 0, kNaN, chunk);
+    f.create_rows_double("/replicas/chi2", M, 0, kNaN, chunk, storage);
     f.create_rows_int64("/replicas/status", M, 0, -1, chunk);
     f.set_attr("/replicas/status", "meaning",
                std::string("-1 not done, 0 converged, 1 max_iterations, 2 failed"));
-    f.create_rows_int64("/replicas/iterations", M, 0, 0, chunk);
+    f.create_rows_int64("/replicas/iterations", M, 0, 0, chunk, storage);
     f.flush();
     return ResultsFile(std::move(f), id);
 }
@@ -438,6 +440,7 @@ void ResultsFile::write_values(const ReplicaBlock& b, bool flush) {
     for (const auto& [i, j] : rr.runs) {
         const auto row = static_cast<std::uint64_t>(b.index[i] - id_.span.begin);
         rows().index.write_rows(row, j - i, &b.index[i]);
+        if (rows_in_place_) continue;  // on disk already, written by the rank that fitted them
         rows().params.write_rows(row, j - i, &b.params[i * P]);
         rows().chi2.write_rows(row, j - i, &b.chi2[i]);
         rows().iterations.write_rows(row, j - i, &b.iterations[i]);

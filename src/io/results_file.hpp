@@ -78,7 +78,10 @@ std::uint64_t replica_chunk_rows(std::uint64_t replicas, std::uint64_t P);
  */
 class ResultsFile {
    public:
-    static ResultsFile create(const std::string& path, const RunIdentity& id);
+    /// `storage`: h5::RowStorage::in_place makes /replicas/params, chi2 and iterations writable
+    /// by every rank at fixed offsets (src/io/in_place_rows.hpp).
+    static ResultsFile create(const std::string& path, const RunIdentity& id,
+                              h5::RowStorage storage = h5::RowStorage::incremental);
     /// Opens an existing partial file, refusing one written by a different config (naming every
     /// differing key) or data. A config that differs only by a larger fit.replicas (unsharded)
     /// grows the file: replicas R+1..R' are added, not done.
@@ -101,6 +104,10 @@ class ResultsFile {
     /// The status rows (after write_values() of the same block, flushed), then a flush (unless
     /// `flush` is false).
     void write_status(const ReplicaBlock& block, bool flush = true);
+    /// From now on write_values() writes /replicas/index and /central only: the rows' params,
+    /// chi2 and iterations were written in place by the ranks that fitted them, and the blocks
+    /// handed here are their receipts (InPlaceRows).
+    void set_rows_in_place(bool on) { rows_in_place_ = on; }
     /// Everything written so far to disk (H5Fflush).
     void flush() { file_.flush(); }
     /// /replicas arrays as stored now (rows in replica order).
@@ -122,6 +129,7 @@ class ResultsFile {
     h5::File file_;
     RunIdentity id_;
     std::unique_ptr<Rows> rows_;  // the /replicas datasets, opened by the first write
+    bool rows_in_place_ = false;
 };
 
 /// A complete result file read back (for merge and tests).

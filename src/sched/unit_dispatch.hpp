@@ -168,6 +168,13 @@ class UnitDispatch {
         /// Rank 0: the dispatcher failed or found a silent rank; called on its thread, ends the
         /// run and does not return (unset: the main thread rethrows after its current unit).
         std::function<void(const std::exception&)> fail;
+        /// Rows written where they were computed (optional; docs/parallel-output.md): every rank
+        /// hands its finished block to `hand_off` (its rows go to disk from there) and sends rank
+        /// 0, instead of the block, what `receipts` returns once their rows are on disk;
+        /// `finish_hand_off` waits until every block handed off has its receipt.
+        std::function<void(Block&&)> hand_off;
+        std::function<std::vector<Block>()> receipts;
+        std::function<void()> finish_hand_off;
         double heartbeat_timeout = 0;  ///< `[run] heartbeat_timeout`, seconds (0 = no watch)
     };
 
@@ -225,8 +232,17 @@ class UnitDispatch {
             busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
             compute(u, block);
             busy_since_ = 0;
+            if (h_.hand_off) {  // the dispatcher stores its receipt (drain_local)
+                PhaseTimer::Scope io(timer_, Phase::io);
+                h_.hand_off(std::move(block));
+                continue;
+            }
             std::lock_guard<std::mutex> lock(local_mutex_);
             local_.push_back(std::move(block));
+        }
+        if (h_.finish_hand_off) {
+            PhaseTimer::Scope io(timer_, Phase::io);
+            h_.finish_hand_off();
         }
     }
 
@@ -274,6 +290,11 @@ class UnitDispatch {
 
     /// Rank 0's own finished blocks, to the store while it has room.
     std::int64_t drain_local(DispatchStats& stats) {
+        if (h_.receipts) {
+            std::vector<Block> done = h_.receipts();
+            std::lock_guard<std::mutex> lock(local_mutex_);
+            for (Block& b : done) local_.push_back(std::move(b));
+        }
         std::int64_t n = 0;
         while (store_ready()) {
             Block b;
@@ -304,10 +325,29 @@ class UnitDispatch {
             client.request(h_.throughput(), local_stop_signal());  // prefetch the next unit while this one computes
             Block block;
             compute(u, block);
-            client.send(block.pack());
+            if (h_.hand_off) {
+                {
+                    PhaseTimer::Scope io(timer_, Phase::io);
+                    h_.hand_off(std::move(block));
+                }
+                send_receipts(client);
+            } else {
+                client.send(block.pack());
+            }
             u = client.receive();
         }
+        if (h_.finish_hand_off) {
+            {
+                PhaseTimer::Scope io(timer_, Phase::io);
+                h_.finish_hand_off();
+            }
+            send_receipts(client);
+        }
         client.wait_sends();
+    }
+
+    void send_receipts(UnitClient& client) {
+        for (const Block& r : h_.receipts()) client.send(r.pack());
     }
 
     int local_stop_signal() const { return h_.stop_signal ? h_.stop_signal() : 0; }

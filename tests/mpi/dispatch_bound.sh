@@ -24,15 +24,22 @@ grep -q "SATURATED" dry.log && { cat dry.log; fail "2 ranks named saturated"; }
 ok "2 ranks: the dispatcher keeps up; the writer's 6 rows of 48 bytes and its threshold"
 
 run_np 2 fit good.ini --dry-run --overwrite --ranks 1000000 --fit.replicas 100000000 --fit.chunk 1 \
-    --baseline base.h5 > big.log
+    --baseline base.h5 --output.in_place off > big.log
 grep -q "^bound: dispatcher: 1000000 ranks need .* units/s (units of [0-9.e+]* replicas, 20[.0-9]* ms each); .* SATURATED: ranks wait for units; [0-9]* ranks keep it busy" big.log ||
     { cat big.log; fail "1e6 ranks: the dispatcher line does not name the saturation"; }
 grep -q "^bound: writer: 100000001 rows of 48 bytes = 4.8 GB .* rows/s .* from base.h5.*SATURATED: results wait" big.log ||
     { cat big.log; fail "1e6 ranks: the writer line does not name the saturation"; }
 ok "--ranks 1000000: dispatcher and writer saturated, the fit time from --baseline"
+# Rows written in place (auto, the default, at 1e8 rows on 2 ranks): rank 0's writer writes a
+# row's index and status only.
+run_np 2 fit good.ini --dry-run --overwrite --ranks 1000000 --fit.replicas 100000000 --fit.chunk 1 \
+    --baseline base.h5 > big_in_place.log
+grep -q "^bound: writer: 100000001 rows of 16 bytes = 1.6 GB" big_in_place.log ||
+    { cat big_in_place.log; fail "in place: the writer line does not count index and status alone"; }
+ok "--ranks 1000000, rows in place: rank 0's writer line counts 16 bytes a row"
 
 after=$(ls -A | sort; sha256sum out.h5 base.h5)
-[ "$before" = "$(echo "$after" | grep -v -e '^dry.log$' -e '^big.log$')" ] ||
+[ "$before" = "$(echo "$after" | grep -v -e '^dry.log$' -e '^big.log$' -e '^big_in_place.log$')" ] ||
     { diff <(echo "$before") <(echo "$after"); fail "a dry run changed the folder"; }
 ok "dry runs wrote nothing: the folder and out.h5 unchanged"
 

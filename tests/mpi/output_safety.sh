@@ -11,15 +11,6 @@
 source "$(dirname "$0")/../tools/mpi_common.sh"
 export HDF5_USE_FILE_LOCKING=FALSE  # lets the checks below read files a live run is writing
 
-# kill_run PID: kill -9 a background mpirun (started as `setsid bash -c "exec mpirun ..."`) and its
-# ranks (its children, each in a process group of its own), by process id.
-kill_run() {
-    local ranks
-    ranks=$(pgrep -P "$1" || true)
-    kill -9 $ranks "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
-}
 # wait_done FILE N: until FILE has at least N replica fits on disk (at most 60 s).
 wait_done() {
     for _ in $(seq 1 600); do

@@ -10,25 +10,18 @@ export HDF5_USE_FILE_LOCKING=FALSE  # lets the probe below read the file a live 
 cp "$SRC/inputs/example.ini" "$SRC/inputs/decay.csv" .
 ARGS="--fit.replicas 400 --fit.chunk 2"
 
-# kill_run PID: kill -9 a background mpirun (started as `setsid bash -c "exec mpirun ..."`) and its
-# ranks (its children), by process id.
-kill_run() {
-    local ranks
-    ranks=$(pgrep -P "$1" || true)
-    kill -9 $ranks "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
-}
 # probe FILE: "DONE WRITTEN": rows with a status, and rows whose values are on disk but whose
-# status is still -1 (a write in progress).
+# status is still -1 (a write in progress). A row's replica number is written with its values
+# (a row not written reads 0), whichever way the rows are written: a NaN probe of params would
+# count every row not done of a file whose rows are written in place (they read 0 there).
 probe() {
     /usr/bin/python3 - "$1" 2>/dev/null <<'PY' || echo "0 0"
 import sys
 import h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
     s = f["/replicas/status"][...]
-    p = f["/replicas/params"][...]
-print(int((s >= 0).sum()), int(((s < 0) & ~np.isnan(p).all(axis=1)).sum()))
+    i = f["/replicas/index"][...]
+print(int((s >= 0).sum()), int(((s < 0) & (i != 0)).sum()))
 PY
 }
 
@@ -46,13 +39,7 @@ setsid bash -c "exec $MPIEXEC --oversubscribe -np 2 $EF fit example.ini $ARGS --
     --debug.slowdown 0:400,1:400 --debug.slow-writes 2" > killed.log 2>&1 &
 pid=$!
 caught=0
-for _ in $(seq 1 600); do
-    sleep 0.05
-    [ -e killed.h5 ] || continue
-    read -r done written < <(probe killed.h5)
-    if [ "${done:-0}" -ge 1 ] && [ "${written:-0}" -ge 1 ]; then caught=1; break; fi
-done
-kill_run $pid
+kill_when_caught $pid killed.h5 probe && caught=1
 [ "$caught" = 1 ] || { cat killed.log; fail "never saw a write in progress"; }
 read -r done written < <(probe killed.h5)
 read -r _ left < <($H5CHECK status killed.h5)

@@ -14,6 +14,30 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 run_np() { local np=$1; shift; "$MPIEXEC" --oversubscribe -np "$np" "$EF" "$@"; }
 
+# kill_run PID: kill -9 a background mpirun (started as `setsid bash -c "exec mpirun ..."`) and its
+# ranks (its children, each in a process group of its own), by process id.
+kill_run() {
+    local ranks
+    ranks=$(pgrep -P "$1" || true)
+    kill -9 $ranks "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    for r in $ranks; do while kill -0 "$r" 2>/dev/null; do sleep 0.05; done; done
+}
+# kill_when_caught PID FILE PROBE: polls `PROBE FILE` (which prints "DONE WRITTEN": rows with a
+# status, rows written without one yet) every 50 ms, for at most 30 s, until both are >= 1: a
+# write caught in progress. Then (or after the 30 s) kill_run PID; fails (1) if never caught.
+kill_when_caught() {
+    local pid=$1 file=$2 probe=$3 caught=1 done written
+    for _ in $(seq 1 600); do
+        sleep 0.05
+        [ -e "$file" ] || continue
+        read -r done written < <("$probe" "$file")
+        if [ "${done:-0}" -ge 1 ] && [ "${written:-0}" -ge 1 ]; then caught=0; break; fi
+    done
+    kill_run "$pid"
+    return $caught
+}
+
 # expect_error CODE PATTERN -- command...: the command must exit with CODE and print PATTERN
 # (a grep -E pattern) on stderr as a single 'ensemblefit: error:' line.
 expect_error() {

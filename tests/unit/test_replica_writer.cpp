@@ -10,23 +10,12 @@
 
 #include "src/io/replica_writer.hpp"
 #include "src/io/results_file.hpp"
+#include "result_identity.hpp"
 #include "temp_dir.hpp"
 
 using ef_test::TempDir;
 
 namespace {
-
-ef::RunIdentity identity(std::int64_t replicas, int P) {
-    ef::RunIdentity id;
-    id.canonical_config = "[fit]\nreplicas = " + std::to_string(replicas) + "\n";
-    id.resolved_config = id.canonical_config;
-    id.data_checksum = "0";
-    id.model = "test";
-    for (int q = 0; q < P; ++q) id.param_names.push_back("p" + std::to_string(q));
-    id.replicas_total = replicas;
-    id.span = ef::shard_span(replicas, ef::ShardSpec{});
-    return id;
-}
 
 /// Replicas [first, first + count) with values derived from the replica number.
 ef::ReplicaBlock unit(std::int64_t first, std::int64_t count, int P) {
@@ -58,13 +47,13 @@ TEST_CASE("a million-replica file is not filled at creation; rows appear as they
     TempDir dir;
     const std::string path = dir.file("big.h5");
     const int P = 5;
-    ef::ResultsFile f = ef::ResultsFile::create(path, identity(1000000, P));
+    ef::ResultsFile f = ef::ResultsFile::create(path, ef_test::result_identity(1000000, P));
     f.close();
     // Before: every /replicas dataset allocated and filled, 1e6 x (5 + 4) x 8 bytes = 72 MB;
     // then the index alone (8 MB). Now nothing of /replicas until rows are written.
     CHECK(std::filesystem::file_size(path) < 1'000'000);
 
-    ef::ResultsFile g = ef::ResultsFile::resume(path, identity(1000000, P));
+    ef::ResultsFile g = ef::ResultsFile::resume(path, ef_test::result_identity(1000000, P));
     {
         ef::ReplicaWriter::Options o;
         o.buffer_rows = 1500;
@@ -137,7 +126,7 @@ TEST_CASE("ReplicaRuns: the pending replicas as runs, sliced by list position", 
     // A new file's list is its span, without reading the file; a file's own list agrees.
     TempDir dir;
     const std::string path = dir.file("p.h5");
-    const ef::RunIdentity id = identity(5000, 3);
+    const ef::RunIdentity id = ef_test::result_identity(5000, 3);
     ef::ResultsFile::create(path, id).close();
     const ef::ReplicaRuns all = ef::ResultsFile::all_replicas(id);
     CHECK(all.size() == 5001);

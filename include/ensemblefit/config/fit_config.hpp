@@ -116,6 +116,8 @@ struct FitConfig {
 
     // [output]
     std::string output_file;
+    /// auto | on | off: every rank writes its rows into the file itself (docs/parallel-output.md).
+    std::string output_in_place = "auto";
 
     // [sched] (never changes results: replicas are pure functions of seed and number)
     std::string sched_policy = "dynamic";
