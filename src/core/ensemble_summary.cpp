@@ -145,7 +145,7 @@ std::vector<std::vector<double>> strided_samples(const std::vector<double>& para
     for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(blocks.count); ++bi) {
         const auto b = static_cast<std::size_t>(bi);
         std::size_t ordinal = first[b], next = (ordinal + stride - 1) / stride * stride;
-        for (std::size_t r = blocks.begin(b); r < blocks.end(b) && next / stride < m; ++r) {
+        for (std::size_t r = blocks.begin(b); r < blocks.end(b) && next < m * stride; ++r) {
             if (status[r] != 0) continue;
             if (ordinal == next) {
                 for (std::size_t q = 0; q < Pz; ++q) samples[q][next / stride] = params[r * Pz + q];
