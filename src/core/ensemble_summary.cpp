@@ -61,48 +61,46 @@ void moments(const std::vector<double>& params, const std::vector<std::int64_t>&
     const std::size_t Pz = static_cast<std::size_t>(s.P), K = Pz * (Pz + 1) / 2, B = blocks.count;
     const double m = static_cast<double>(s.used);
     std::vector<double> sums(B * Pz, 0.0), products(s.used >= 2 ? B * K : 0, 0.0);
+    // Value i summed over the blocks' slots (`width` values per block), in block order.
+    auto combined = [B](const std::vector<double>& slots, std::size_t width, std::size_t i) {
+        double total = slots[i];
+        for (std::size_t b = 1; b < B; ++b) total += slots[b * width + i];
+        return total;
+    };
 #pragma omp parallel if (B > 1)
     {
         std::vector<double> acc(std::max(Pz, K)), d(Pz);
-#pragma omp for schedule(static)
-        for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(B); ++bi) {
-            const auto b = static_cast<std::size_t>(bi);
-            std::fill(acc.begin(), acc.end(), 0.0);
-            for (std::size_t r = blocks.begin(b); r < blocks.end(b); ++r) {
-                if (status[r] != 0) continue;
-                for (std::size_t q = 0; q < Pz; ++q) acc[q] += params[r * Pz + q];
-            }
-            std::copy_n(acc.begin(), Pz, sums.begin() + static_cast<std::ptrdiff_t>(b * Pz));
-        }
-#pragma omp single
-        for (std::size_t q = 0; q < Pz; ++q) {
-            double total = sums[q];
-            for (std::size_t b = 1; b < B; ++b) total += sums[b * Pz + q];
-            s.mean[q] = total / m;
-        }
-        if (s.used >= 2) {
+        // Each block's `width` sums over its converged rows (add(r) adds row r's terms to acc),
+        // into its slot; the threads take whole blocks.
+        auto block_sums = [&](std::vector<double>& slots, std::size_t width, auto&& add) {
 #pragma omp for schedule(static)
             for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(B); ++bi) {
                 const auto b = static_cast<std::size_t>(bi);
                 std::fill(acc.begin(), acc.end(), 0.0);
-                for (std::size_t r = blocks.begin(b); r < blocks.end(b); ++r) {
-                    if (status[r] != 0) continue;
-                    for (std::size_t q = 0; q < Pz; ++q) d[q] = params[r * Pz + q] - s.mean[q];
-                    std::size_t k = 0;
-                    for (std::size_t a = 0; a < Pz; ++a)
-                        for (std::size_t c = a; c < Pz; ++c) acc[k++] += d[a] * d[c];
-                }
-                std::copy_n(acc.begin(), K, products.begin() + static_cast<std::ptrdiff_t>(b * K));
+                for (std::size_t r = blocks.begin(b); r < blocks.end(b); ++r)
+                    if (status[r] == 0) add(r);
+                std::copy_n(acc.begin(), width, slots.begin() + static_cast<std::ptrdiff_t>(b * width));
             }
+        };
+        block_sums(sums, Pz, [&](std::size_t r) {
+            for (std::size_t q = 0; q < Pz; ++q) acc[q] += params[r * Pz + q];
+        });
+#pragma omp single
+        for (std::size_t q = 0; q < Pz; ++q) s.mean[q] = combined(sums, Pz, q) / m;
+        if (s.used >= 2) {
+            block_sums(products, K, [&](std::size_t r) {
+                for (std::size_t q = 0; q < Pz; ++q) d[q] = params[r * Pz + q] - s.mean[q];
+                std::size_t k = 0;
+                for (std::size_t a = 0; a < Pz; ++a)
+                    for (std::size_t c = a; c < Pz; ++c) acc[k++] += d[a] * d[c];
+            });
         }
     }
     if (s.used < 2) return;
     std::size_t k = 0;
     for (std::size_t a = 0; a < Pz; ++a) {
         for (std::size_t c = a; c < Pz; ++c, ++k) {
-            double total = products[k];
-            for (std::size_t b = 1; b < B; ++b) total += products[b * K + k];
-            s.covariance[a * Pz + c] = total / (m - 1.0);
+            s.covariance[a * Pz + c] = combined(products, K, k) / (m - 1.0);
             s.covariance[c * Pz + a] = s.covariance[a * Pz + c];
         }
         s.std[a] = std::sqrt(s.covariance[a * Pz + a]);
