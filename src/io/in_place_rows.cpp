@@ -94,6 +94,18 @@ std::string refusal_text(const MpiContext& ctx, const std::string& path, int ran
     }
 }
 
+/// Writes the 8-byte `value` at `offset` of `path` and syncs it; 0 when done, else the errno.
+int put_word(const std::string& path, std::uint64_t offset, std::uint64_t value) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno != 0 ? errno : EIO;
+    int err = 0;
+    if (::pwrite(fd, &value, sizeof value, static_cast<off_t>(offset)) != static_cast<ssize_t>(sizeof value) ||
+        ::fdatasync(fd) != 0)
+        err = errno != 0 ? errno : EIO;
+    ::close(fd);
+    return err;
+}
+
 }  // namespace
 
 RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, RowTable table,
@@ -111,11 +123,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
         if (!table.empty()) {
             token = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1;
             offset = table.offset(table.chi2, static_cast<std::uint64_t>(probe_replica - table.first), 1);
-            const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-            const bool written = fd >= 0 && ::pwrite(fd, &token, sizeof token, static_cast<off_t>(offset)) == 8 &&
-                                 ::fdatasync(fd) == 0;
-            if (!written) root_failed = {Refusal::open, errno != 0 ? errno : EIO};
-            if (fd >= 0) ::close(fd);
+            if (const int err = put_word(path, offset, token)) root_failed = {Refusal::open, err};
         }
     }
     std::uint64_t head[4] = {packed.size(), token, offset, static_cast<std::uint64_t>(made_for_it)};
@@ -130,14 +138,7 @@ RowTable share_row_table(const MpiContext& ctx, const std::string& root_path, Ro
     const int mine[2] = {static_cast<int>(code), err};
     std::vector<int> all(2 * static_cast<std::size_t>(ctx.size()));
     EF_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, ctx.world()));
-    if (ctx.is_root()) {  // rows not yet done read 0
-        const std::uint64_t zero = 0;
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (::pwrite(fd, &zero, sizeof zero, static_cast<off_t>(head[2])) == 8) ::fdatasync(fd);
-            ::close(fd);
-        }
-    }
+    if (ctx.is_root()) put_word(path, head[2], 0);  // rows not yet done read 0
     for (int r = 0; r < ctx.size(); ++r) {
         const auto c = static_cast<Refusal>(all[2 * static_cast<std::size_t>(r)]);
         if (c == Refusal::none) continue;

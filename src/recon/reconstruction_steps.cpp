@@ -27,6 +27,9 @@ AgreedFailure diverged(double loss, int it) {
                                     " at iteration " + std::to_string(it) + " (lower the learning rates)"));
 }
 
+/// `[solver] loss` as the kernels take it.
+LossKind loss_kind_of(const std::string& loss) { return loss == "poisson" ? LossKind::poisson : LossKind::amplitude; }
+
 }  // namespace
 
 void Reconstruction::iterate() {
@@ -70,7 +73,7 @@ IterationSteps Reconstruction::steps_of(int it) const {
         const double x = static_cast<double>(it - cfg_.decay_start) / (cfg_.iterations - cfg_.decay_start);
         st.rate = cfg_.decay_to + (1 - cfg_.decay_to) * 0.5 * (1 + std::cos(M_PI * x));
     }
-    st.loss_kind = cfg_.loss == "poisson" ? LossKind::poisson : LossKind::amplitude;
+    st.loss_kind = loss_kind_of(cfg_.loss);
     return st;
 }
 
@@ -403,7 +406,7 @@ void Reconstruction::bound_travel(std::int64_t idx) {
     } else {
         const std::vector<float> data = read_patterns(ds_, idx, 1, 1);
         const std::int64_t n = static_cast<std::int64_t>(ds_.h) * ds_.w;
-        const LossKind kind = cfg_.loss == "poisson" ? LossKind::poisson : LossKind::amplitude;
+        const LossKind kind = loss_kind_of(cfg_.loss);
         const size_t total = cand.size() / 2, chunk = static_cast<size_t>(std::max(1, plan_.batch_size));
         double best = 0;
         size_t best_k = 0;

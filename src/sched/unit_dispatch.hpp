@@ -233,17 +233,13 @@ class UnitDispatch {
             compute(u, block);
             busy_since_ = 0;
             if (h_.hand_off) {  // the dispatcher stores its receipt (drain_local)
-                PhaseTimer::Scope io(timer_, Phase::io);
-                h_.hand_off(std::move(block));
+                hand_off(std::move(block));
                 continue;
             }
             std::lock_guard<std::mutex> lock(local_mutex_);
             local_.push_back(std::move(block));
         }
-        if (h_.finish_hand_off) {
-            PhaseTimer::Scope io(timer_, Phase::io);
-            h_.finish_hand_off();
-        }
+        finish_hand_off();
     }
 
     /// Rank 0's own unit, watched like the other ranks' (a hung GPU on rank 0).
@@ -326,10 +322,7 @@ class UnitDispatch {
             Block block;
             compute(u, block);
             if (h_.hand_off) {
-                {
-                    PhaseTimer::Scope io(timer_, Phase::io);
-                    h_.hand_off(std::move(block));
-                }
+                hand_off(std::move(block));
                 send_receipts(client);
             } else {
                 client.send(block.pack());
@@ -337,13 +330,22 @@ class UnitDispatch {
             u = client.receive();
         }
         if (h_.finish_hand_off) {
-            {
-                PhaseTimer::Scope io(timer_, Phase::io);
-                h_.finish_hand_off();
-            }
+            finish_hand_off();
             send_receipts(client);
         }
         client.wait_sends();
+    }
+
+    /// Rows written where they were computed: a finished block to this rank's writer, and at the
+    /// end the wait for every receipt, both timed as the rank's io.
+    void hand_off(Block&& block) {
+        PhaseTimer::Scope io(timer_, Phase::io);
+        h_.hand_off(std::move(block));
+    }
+    void finish_hand_off() {
+        if (!h_.finish_hand_off) return;
+        PhaseTimer::Scope io(timer_, Phase::io);
+        h_.finish_hand_off();
     }
 
     void send_receipts(UnitClient& client) {
