@@ -174,7 +174,8 @@ variant header 's/^\[fit\]/[fit/'
 refused 2 "header.ini:17: malformed section header '\[fit'" -- "$EFS" fit header.ini --dry-run
 mkdir folder.ini
 refused 2 "folder.ini: cannot open config file \(it is a folder\)" -- "$EFS" fit folder.ini
-head -c 200000 /dev/urandom | tr -d '\n' > noise.ini
+# Starts with a letter: random bytes that begin with '#' or ';' (1 run in 128) are a comment line.
+{ printf 'x'; head -c 200000 /dev/urandom | tr -d '\n'; } > noise.ini
 refused 2 "noise.ini:1: " -- "$EFS" fit noise.ini
 [ "$(wc -c < err.txt)" -lt 400 ] || fail "a binary config line was echoed whole"
 # A huge value is cut to 80 characters in the message; a line over 1 MiB is not read whole.
