@@ -29,10 +29,10 @@ using ini::KeyInfo;
 /// The fixed keys: name, default (empty = none), help. `[param.NAME]` keys are added per name.
 const KeyInfo kKeys[] = {
     {"data.file", "", "data file: CSV with a header row, or HDF5 with one 1-D dataset per column "
-                      "(relative paths are taken from the config file's folder)"},
+                      "(relative paths are taken from the config file's folder); required unless data.commondata"},
     {"data.x", "x", "independent variable column(s), comma-separated for several"},
     {"data.y", "y", "dependent variable column"},
-    {"data.sigma", "", "uncertainty: a column name or a positive constant"},
+    {"data.sigma", "", "uncertainty: a column name or a positive constant; required with data.file"},
     {"data.systematics", "", "correlated systematic shift columns, comma-separated: NAME (absolute, "
                              "additive) or NAME:mult (relative to the t0 prediction, the start point's)"},
     {"data.dataset", "", "column of dataset numbers, for [normalisation.NAME] sections"},
@@ -48,8 +48,8 @@ const KeyInfo kKeys[] = {
     {"data.x_min", "0", "commondata cut: keep points with x >= x_min"},
     {"data.x_max", "1", "commondata cut: keep points with x <= x_max"},
     {"model.name", "", "formula | linear | polynomial | exponential | gaussian | gaussian2d | dis-mellin "
-                       "(or `plugin = lib.so`: a model plugin built with ensemblefit_add_model)"},
-    {"model.formula", "", "the model for name = formula, over parameter and x column names"},
+                       "(or `plugin = lib.so`: a model plugin built with ensemblefit_add_model); one of the two required"},
+    {"model.formula", "", "the model for name = formula, over parameter and x column names; required there"},
     {"model.order", "1", "polynomial order (name = polynomial); LO | NLO (name = dis-mellin)"},
     {"model.peaks", "1", "number of Gaussian peaks (name = gaussian)"},
     {"model.compile", "auto", "auto | jit | interpret: a formula compiled to machine code at start (jit), "
@@ -75,7 +75,7 @@ const KeyInfo kKeys[] = {
                                 "as NIST StRD, MINPACK and scipy's absolute_sigma=False); correlations are "
                                 "the same either way"},
     {"fit.chunk", "0", "replicas per work unit (0 = automatic: 4 per thread, at most 1/8 of a rank's share)"},
-    {"output.file", "", "HDF5 result file (relative to the current directory)"},
+    {"output.file", "", "HDF5 result file (relative to the current directory); required"},
     {"output.in_place", "auto", "auto | on | off: every rank writes its replica rows into the file itself "
                                 "(on; rank 0 writes status and the rest), or rank 0 writes every row (off); "
                                 "auto: on for runs of 2+ ranks and 1e6+ rows when every rank sees the "
@@ -667,7 +667,7 @@ FitConfig load_fit_config(const std::string& path, const std::vector<std::string
 std::string fit_config_help() {
     std::ostringstream os;
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";
-    ini::write_key_help(os, kKeys, 16, "none, required where used");
+    ini::write_key_help(os, kKeys, 16, "none");
     os << "  [model] keys of name = dis-mellin (all optional):\n" << dis_mellin_settings_help();
     os << "  [normalisation.NAME]  sigma: " << kNormKeys[0].help << "\n";
     os << "  [param.NAME]   one section per model parameter, in the model's order\n";
