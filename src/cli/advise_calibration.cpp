@@ -29,6 +29,7 @@
 
 #include "src/io/h5.hpp"
 #include "src/model/formula_jit.hpp"
+#include "src/recon/recon_plan.hpp"
 #include "src/recon/step_defaults.hpp"
 #include "src/report/timing_file.hpp"
 #include "src/run/environment.hpp"
@@ -396,7 +397,7 @@ ProblemModel calibrate(AdviseRequest req, const MpiContext& self, std::vector<Ca
         m.iterations = c.iterations;
         // probe.defocus = auto: the trial runs are iterations of the same cost before the run's
         // own; the calibration runs skip them (--probe.defocus=0) and the model adds them.
-        const PtychoDataset ds = open_ptycho_dataset(c.data_file, c.data_format, c.pixel_size, c.margin, c.input);
+        const PtychoDataset ds = recon::open_recon_dataset(c);
         m.trial_iterations = c.defocus_trial_iterations(ds.has_probe);
         if (std::isnan(c.probe_defocus)) req.overrides.push_back("--probe.defocus=0");
         // solver.batch_size = auto (0) is resolved as the run resolves it, from the positions;

@@ -33,7 +33,8 @@ const KeyInfo kKeys[] = {
     {"data.dataset", "none", "the 4-D array's path in an HDF5 file (py4DSTEM's datacube layout [scan_y, scan_x, ky, kx])"},
     {"data.scan_shape", "none", "NY,NX: the raster (slow y, fast x) of EMPAD frames (required unless data.positions); "
                             "for a 4-D array checked against its shape"},
-    {"data.scan_step", "none", "S or SY,SX: the raster's step in object pixels (required unless data.positions)"},
+    {"data.scan_step", "none", "S or SY,SX: the raster's step in object pixels, or a length with its unit (0.43 A; "
+                               "A, nm, pm, m: converted by the object pixel size) (required unless data.positions)"},
     {"data.scan_rotation", "0", "degrees the scan is turned, counter-clockwise in the image (x right, y down)"},
     {"data.scan_transpose", "false", "swap the scan's y and x (before flip and rotation)"},
     {"data.scan_flip", "none", "none | y | x | xy: mirror the scan's axes (after transpose, before rotation)"},
@@ -289,6 +290,43 @@ std::string config_relative(const ReconConfig& cfg, const std::string& key, cons
     return ini::folder_of(cfg.config_file) + value;
 }
 
+/// data.scan_step: S or SY,SX in object pixels, or followed by a length unit (A, nm, pm, m): the
+/// step as a length, turned into pixels by the object pixel size when the data are opened.
+void read_scan_step(const ValueReader& r, ReconConfig& cfg) {
+    static const std::pair<const char*, double> kUnits[] = {{"A", 1e-10}, {"\u00c5", 1e-10}, {"nm", 1e-9},
+                                                            {"pm", 1e-12}, {"m", 1.0}};
+    std::string text = trim(r.get("data.scan_step"));
+    double unit = 0;
+    const size_t blank = text.find_last_of(" \t");
+    if (blank != std::string::npos) {
+        const std::string u = text.substr(blank + 1);
+        for (const auto& [name, metres] : kUnits)
+            if (u == name) unit = metres;
+        if (unit == 0)
+            throw usage_error(cfg.where("data.scan_step") + ": unknown unit '" + excerpt(u) +
+                              "' (object pixels without a unit, or A, nm, pm, m)");
+        text = trim(text.substr(0, blank));
+    }
+    std::vector<double> s;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');) s.push_back(ini::to_real(trim(item), cfg.where("data.scan_step")));
+    if (s.empty() || s.size() > 2)
+        throw usage_error(cfg.where("data.scan_step") + ": expected S or SY,SX (object pixels, or with a unit: " +
+                          "0.43 A), got '" + excerpt(r.get("data.scan_step")) + "'");
+    for (double v : s)
+        if (!(v > 0) || !std::isfinite(v) || (unit > 0 && !(v * unit < 1)))
+            throw usage_error(cfg.where("data.scan_step") + ": steps must be > 0 (and below 1 m), got '" +
+                              excerpt(r.get("data.scan_step")) + "'");
+    ScanGeometry& sc = cfg.input.scan;
+    if (unit > 0) {
+        sc.step_length_y = s[0] * unit;
+        sc.step_length_x = s.back() * unit;
+    } else {
+        sc.step_y = s[0];
+        sc.step_x = s.back();
+    }
+}
+
 /// data.dataset, data.scan_*, data.positions, data.truth and [detector] (docs/reconstruction.md,
 /// "Instrument data"); what depends on the frames (crop and bin against their size) is checked
 /// when the data are opened.
@@ -310,15 +348,7 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
         in.scan.ny = static_cast<int>(s[0]);
         in.scan.nx = static_cast<int>(s[1]);
     }
-    if (!given("data.scan_step").empty()) {
-        const std::vector<double> s = numbers(r, cfg, "data.scan_step", 1, 2);
-        for (double v : s)
-            if (!(v > 0) || !std::isfinite(v))
-                throw usage_error(cfg.where("data.scan_step") + ": steps must be > 0 (object pixels), got '" +
-                                  excerpt(r.get("data.scan_step")) + "'");
-        in.scan.step_y = s[0];
-        in.scan.step_x = s.back();
-    }
+    if (!given("data.scan_step").empty()) read_scan_step(r, cfg);
     in.scan.rotation_deg = r.real("data.scan_rotation");
     if (!std::isfinite(in.scan.rotation_deg))
         throw usage_error(cfg.where("data.scan_rotation") + ": must be finite (degrees)");
@@ -333,7 +363,7 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
     if (in.scan.positions_file.empty() && (raw || four_d)) {
         if (raw && in.scan.ny == 0)
             throw usage_error(cfg.where("data.scan_shape") + ": required for EMPAD raw data (NY,NX; or data.positions)");
-        if (in.scan.step_y == 0)
+        if (in.scan.step_y == 0 && in.scan.step_length_y == 0)
             throw usage_error(cfg.where("data.scan_step") + ": required for " + (raw ? "EMPAD raw" : "4-D HDF5") +
                               " data (object pixels; or data.positions)");
     }
@@ -371,7 +401,10 @@ std::string instrument_text(const ReconConfig& cfg) {
     const auto text = [](const std::string& v) { return v.empty() ? std::string("none") : v; };
     os << "\ndataset = " << text(in.dataset) << "\nscan_shape = "
        << (in.scan.ny > 0 ? std::to_string(in.scan.ny) + "," + std::to_string(in.scan.nx) : std::string("none"))
-       << "\nscan_step = " << (in.scan.step_y > 0 ? fmt(in.scan.step_y) + "," + fmt(in.scan.step_x) : std::string("none"))
+       << "\nscan_step = "
+       << (in.scan.step_length_y > 0 ? fmt(in.scan.step_length_y * 1e10) + "," + fmt(in.scan.step_length_x * 1e10) + " A"
+           : in.scan.step_y > 0      ? fmt(in.scan.step_y) + "," + fmt(in.scan.step_x)
+                                     : std::string("none"))
        << "\nscan_rotation = " << fmt(in.scan.rotation_deg) << "\nscan_transpose = " << (in.scan.transpose ? "true" : "false")
        << "\nscan_flip = " << (in.scan.flip_y ? (in.scan.flip_x ? "xy" : "y") : (in.scan.flip_x ? "x" : "none"))
        << "\npositions = " << text(in.scan.positions_file) << "\ntruth = " << text(in.truth_file) << "\n[detector]\ncrop = "

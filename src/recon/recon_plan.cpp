@@ -10,6 +10,28 @@
 
 namespace ef::recon {
 
+PtychoDataset open_recon_dataset(const ReconConfig& cfg) {
+    const ScanGeometry& sc = cfg.input.scan;
+    if (!(sc.step_length_y > 0) || !sc.positions_file.empty())
+        return open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, cfg.input);
+    // The object pixel depends on the frames (their width after crop and bin), not on the step:
+    // open with a 1-pixel step (and without data.truth, which would refuse that scan) to learn
+    // it, then open again with the step in pixels.
+    InstrumentOptions in = cfg.input;
+    in.scan.step_y = in.scan.step_x = 1;
+    in.truth_file.clear();
+    const BeamGeometry g =
+        beam_geometry(cfg, open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, in));
+    in.truth_file = cfg.input.truth_file;
+    if (!(g.pixel > 0))
+        throw usage_error(cfg.where("data.scan_step") + ": a step given as a length needs the object pixel size: "
+                          "data.pixel_size, or beam.kv with data.reciprocal_pixel_mrad (or the data's dx_angstrom); "
+                          "or give the step in object pixels");
+    in.scan.step_y = sc.step_length_y / g.pixel;
+    in.scan.step_x = sc.step_length_x / g.pixel;
+    return open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, in);
+}
+
 ReconPlan plan_reconstruction(const ReconConfig& cfg, const PtychoDataset& ds) {
     ReconPlan plan;
     bool integer_positions = true;

@@ -32,6 +32,12 @@ struct ReconPlan {
     bool deferred = false;    ///< deferred steps: an iteration's batches queued on the device (tuning.deferred)
 };
 
+/// The dataset of `cfg` opened (open_ptycho_dataset). A data.scan_step given as a length is
+/// turned into object pixels first, by the object pixel that beam_geometry finds for these data
+/// (data.pixel_size, beam.kv with data.reciprocal_pixel_mrad, the data's dx_angstrom...);
+/// usage_error naming data.scan_step when there is none.
+PtychoDataset open_recon_dataset(const ReconConfig& cfg);
+
 /// The decisions that follow from `cfg` and the opened dataset `ds`; usage_error (naming the
 /// key) for a combination that cannot run: position correction without sub-pixel shifts,
 /// slices that do not fit, probe.init = file without a probe in the file, probe.init = beam

@@ -105,7 +105,7 @@ bool Reconstruction::open_output(OutputAction action) {
 void Reconstruction::read_input() {
     if (!file_exists(cfg_.data_file))
         throw usage_error(cfg_.where("data.file") + ": no such file '" + cfg_.data_file + "'");
-    ds_ = open_ptycho_dataset(cfg_.data_file, cfg_.data_format, cfg_.pixel_size, cfg_.margin, cfg_.input);
+    ds_ = recon::open_recon_dataset(cfg_);
     n_ = static_cast<std::int64_t>(ds_.h) * ds_.w;
     positions_checksum_ = positions_checksum(ds_.positions);
     plan_ = plan_reconstruction(cfg_, ds_);  // the decisions the data settle, made once
@@ -219,10 +219,14 @@ void Reconstruction::print_plan() const {
                     ds_.frame_h, ds_.frame_w, ds_.format == "empad" ? " (+2 metadata rows, dropped)" : "");
         if (!sc.positions_file.empty())
             std::printf("positions from %s", sc.positions_file.c_str());
-        else
-            std::printf("scan %d x %d, step %g, %g px, rotation %g deg%s%s%s", sc.ny, sc.nx, sc.step_y, sc.step_x,
-                        sc.rotation_deg, sc.transpose ? ", transposed" : "", sc.flip_y ? ", y mirrored" : "",
-                        sc.flip_x ? ", x mirrored" : "");
+        else {
+            char length[64] = "";  // data.scan_step as a length: what it came to in pixels
+            if (sc.step_length_y > 0)
+                std::snprintf(length, sizeof length, "%.4g, %.4g A = ", sc.step_length_y * 1e10, sc.step_length_x * 1e10);
+            std::printf("scan %d x %d, step %s%.4g, %.4g px, rotation %g deg%s%s%s", sc.ny, sc.nx, length,
+                        sc.step_y, sc.step_x, sc.rotation_deg, sc.transpose ? ", transposed" : "",
+                        sc.flip_y ? ", y mirrored" : "", sc.flip_x ? ", x mirrored" : "");
+        }
         std::printf("%s\n", ds_.has_truth ? ("; object frame and truth from " + ds_.truth_path).c_str() : "");
     }
     std::printf("%s\n", plan_.geometry.describe().c_str());

@@ -386,7 +386,9 @@ void write_truth(const PtychoSimulationOptions& o, const Scan& sc, const std::ve
 
 }  // namespace
 
-void simulate_ptycho(const PtychoSimulationOptions& o, const MpiContext& ctx) {
+void simulate_ptycho(const PtychoSimulationOptions& given, const MpiContext& ctx) {
+    PtychoSimulationOptions o = given;
+    if (o.scan_pattern.empty()) o.scan_pattern = o.format == "empad" ? "raster" : "fermat";
     check_options(o);
     if (!ctx.is_root()) {
         EF_MPI_CHECK(MPI_Barrier(ctx.world()));

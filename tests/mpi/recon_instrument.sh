@@ -42,6 +42,29 @@ assert r["data_metadata"].attrs["simulator"] is not None and "truth_sha256" in r
 PY
 ok "EMPAD raw (numpy-written, metadata rows of 3e9) reconstructs bit for bit as the native file, on 1 and 2 ranks"
 
+# The step as a length (what a microscope reports): 0.4482 A over data.pixel_size 0.1494 A is the
+# 3 px above, so the same bits; nm and pm alike. Without a pixel size, or in unknown units, one
+# line naming the key (exit 2).
+for st in "0.4482 A" "0.04482 nm" "44.82 pm"; do
+    run_np 1 reconstruct raw.ini --data.scan_step "$st" --data.pixel_size 1.494e-11 --output.file len.h5 --overwrite \
+        > len.log || { cat len.log; fail "scan_step = $st"; }
+    grep -q "^data: EMPAD raw, .*; scan 6 x 5, step 0.4482, 0.4482 A = 3, 3 px" len.log ||
+        { cat len.log; fail "scan_step = $st: no data line with the step in A and px"; }
+    /usr/bin/python3 -c "import h5py, numpy as np; a, b = h5py.File('raw.h5'), h5py.File('len.h5')
+assert all(np.array_equal(a[k][...], b[k][...]) for k in ('object', 'probe', 'positions'))" ||
+        fail "scan_step = $st: not the reconstruction of scan_step = 3 with 0.1494 A pixels"
+done
+expect_error 2 "^ensemblefit: error: --data.scan_step: a step given as a length needs the object pixel size" -- \
+    "$EF" reconstruct raw.ini --output.file never.h5 --data.scan_step "0.4482 A" --data.truth none
+expect_error 2 "data.scan_step: unknown unit 'inch'" -- "$EF" reconstruct raw.ini --data.scan_step "3 inch" --output.file never.h5
+[ ! -e never.h5 ] || fail "a refused run wrote its output"
+ok "data.scan_step in A, nm, pm: converted by the object pixel, the same bits as the step in pixels; refusals name the key"
+# simulate ptycho --format empad: raster by default (its frames carry no positions).
+"$EF" simulate ptycho --format empad --out sim.raw --scan 3 --modes 1 > simraw.log || { cat simraw.log; fail "simulate --format empad"; }
+/usr/bin/python3 -c "import h5py; assert h5py.File('sim.truth.h5').attrs['scan_pattern'] == b'raster'" ||
+    fail "simulate --format empad did not default to a raster"
+ok "simulate ptycho --format empad makes a raster without --scan-pattern"
+
 # --- 4-D HDF5 [scan_y, scan_x, ky, kx] and a positions list --------------------------------------
 "$EF" simulate ptycho --out f.h5 --scan 6x5 --dp 32 --modes 1 --dose 1e6 --scan-pattern raster --step 2 > sim.log ||
     fail "simulate f.h5"

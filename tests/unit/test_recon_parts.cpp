@@ -266,3 +266,35 @@ TEST_CASE("reconstruct config: defaults, overrides, errors naming file and line"
     std::remove(bad_key.c_str());
     std::remove(bad_value.c_str());
 }
+
+TEST_CASE("reconstruct config: data.scan_step in object pixels or as a length", "[recon][config]") {
+    const std::string path = write_temp("step.ini", "[data]\nfile = d.raw\nscan_shape = 4,5\n[output]\nfile = out.h5\n");
+    const auto step = [&](const std::string& v) { return ef::load_recon_config(path, {"--data.scan_step=" + v}).input.scan; };
+    const ef::ScanGeometry px = step("2.5,3");
+    CHECK(px.step_y == 2.5);
+    CHECK(px.step_x == 3);
+    CHECK(px.step_length_y == 0);
+    for (const char* v : {"0.43 A", "0.043 nm", "43 pm", "4.3e-11 m", "0.43 \u00c5", "0.43,0.43 A"}) {
+        const ef::ScanGeometry s = step(v);
+        CHECK(s.step_y == 0);  // in pixels once the data say how large a pixel is (open_recon_dataset)
+        CHECK(s.step_length_y == Approx(4.3e-11).epsilon(1e-12));
+        CHECK(s.step_length_x == Approx(4.3e-11).epsilon(1e-12));
+    }
+    const ef::ScanGeometry two = step("1, 2 nm");
+    CHECK(two.step_length_y == Approx(1e-9));
+    CHECK(two.step_length_x == Approx(2e-9));
+    for (const auto& [v, says] : std::vector<std::pair<std::string, std::string>>{
+             {"3 furlongs", "unknown unit 'furlongs'"}, {"-1 A", "steps must be > 0"}, {"2 m", "below 1 m"},
+             {"1,2,3 nm", "expected S or SY,SX"}, {"0", "steps must be > 0"}, {"A", "expected a number"}}) {
+        try {
+            step(v);
+            FAIL("no error for " + v);
+        } catch (const ef::Error& e) {
+            CHECK(e.code() == ef::ExitCode::usage);
+            INFO(e.what());
+            CHECK(std::string(e.what()).find("--data.scan_step") != std::string::npos);
+            CHECK(std::string(e.what()).find(says) != std::string::npos);
+        }
+    }
+    std::remove(path.c_str());
+}

@@ -33,6 +33,10 @@ namespace ef {
 struct ScanGeometry {
     int ny = 0, nx = 0;                ///< scan shape (slow, fast); 0 = not given
     double step_y = 0, step_x = 0;     ///< object pixels between neighbours
+    /// data.scan_step given as a length (`0.43 A`, `0.043 nm`, `43 pm` or metres: `4.3e-11 m`), in
+    /// metres; step_y/x are then set from the object pixel size when the data are opened
+    /// (recon::open_recon_dataset). 0: the step is in pixels.
+    double step_length_y = 0, step_length_x = 0;
     double rotation_deg = 0;
     bool transpose = false;
     bool flip_y = false, flip_x = false;

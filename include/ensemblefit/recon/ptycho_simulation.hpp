@@ -41,7 +41,9 @@ struct PtychoSimulationOptions {
     double dose = 1e6;            ///< mean counts per pattern (0 = noiseless intensities)
     std::uint64_t seed = 1;
     double step = 2.87;           ///< mean nearest-neighbour step, pixels (the raster's step)
-    std::string scan_pattern = "fermat";  ///< fermat (spiral filling the scan's rectangle) | raster
+    /// fermat (spiral filling the scan's rectangle) | raster; empty: raster for format = empad
+    /// (its frames carry no positions), else fermat
+    std::string scan_pattern;
     double jitter = 0.0;          ///< std of the true positions around the raster, pixels
     double position_error = 0.0;  ///< std of the errors added to the stored /positions, pixels
     int object_size = 0;          ///< 0 = scanned extent + window + 2 margins
