@@ -235,7 +235,7 @@ void set_frame(PtychoDataset& ds, int frame_h, int frame_w) {
 std::int64_t scan_count(const PtychoDataset& ds, std::vector<double>& listed) {
     const ScanGeometry& s = ds.input.scan;
     if (!s.positions_file.empty()) {
-        listed = read_position_list(s.positions_file);
+        listed = read_position_list(s.positions_file, s.positions_scale);
         return static_cast<std::int64_t>(listed.size() / 2);
     }
     return static_cast<std::int64_t>(s.ny) * s.nx;
@@ -304,7 +304,7 @@ void open_4d(const h5::File& f, PtychoDataset& ds) {
     ds.count = static_cast<std::int64_t>(s[0] * s[1]);
     std::vector<double> listed;
     if (listed_only) {
-        listed = read_position_list(sc.positions_file);
+        listed = read_position_list(sc.positions_file, sc.positions_scale);
         if (static_cast<std::int64_t>(listed.size() / 2) != ds.count)
             throw data_error(sc.positions_file + ": lists " + std::to_string(listed.size() / 2) + " positions; '" +
                              name + "' in " + ds.path + " has " + std::to_string(ds.count) + " patterns");

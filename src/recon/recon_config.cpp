@@ -38,8 +38,10 @@ const KeyInfo kKeys[] = {
     {"data.scan_rotation", "0", "degrees the scan is turned, counter-clockwise in the image (x right, y down)"},
     {"data.scan_transpose", "false", "swap the scan's y and x (before flip and rotation)"},
     {"data.scan_flip", "none", "none | y | x | xy: mirror the scan's axes (after transpose, before rotation)"},
-    {"data.positions", "none", "a text file of positions, one 'y x' line (object pixels) per frame in file order, instead "
-                           "of the raster"},
+    {"data.positions", "none", "a text file of positions, one 'y x' line per frame in file order, instead of the raster "
+                           "(object pixels, or in data.positions_unit)"},
+    {"data.positions_unit", "px", "px | A | nm | pm | m: the unit of data.positions' numbers (lengths are converted by "
+                                  "the object pixel size)"},
     {"data.truth", "none", "an HDF5 file with /truth/object and /truth/positions (simulate ptycho's) to compare an EMPAD "
                        "or 4-D reconstruction with; the object frame is the truth's"},
     {"detector.crop", "none", "none | Y0,Y1,X0,X1: keep rows Y0..Y1-1 and columns X0..X1-1 of every frame"},
@@ -290,21 +292,23 @@ std::string config_relative(const ReconConfig& cfg, const std::string& key, cons
     return ini::folder_of(cfg.config_file) + value;
 }
 
+/// A length unit's metres (A or \u00c5, nm, pm, m); 0 for px; usage_error naming `key` otherwise.
+double length_unit(const ReconConfig& cfg, const std::string& key, const std::string& u) {
+    static const std::pair<const char*, double> kUnits[] = {{"px", 0.0}, {"A", 1e-10}, {"\u00c5", 1e-10},
+                                                            {"nm", 1e-9}, {"pm", 1e-12}, {"m", 1.0}};
+    for (const auto& [name, metres] : kUnits)
+        if (u == name) return metres;
+    throw usage_error(cfg.where(key) + ": unknown unit '" + excerpt(u) + "' (px: object pixels, or A, nm, pm, m)");
+}
+
 /// data.scan_step: S or SY,SX in object pixels, or followed by a length unit (A, nm, pm, m): the
 /// step as a length, turned into pixels by the object pixel size when the data are opened.
 void read_scan_step(const ValueReader& r, ReconConfig& cfg) {
-    static const std::pair<const char*, double> kUnits[] = {{"A", 1e-10}, {"\u00c5", 1e-10}, {"nm", 1e-9},
-                                                            {"pm", 1e-12}, {"m", 1.0}};
     std::string text = trim(r.get("data.scan_step"));
     double unit = 0;
     const size_t blank = text.find_last_of(" \t");
     if (blank != std::string::npos) {
-        const std::string u = text.substr(blank + 1);
-        for (const auto& [name, metres] : kUnits)
-            if (u == name) unit = metres;
-        if (unit == 0)
-            throw usage_error(cfg.where("data.scan_step") + ": unknown unit '" + excerpt(u) +
-                              "' (object pixels without a unit, or A, nm, pm, m)");
+        unit = length_unit(cfg, "data.scan_step", text.substr(blank + 1));
         text = trim(text.substr(0, blank));
     }
     std::vector<double> s;
@@ -338,6 +342,9 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
     };
     in.dataset = given("data.dataset");
     in.scan.positions_file = config_relative(cfg, "data.positions", given("data.positions"));
+    in.scan.positions_unit = length_unit(cfg, "data.positions_unit", trim(r.get("data.positions_unit")));
+    if (in.scan.positions_unit > 0 && in.scan.positions_file.empty())
+        throw usage_error(cfg.where("data.positions_unit") + ": only with data.positions");
     in.truth_file = config_relative(cfg, "data.truth", given("data.truth"));
     if (!given("data.scan_shape").empty()) {
         const std::vector<double> s = numbers(r, cfg, "data.scan_shape", 2, 2);
@@ -392,6 +399,11 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
     d.center = r.choice("detector.center", {"auto", "off"}) == "auto";
 }
 
+/// length_unit's name for its metres.
+const char* unit_name(double metres) {
+    return metres == 1e-10 ? "A" : metres == 1e-9 ? "nm" : metres == 1e-12 ? "pm" : metres == 1.0 ? "m" : "px";
+}
+
 /// The instrument keys as resolved INI lines (in [data], then the [detector] section).
 std::string instrument_text(const ReconConfig& cfg) {
     const auto fmt = ini::format_double;
@@ -407,7 +419,8 @@ std::string instrument_text(const ReconConfig& cfg) {
                                      : std::string("none"))
        << "\nscan_rotation = " << fmt(in.scan.rotation_deg) << "\nscan_transpose = " << (in.scan.transpose ? "true" : "false")
        << "\nscan_flip = " << (in.scan.flip_y ? (in.scan.flip_x ? "xy" : "y") : (in.scan.flip_x ? "x" : "none"))
-       << "\npositions = " << text(in.scan.positions_file) << "\ntruth = " << text(in.truth_file) << "\n[detector]\ncrop = "
+       << "\npositions = " << text(in.scan.positions_file) << "\npositions_unit = "
+       << unit_name(in.scan.positions_unit) << "\ntruth = " << text(in.truth_file) << "\n[detector]\ncrop = "
        << (d.crop_y1 > 0 ? std::to_string(d.crop_y0) + "," + std::to_string(d.crop_y1) + "," + std::to_string(d.crop_x0) +
                                "," + std::to_string(d.crop_x1)
                          : std::string("none"))

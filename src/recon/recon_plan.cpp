@@ -12,23 +12,26 @@ namespace ef::recon {
 
 PtychoDataset open_recon_dataset(const ReconConfig& cfg) {
     const ScanGeometry& sc = cfg.input.scan;
-    if (!(sc.step_length_y > 0) || !sc.positions_file.empty())
+    const bool listed = !sc.positions_file.empty();
+    const char* key = listed ? "data.positions_unit" : "data.scan_step";
+    if (listed ? !(sc.positions_unit > 0) : !(sc.step_length_y > 0))
         return open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, cfg.input);
-    // The object pixel depends on the frames (their width after crop and bin), not on the step:
-    // open with a 1-pixel step (and without data.truth, which would refuse that scan) to learn
-    // it, then open again with the step in pixels.
+    // The object pixel depends on the frames (their width after crop and bin), not on the scan:
+    // open with a 1-pixel step or scale (and without data.truth, which would refuse that scan)
+    // to learn it, then open again with the scan in pixels.
     InstrumentOptions in = cfg.input;
-    in.scan.step_y = in.scan.step_x = 1;
+    in.scan.step_y = in.scan.step_x = in.scan.positions_scale = 1;
     in.truth_file.clear();
     const BeamGeometry g =
         beam_geometry(cfg, open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, in));
     in.truth_file = cfg.input.truth_file;
     if (!(g.pixel > 0))
-        throw usage_error(cfg.where("data.scan_step") + ": a step given as a length needs the object pixel size: "
-                          "data.pixel_size, or beam.kv with data.reciprocal_pixel_mrad (or the data's dx_angstrom); "
-                          "or give the step in object pixels");
+        throw usage_error(cfg.where(key) + ": a scan given in lengths needs the object pixel size: data.pixel_size, "
+                          "or beam.kv with data.reciprocal_pixel_mrad (or the data's dx_angstrom); or give it in "
+                          "object pixels");
     in.scan.step_y = sc.step_length_y / g.pixel;
     in.scan.step_x = sc.step_length_x / g.pixel;
+    in.scan.positions_scale = sc.positions_unit / g.pixel;
     return open_ptycho_dataset(cfg.data_file, cfg.data_format, cfg.pixel_size, cfg.margin, in);
 }
 

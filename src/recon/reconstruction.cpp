@@ -218,7 +218,8 @@ void Reconstruction::print_plan() const {
         std::printf("data: %s, frames %d x %d%s; ", ds_.format == "empad" ? "EMPAD raw" : ("4-D array '" + ds_.data_name + "'").c_str(),
                     ds_.frame_h, ds_.frame_w, ds_.format == "empad" ? " (+2 metadata rows, dropped)" : "");
         if (!sc.positions_file.empty())
-            std::printf("positions from %s", sc.positions_file.c_str());
+            std::printf(sc.positions_unit > 0 ? "positions from %s (1 A = %.4g px)" : "positions from %s",
+                        sc.positions_file.c_str(), sc.positions_scale * 1e-10 / sc.positions_unit);
         else {
             char length[64] = "";  // data.scan_step as a length: what it came to in pixels
             if (sc.step_length_y > 0)

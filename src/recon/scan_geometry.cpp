@@ -27,7 +27,7 @@ std::vector<double> raster_positions(const ScanGeometry& scan) {
     return pos;
 }
 
-std::vector<double> read_position_list(const std::string& path) {
+std::vector<double> read_position_list(const std::string& path, double scale) {
     std::ifstream in(path);
     if (!in) throw data_error(path + ": cannot open the positions file (data.positions)");
     std::vector<double> pos;
@@ -39,10 +39,9 @@ std::vector<double> read_position_list(const std::string& path) {
         double y = 0, x = 0;
         std::string extra;
         if (!(is >> y >> x) || (is >> extra) || !std::isfinite(y) || !std::isfinite(x))
-            throw data_error(path + ":" + std::to_string(no) + ": expected two numbers 'y x' (pixels), got '" +
-                             excerpt(t) + "'");
-        pos.push_back(y);
-        pos.push_back(x);
+            throw data_error(path + ":" + std::to_string(no) + ": expected two numbers 'y x', got '" + excerpt(t) + "'");
+        pos.push_back(y * scale);
+        pos.push_back(x * scale);
     }
     if (pos.empty()) throw data_error(path + ": no positions (data.positions: one 'y x' line per frame)");
     return pos;

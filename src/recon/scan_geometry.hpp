@@ -17,8 +17,8 @@ namespace ef {
  */
 std::vector<double> raster_positions(const ScanGeometry& scan);
 
-/// A text file of positions, one "y x" pair (object pixels) per line; blank lines and lines
-/// starting with '#' are skipped. Errors name the file and line (exit 3).
-std::vector<double> read_position_list(const std::string& path);
+/// A text file of positions, one "y x" pair per line, times `scale` (object pixels per listed
+/// number); blank lines and lines starting with '#' are skipped. Errors name the file and line (exit 3).
+std::vector<double> read_position_list(const std::string& path, double scale = 1);
 
 }  // namespace ef

@@ -54,9 +54,9 @@ for st in "0.4482 A" "0.04482 nm" "44.82 pm"; do
 assert all(np.array_equal(a[k][...], b[k][...]) for k in ('object', 'probe', 'positions'))" ||
         fail "scan_step = $st: not the reconstruction of scan_step = 3 with 0.1494 A pixels"
 done
-expect_error 2 "^ensemblefit: error: --data.scan_step: a step given as a length needs the object pixel size" -- \
+expect_error 2 "^ensemblefit: error: --data.scan_step: a scan given in lengths needs the object pixel size" -- \
     "$EF" reconstruct raw.ini --output.file never.h5 --data.scan_step "0.4482 A" --data.truth none
-expect_error 2 "data.scan_step: unknown unit 'inch'" -- "$EF" reconstruct raw.ini --data.scan_step "3 inch" --output.file never.h5
+expect_error 2 "data.scan_step: unknown unit 'inch' \(px: object pixels, or A, nm, pm, m\)" -- "$EF" reconstruct raw.ini --data.scan_step "3 inch" --output.file never.h5
 [ ! -e never.h5 ] || fail "a refused run wrote its output"
 ok "data.scan_step in A, nm, pm: converted by the object pixel, the same bits as the step in pixels; refusals name the key"
 # simulate ptycho --format empad: raster by default (its frames carry no positions).
@@ -85,6 +85,19 @@ for k in ("object", "probe", "loss"):
     assert np.array_equal(n[k][...], l[k][...]), k + " (positions list)"
 PY
 ok "4-D HDF5 (h5py-written, py4DSTEM's layout) and a numpy.savetxt positions list reconstruct bit for bit as the native file"
+# The list in A with 1 A pixels is the same list: the same bits; one line for a unit without a list.
+run_np 1 reconstruct cube.ini --data.positions list.txt --data.positions_unit A --data.pixel_size 1e-10 \
+    --output.file list_a.h5 > list_a.log || { cat list_a.log; fail "positions list in A"; }
+grep -q "positions from .*list.txt (1 A = 1 px)" list_a.log || { cat list_a.log; fail "no data line for a list in A"; }
+/usr/bin/python3 -c "import h5py, numpy as np; a, b = h5py.File('list_out.h5'), h5py.File('list_a.h5')
+assert all(np.array_equal(a[k][...], b[k][...]) for k in ('object', 'probe', 'positions'))" ||
+    fail "a positions list in A with 1 A pixels is not the list in pixels"
+expect_error 2 "error: --data.positions_unit: only with data.positions" -- \
+    "$EF" reconstruct cube.ini --data.positions_unit nm --output.file never.h5
+expect_error 2 "data.positions_unit: a scan given in lengths needs the object pixel size" -- \
+    "$EF" reconstruct cube.ini --data.positions list.txt --data.positions_unit nm --output.file never.h5
+[ ! -e never.h5 ] || fail "a refused run wrote its output"
+ok "data.positions_unit: a list in A over 1 A pixels is the list in pixels; refusals name the key"
 
 # --- the scan's transpose, mirror and rotation (numpy's formula, 0 iterations) --------------------
 grep -v truth raw.ini > geo.ini

@@ -37,10 +37,13 @@ struct ScanGeometry {
     /// metres; step_y/x are then set from the object pixel size when the data are opened
     /// (recon::open_recon_dataset). 0: the step is in pixels.
     double step_length_y = 0, step_length_x = 0;
+    std::string positions_file;        ///< "y x" per line (instead of the raster), in positions_unit
+    /// data.positions_unit in metres (A: 1e-10...); 0: object pixels. positions_scale: pixels per
+    /// listed number (1, or set by recon::open_recon_dataset from the object pixel size).
+    double positions_unit = 0, positions_scale = 1;
     double rotation_deg = 0;
     bool transpose = false;
     bool flip_y = false, flip_x = false;
-    std::string positions_file;        ///< "y x" per line, object pixels (instead of the raster)
 };
 
 /**
