@@ -28,8 +28,8 @@ const KeyInfo kKeys[] = {
     {"data.format", "auto", "auto | native | cxi | empad (EMPAD raw: 128 x 128 float32 + 2 rows per frame, in scan "
                             "order) | hdf5-4d (an array [scan_y, scan_x, ky, kx] at data.dataset); auto = empad for "
                             "a .raw file, hdf5-4d when data.dataset is set, else native or cxi by content"},
-    {"data.pixel_size", "0", "object pixel size in metres for CXI translations (0 = from the CXI "
-                             "energy, distance and detector pixel size)"},
+    {"data.pixel_size", "0", "object pixel size in metres, or with a unit (0.1494 A; nm, pm) (0 = from the data's "
+                             "dx_angstrom, data.reciprocal_pixel_mrad or the CXI energy, distance and detector pixel size)"},
     {"data.dataset", "none", "the 4-D array's path in an HDF5 file (py4DSTEM's datacube layout [scan_y, scan_x, ky, kx])"},
     {"data.scan_shape", "none", "NY,NX: the raster (slow y, fast x) of EMPAD frames (required unless data.positions); "
                             "for a 4-D array checked against its shape"},
@@ -71,9 +71,9 @@ const KeyInfo kKeys[] = {
                                "remainder (auto = when positions are not integers or are corrected)"},
     {"model.slices", "1", "object slices S (multislice: Fresnel propagation between slices by the angular "
                           "spectrum method; 1 = a single thin object)"},
-    {"model.slice_thickness", "0", "distance between slices in metres (as data.pixel_size); required (> 0) "
+    {"model.slice_thickness", "0", "distance between slices in metres, or with a unit (2 nm) (as data.pixel_size); required (> 0) "
                                    "when model.slices > 1"},
-    {"model.wavelength", "0", "wavelength in metres for multislice (0 = from the data: its wavelength_angstrom "
+    {"model.wavelength", "0", "wavelength in metres, or with a unit (0.0418 A), for multislice (0 = from the data: its wavelength_angstrom "
                               "or kv root attribute, or the CXI energy)"},
     {"object.parametrization", "amplitude-phase", "amplitude-phase | complex (the real parameters "
                                                   "Adam updates)"},
@@ -256,17 +256,40 @@ po::variables_map parse_sources(const std::string& path, const std::vector<std::
     return vm;
 }
 
+/// A length unit's metres (A or \u00c5, nm, pm, m); 0 for px; usage_error naming `key` otherwise.
+double length_unit(const ReconConfig& cfg, const std::string& key, const std::string& u) {
+    static const std::pair<const char*, double> kUnits[] = {{"px", 0.0}, {"A", 1e-10}, {"\u00c5", 1e-10},
+                                                            {"nm", 1e-9}, {"pm", 1e-12}, {"m", 1.0}};
+    for (const auto& [name, metres] : kUnits)
+        if (u == name) return metres;
+    throw usage_error(cfg.where(key) + ": unknown unit '" + excerpt(u) + "' (px: object pixels, or A, nm, pm, m)");
+}
+
+/// A length: a number in metres, or followed by its unit (`0.1494 A`, nm, pm, m); finite, >= 0.
+double length_metres(const ValueReader& r, const ReconConfig& cfg, const std::string& key) {
+    std::string text = r.get(key);
+    double unit = 1;
+    if (const size_t blank = text.find_last_of(" \t"); blank != std::string::npos) {
+        unit = length_unit(cfg, key, text.substr(blank + 1));
+        if (unit == 0) throw usage_error(cfg.where(key) + ": a length in metres, or with a unit (A, nm, pm, m), not px");
+        text = trim(text.substr(0, blank));
+    }
+    const double v = ini::to_real(text, cfg.where(key)) * unit;
+    if (!std::isfinite(v) || v < 0)
+        throw usage_error(cfg.where(key) + ": must be a length >= 0 (metres, or with a unit: A, nm, pm, m), got '" +
+                          excerpt(r.get(key)) + "'");
+    return v;
+}
+
 /// model.slices, slice_thickness and wavelength: a thickness or wavelength that is given must be
 /// positive (0 is the "not given" default); several slices need a thickness.
 void read_slices(const ValueReader& r, ReconConfig& cfg) {
     cfg.slices = static_cast<int>(r.integer("model.slices", 1, kMaxSlices));
-    cfg.slice_thickness = r.real("model.slice_thickness");
-    cfg.wavelength = r.real("model.wavelength");
-    for (const char* key : {"model.slice_thickness", "model.wavelength"}) {
-        const double v = r.real(key);
-        if (!std::isfinite(v) || v < 0 || (v == 0 && cfg.origins.count(key)))
+    cfg.slice_thickness = length_metres(r, cfg, "model.slice_thickness");
+    cfg.wavelength = length_metres(r, cfg, "model.wavelength");
+    for (const char* key : {"model.slice_thickness", "model.wavelength"})
+        if (length_metres(r, cfg, key) == 0 && cfg.origins.count(key))
             throw usage_error(cfg.where(key) + ": must be a length in metres > 0, got '" + excerpt(r.get(key)) + "'");
-    }
     if (cfg.slices > 1 && !(cfg.slice_thickness > 0))
         throw usage_error(cfg.where("model.slice_thickness") + ": required (> 0, metres) with model.slices = " +
                           std::to_string(cfg.slices));
@@ -290,15 +313,6 @@ std::string config_relative(const ReconConfig& cfg, const std::string& key, cons
     if (value.empty() || value[0] == '/' || !cfg.origins.count(key) || cfg.origins.at(key).rfind("--", 0) == 0)
         return value;
     return ini::folder_of(cfg.config_file) + value;
-}
-
-/// A length unit's metres (A or \u00c5, nm, pm, m); 0 for px; usage_error naming `key` otherwise.
-double length_unit(const ReconConfig& cfg, const std::string& key, const std::string& u) {
-    static const std::pair<const char*, double> kUnits[] = {{"px", 0.0}, {"A", 1e-10}, {"\u00c5", 1e-10},
-                                                            {"nm", 1e-9}, {"pm", 1e-12}, {"m", 1.0}};
-    for (const auto& [name, metres] : kUnits)
-        if (u == name) return metres;
-    throw usage_error(cfg.where(key) + ": unknown unit '" + excerpt(u) + "' (px: object pixels, or A, nm, pm, m)");
 }
 
 /// data.scan_step: S or SY,SX in object pixels, or followed by a length unit (A, nm, pm, m): the
@@ -437,7 +451,7 @@ void read_data_and_model(const ValueReader& r, ReconConfig& cfg) {
     if (cfg.data_file[0] != '/' && cfg.origins.count("data.file") && cfg.origins["data.file"].rfind("--", 0) != 0)
         cfg.data_file = ini::folder_of(path) + cfg.data_file;
     cfg.data_format = r.choice("data.format", {"auto", "native", "cxi", "empad", "hdf5-4d"});
-    cfg.pixel_size = r.nonneg("data.pixel_size");
+    cfg.pixel_size = length_metres(r, cfg, "data.pixel_size");
     read_instrument(r, cfg);
     cfg.reciprocal_pixel_mrad = r.nonneg("data.reciprocal_pixel_mrad");
     cfg.beam.kv = r.nonneg("beam.kv");

@@ -296,5 +296,15 @@ TEST_CASE("reconstruct config: data.scan_step in object pixels or as a length", 
             CHECK(std::string(e.what()).find(says) != std::string::npos);
         }
     }
+    // Lengths with a unit: the object pixel, a slice's thickness, a wavelength (plain numbers: metres).
+    const ef::ReconConfig u = ef::load_recon_config(
+        path, {"--data.pixel_size=0.1494 A", "--model.slice_thickness=2 nm", "--model.wavelength=4.18e-12",
+               "--model.slices=2", "--data.scan_step=1"});
+    CHECK(u.pixel_size == Approx(1.494e-11).epsilon(1e-12));
+    CHECK(u.slice_thickness == Approx(2e-9).epsilon(1e-12));
+    CHECK(u.wavelength == 4.18e-12);
+    CHECK_THROWS_WITH(ef::load_recon_config(path, {"--data.pixel_size=3 px", "--data.scan_step=1"}), Catch::Contains("not px"));
+    CHECK_THROWS_WITH(ef::load_recon_config(path, {"--model.slice_thickness=2 parsec", "--data.scan_step=1"}),
+                      Catch::Contains("unknown unit 'parsec'"));
     std::remove(path.c_str());
 }
