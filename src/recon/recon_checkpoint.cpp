@@ -102,6 +102,8 @@ void Reconstruction::compare_config(const std::string& stored) const {
     const std::map<std::string, std::string> was(before.begin(), before.end());
     for (const auto& [key, value] : result_settings(cfg_.resolved_text())) {
         const auto it = was.find(key);
+        // A key newer than the stored config (data.positions_unit...) at its default computes as before.
+        if (it == was.end() && value == recon_key_default(key)) continue;
         const std::string old = it == was.end() ? "no " + key : key + " = " + it->second;
         if (it == was.end() || it->second != value)
             throw usage_error(cfg_.where(key) + " = " + value + ", but " + cfg_.output_file + " was computed with " +

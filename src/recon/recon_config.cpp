@@ -598,6 +598,11 @@ std::string ReconConfig::resolved_text() const {
     return os.str();
 }
 
+std::string recon_key_default(const std::string& key) {
+    const KeyInfo* k = find_key(key);
+    return k ? k->def : "";
+}
+
 std::string recon_config_help() {
     std::ostringstream os;
     os << "Config keys (INI sections; each can be overridden as --section.key VALUE):\n";

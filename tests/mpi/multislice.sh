@@ -84,6 +84,16 @@ cp cut.h5 cut.before
 expect_error 2 "model.slices = 3.*cut.h5 was computed with model.slices = 2" -- \
     "$EF" reconstruct ms2.ini --solver.iterations 40 --output.file cut.h5 --resume --model.slices 3
 cmp -s cut.h5 cut.before || fail "a refused --resume changed the checkpoint"
+# A file written before a key existed (data.positions_unit) resumes: a newer key at its default
+# computes as before (the resumed run below must still equal the uninterrupted one).
+$PY - <<'PY' || fail "could not take positions_unit out of cut.h5's /config"
+import h5py
+with h5py.File("cut.h5", "r+") as f:
+    c = f.attrs["config"]
+    c = c.decode() if isinstance(c, bytes) else c
+    assert "\npositions_unit = px" in c
+    f.attrs["config"] = c.replace("\npositions_unit = px", "")
+PY
 "$EF" reconstruct ms2.ini --solver.iterations 40 --output.file cut.h5 --output.previews false --resume > resume.log ||
     { cat resume.log; fail "--resume of a 2-slice checkpoint"; }
 grep -q "resume: from the checkpoint" resume.log || { cat resume.log; fail "did not resume"; }

@@ -126,4 +126,7 @@ ReconConfig load_recon_config(const std::string& path, const std::vector<std::st
 /// Every key with its meaning and default, for --help.
 std::string recon_config_help();
 
+/// A key's default as the key table writes it ("px", "none", "0"...); "" for a key it does not have.
+std::string recon_key_default(const std::string& key);
+
 }  // namespace ef
