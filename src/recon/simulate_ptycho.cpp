@@ -457,8 +457,8 @@ void simulate_ptycho(const PtychoSimulationOptions& given, const MpiContext& ctx
                 sc.ow, photons / static_cast<double>(sc.count), secs, threads, threads == 1 ? "" : "s", o.out.c_str());
     if (empad)
         std::printf("truth: %s (reconstruct the raw file with data.scan_shape = %d,%d, data.scan_step = %g and "
-                    "data.truth = this file)\n",
-                    h5_out.c_str(), o.scan_y, o.scan_x, o.step);
+                    "data.truth = this file; or as measured: data.scan_step = %.6g A, data.pixel_size = %g A)\n",
+                    h5_out.c_str(), o.scan_y, o.scan_x, o.step, o.step * kDxAngstrom, kDxAngstrom);
     if (ctx.size() > 1) EF_MPI_CHECK(MPI_Barrier(ctx.world()));
 }
 
