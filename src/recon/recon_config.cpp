@@ -256,11 +256,13 @@ po::variables_map parse_sources(const std::string& path, const std::vector<std::
     return vm;
 }
 
+/// The length units of data.scan_step, data.positions_unit and the lengths: name, metres (0: px).
+constexpr std::pair<const char*, double> kLengthUnits[] = {{"px", 0.0}, {"A", 1e-10}, {"\u00c5", 1e-10},
+                                                           {"nm", 1e-9}, {"pm", 1e-12}, {"m", 1.0}};
+
 /// A length unit's metres (A or \u00c5, nm, pm, m); 0 for px; usage_error naming `key` otherwise.
 double length_unit(const ReconConfig& cfg, const std::string& key, const std::string& u) {
-    static const std::pair<const char*, double> kUnits[] = {{"px", 0.0}, {"A", 1e-10}, {"\u00c5", 1e-10},
-                                                            {"nm", 1e-9}, {"pm", 1e-12}, {"m", 1.0}};
-    for (const auto& [name, metres] : kUnits)
+    for (const auto& [name, metres] : kLengthUnits)
         if (u == name) return metres;
     throw usage_error(cfg.where(key) + ": unknown unit '" + excerpt(u) + "' (px: object pixels, or A, nm, pm, m)");
 }
@@ -295,17 +297,22 @@ void read_slices(const ValueReader& r, ReconConfig& cfg) {
                           std::to_string(cfg.slices));
 }
 
-/// Up to `most` comma-separated numbers of `key` (at least `least`).
+/// Up to `most` comma-separated numbers of `key` (at least `least`); `text`: the value, or the
+/// part of it before a unit.
 std::vector<double> numbers(const ValueReader& r, const ReconConfig& cfg, const std::string& key, size_t least,
-                            size_t most) {
+                            size_t most, const std::string& text) {
     std::vector<double> v;
-    std::stringstream ss(r.get(key));
+    std::stringstream ss(text);
     for (std::string item; std::getline(ss, item, ',');) v.push_back(ini::to_real(trim(item), cfg.where(key)));
     if (v.size() < least || v.size() > most)
         throw usage_error(cfg.where(key) + ": expected " + std::to_string(least) +
                           (most > least ? " to " + std::to_string(most) : std::string()) +
                           " comma-separated numbers, got '" + excerpt(r.get(key)) + "'");
     return v;
+}
+std::vector<double> numbers(const ValueReader& r, const ReconConfig& cfg, const std::string& key, size_t least,
+                            size_t most) {
+    return numbers(r, cfg, key, least, most, r.get(key));
 }
 
 /// A path relative to the config file's folder (as data.file), unless given on the command line.
@@ -325,12 +332,7 @@ void read_scan_step(const ValueReader& r, ReconConfig& cfg) {
         unit = length_unit(cfg, "data.scan_step", text.substr(blank + 1));
         text = trim(text.substr(0, blank));
     }
-    std::vector<double> s;
-    std::stringstream ss(text);
-    for (std::string item; std::getline(ss, item, ',');) s.push_back(ini::to_real(trim(item), cfg.where("data.scan_step")));
-    if (s.empty() || s.size() > 2)
-        throw usage_error(cfg.where("data.scan_step") + ": expected S or SY,SX (object pixels, or with a unit: " +
-                          "0.43 A), got '" + excerpt(r.get("data.scan_step")) + "'");
+    const std::vector<double> s = numbers(r, cfg, "data.scan_step", 1, 2, text);
     for (double v : s)
         if (!(v > 0) || !std::isfinite(v) || (unit > 0 && !(v * unit < 1)))
             throw usage_error(cfg.where("data.scan_step") + ": steps must be > 0 (and below 1 m), got '" +
@@ -413,9 +415,11 @@ void read_instrument(const ValueReader& r, ReconConfig& cfg) {
     d.center = r.choice("detector.center", {"auto", "off"}) == "auto";
 }
 
-/// length_unit's name for its metres.
+/// length_unit's name for its metres (the first of the table's: A, not \u00c5).
 const char* unit_name(double metres) {
-    return metres == 1e-10 ? "A" : metres == 1e-9 ? "nm" : metres == 1e-12 ? "pm" : metres == 1.0 ? "m" : "px";
+    for (const auto& [name, m] : kLengthUnits)
+        if (m == metres) return name;
+    return "px";
 }
 
 /// The instrument keys as resolved INI lines (in [data], then the [detector] section).

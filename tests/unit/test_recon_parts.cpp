@@ -285,7 +285,7 @@ TEST_CASE("reconstruct config: data.scan_step in object pixels or as a length", 
     CHECK(two.step_length_x == Approx(2e-9));
     for (const auto& [v, says] : std::vector<std::pair<std::string, std::string>>{
              {"3 furlongs", "unknown unit 'furlongs'"}, {"-1 A", "steps must be > 0"}, {"2 m", "below 1 m"},
-             {"1,2,3 nm", "expected S or SY,SX"}, {"0", "steps must be > 0"}, {"A", "expected a number"}}) {
+             {"1,2,3 nm", "expected 1 to 2 comma-separated numbers"}, {"0", "steps must be > 0"}, {"A", "expected a number"}}) {
         try {
             step(v);
             FAIL("no error for " + v);
